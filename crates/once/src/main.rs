@@ -1,0 +1,3 @@
+//! The `once` command-line tool.
+
+fn main() {}
