@@ -1,3 +1,17 @@
-//! The `once` command-line tool.
+//! The `once` command-line tool: parses the command line, runs one command, and turns its outcome
+//! into an exit code. Everything that knows about terminals, exit codes, signals and the process's
+//! own stdout lives in this crate; the libraries never print.
 
-fn main() {}
+mod cli;
+mod commands;
+mod exit;
+mod output;
+mod signals;
+mod stdout_guard;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::parse();
+    commands::run(cli).into()
+}

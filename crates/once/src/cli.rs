@@ -1,0 +1,213 @@
+//! The command line, declared once with clap. Parsing is the first of two stages: this module only
+//! says what the person typed; `commands` resolves it against the workspace and does the work.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const ABOUT: &str = "A self-describing, typed build graph for your workspace, with project memory, \
+opened to coding agents over the Model Context Protocol";
+
+const EXAMPLES: &str = "\
+Examples:
+  once check                              Validate once.toml and report every problem at once
+  once query workspace                    Root, manifests, counts and the first page of targets
+  once query targets --kind cargo-package List targets, filtered and paged
+  once query target web                   One target with its capabilities and parameters
+  once query schema cargo-package         JSON Schema of a kind's fields and parameters
+  once query graph order web:test         The actions `web:test` needs, in the order they run
+  once -C ~/code/shop mcp                 Serve the graph to a coding agent over stdio
+
+The workspace is the nearest folder, upwards from here, that holds a `once.toml`;
+`-C DIR` or `--workspace DIR` names it instead, before or after the subcommand.";
+
+/// The parsed command line.
+#[derive(Debug, Parser)]
+#[command(name = "once", version, about = ABOUT, after_help = EXAMPLES)]
+#[command(propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Use the workspace in DIR instead of searching upwards from the current folder
+    #[arg(short = 'C', long = "workspace", value_name = "DIR", global = true)]
+    pub workspace: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate every manifest of the workspace and report all problems at once
+    #[command(after_help = "\
+Examples:
+  once check            Human-readable report, one problem per block, with file:line:column
+  once check --json     The same diagnostics as JSON
+
+Exit status: 0 when the manifests are valid (warnings allowed), 2 when any has an error.")]
+    Check {
+        /// Print the diagnostics as JSON
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Ask the build graph a question; every answer is JSON
+    #[command(subcommand)]
+    Query(Query),
+
+    /// Serve the workspace to a coding agent over the Model Context Protocol (stdio)
+    #[command(after_help = "\
+The server reads newline-delimited JSON-RPC 2.0 on stdin and answers on stdout. Nothing else is
+ever written to stdout: logs go to stderr. It stops when stdin closes or on SIGTERM/SIGINT.
+
+Query tools are always available. Tools that change files or run commands exist only when the
+person configuring the client grants them here; the workspace cannot grant them itself.
+
+Examples:
+  once -C ~/code/shop mcp                         Read-only: query the graph
+  once mcp --workspace ~/code/shop --allow-run    Also let the agent run capabilities
+  claude mcp add once -- once --workspace \"$PWD\" mcp")]
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Enable the tools that edit project memory and materialize examples
+    #[arg(long)]
+    pub allow_edit: bool,
+    /// Enable the tools that run and cancel capabilities
+    #[arg(long)]
+    pub allow_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Query {
+    /// The workspace at a glance: root, manifests with hashes, counts, kinds, diagnostics, first targets
+    Workspace,
+
+    /// List targets, filtered and paged with an opaque cursor
+    #[command(after_help = "\
+Examples:
+  once query targets --name 'api-*'             Targets whose name matches a glob
+  once query targets --capability test --limit 20
+  once query targets --cursor c1f2e3-50         The next page, with the cursor of the last answer")]
+    Targets(TargetsArgs),
+
+    /// One target in full: fields, capabilities with parameter schemas, deps and dependents
+    #[command(after_help = "Example:\n  once query target web")]
+    Target {
+        /// The target's name
+        name: String,
+    },
+
+    /// JSON Schema (2020-12) of the manifest, of every kind, and of every capability's parameters
+    #[command(after_help = "\
+Examples:
+  once query schema                  The manifest and every kind
+  once query schema npm-package      Just one kind")]
+    Schema {
+        /// Only this kind
+        kind: Option<String>,
+    },
+
+    /// Walk the dependency graph
+    #[command(subcommand)]
+    Graph(GraphQuery),
+}
+
+#[derive(Debug, Args)]
+pub struct TargetsArgs {
+    /// Only targets whose name matches this glob
+    #[arg(long, value_name = "GLOB")]
+    pub name: Option<String>,
+    /// Only targets of this kind
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Only targets with this tag
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Only targets that have this capability
+    #[arg(long)]
+    pub capability: Option<String>,
+    #[command(flatten)]
+    pub page: PageArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PageArgs {
+    /// Continue from the `next_cursor` of a previous answer
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// How many rows per page
+    #[arg(long)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GraphQuery {
+    /// What TARGET depends on
+    #[command(after_help = "Examples:\n  once query graph deps web\n  once query graph deps web --transitive")]
+    Deps(NeighbourArgs),
+    /// What depends on TARGET
+    #[command(after_help = "Example:\n  once query graph dependents core --transitive")]
+    Dependents(NeighbourArgs),
+    /// The shortest dependency path from one target to another
+    #[command(after_help = "Example:\n  once query graph path web core")]
+    Path {
+        /// Where the path starts (the dependent)
+        from: String,
+        /// Where it ends (the dependency)
+        to: String,
+    },
+    /// The actions that TARGET:CAPABILITY needs, in waves that can run in parallel
+    #[command(after_help = "Example:\n  once query graph order web:test")]
+    Order {
+        /// `TARGET:CAPABILITY`, or `TARGET` with `--capability`
+        target: String,
+        /// The capability, when not given after a colon
+        #[arg(long)]
+        capability: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct NeighbourArgs {
+    /// The target, or `TARGET:CAPABILITY` to follow one capability's edges
+    pub target: String,
+    /// Follow edges all the way, not just one step
+    #[arg(long)]
+    pub transitive: bool,
+    /// Follow only this capability's edges
+    #[arg(long)]
+    pub capability: Option<String>,
+    #[command(flatten)]
+    pub page: PageArgs,
+}
+
+pub fn parse() -> Cli {
+    Cli::parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn workspace_flag_is_accepted_before_and_after_the_subcommand() {
+        for argv in [
+            &["once", "-C", "/w", "mcp"][..],
+            &["once", "mcp", "-C", "/w"],
+            &["once", "--workspace", "/w", "mcp"],
+            &["once", "mcp", "--workspace", "/w"],
+            &["once", "query", "target", "web", "--workspace", "/w"],
+        ] {
+            let cli = Cli::try_parse_from(argv).expect("parses");
+            assert_eq!(cli.workspace, Some(PathBuf::from("/w")), "{argv:?}");
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Resolving a parsed command line against the workspace and running it. Each subcommand lives in
+//! its own module; this one finds the workspace, sets up logging, and reports errors.
+
+mod check;
+mod mcp;
+mod query;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use once_graph::Workspace;
+
+use crate::cli::{Cli, Command};
+use crate::exit::Outcome;
+
+/// Runs one command and reports any error on stderr.
+pub fn run(cli: Cli) -> Outcome {
+    init_logging();
+    let result = match cli.command {
+        Command::Check { json } => check::run(cli.workspace.as_deref(), json),
+        Command::Query(query) => query::run(cli.workspace.as_deref(), query),
+        Command::Mcp(args) => mcp::run(cli.workspace.as_deref(), args),
+    };
+    match result {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            Outcome::Failure
+        }
+    }
+}
+
+/// Logs go to stderr only, at the level `ONCE_LOG` names (default `warn`).
+fn init_logging() {
+    let level = std::env::var("ONCE_LOG")
+        .ok()
+        .and_then(|value| value.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::WARN);
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .init();
+}
+
+/// The workspace root: `--workspace DIR` when given, else the nearest folder upwards from the
+/// current one that holds a manifest.
+pub fn find_root(workspace: Option<&Path>) -> Result<PathBuf> {
+    match workspace {
+        Some(dir) => {
+            let root = dir
+                .canonicalize()
+                .with_context(|| format!("cannot open workspace folder `{}`", dir.display()))?;
+            if !root.join(once_graph::MANIFEST_FILE).is_file() {
+                anyhow::bail!(
+                    "`{}` has no `{}`; create one there or point `--workspace` at the folder that has it",
+                    root.display(),
+                    once_graph::MANIFEST_FILE
+                );
+            }
+            Ok(root)
+        }
+        None => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            Ok(Workspace::discover(&cwd)?)
+        }
+    }
+}
+
+/// Loads the workspace and prints its diagnostics (errors and warnings) to stderr.
+pub fn load(workspace: Option<&Path>) -> Result<Workspace> {
+    let root = find_root(workspace)?;
+    let loaded = Workspace::load(&root)
+        .with_context(|| format!("cannot load the workspace at `{}`", root.display()))?;
+    Ok(loaded)
+}
+
+/// Prints every diagnostic to stderr followed by a one-line summary.
+pub fn report_diagnostics(workspace: &Workspace) {
+    let diagnostics = workspace.diagnostics();
+    for diagnostic in diagnostics {
+        eprintln!("{diagnostic}");
+    }
+    if let Some(summary) = check::summary(workspace) {
+        eprintln!("{summary}");
+    }
+}

@@ -1,0 +1,100 @@
+//! `once query …`: print the value that one library function computes. The MCP tools return the
+//! very same values; nothing here may reshape them.
+
+use std::path::Path;
+
+use anyhow::Result;
+use once_graph::query::{self, GraphMode, GraphQuery, SchemaQuery, TargetQuery, TargetsQuery};
+use serde::Serialize;
+
+use crate::cli::{self, NeighbourArgs, PageArgs, Query};
+use crate::exit::Outcome;
+use crate::output;
+
+pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
+    let loaded = super::load(workspace)?;
+    // The workspace overview carries its own diagnostics, so it is printed even for a broken
+    // manifest (then with exit status 2); every other query needs a valid graph.
+    if let Query::Workspace = request {
+        super::report_diagnostics(&loaded);
+        output::json(&query::workspace(&loaded))?;
+        return Ok(if loaded.has_errors() { Outcome::Invalid } else { Outcome::Success });
+    }
+    if loaded.has_errors() {
+        super::report_diagnostics(&loaded);
+        return Ok(Outcome::Invalid);
+    }
+    match request {
+        Query::Workspace => unreachable!("answered above"),
+        Query::Targets(args) => {
+            let (cursor, limit) = page(args.page);
+            let q = TargetsQuery {
+                name: args.name,
+                kind: args.kind,
+                tag: args.tag,
+                capability: args.capability,
+                cursor,
+                limit,
+            };
+            print(query::targets(&loaded, &q))
+        }
+        Query::Target { name } => print(query::target(&loaded, &TargetQuery { name })),
+        Query::Schema { kind } => print(query::schema(&loaded, &SchemaQuery { kind })),
+        Query::Graph(graph) => print(query::graph(&loaded, &graph_query(graph))),
+    }
+}
+
+fn graph_query(request: cli::GraphQuery) -> GraphQuery {
+    let neighbours = |mode, args: NeighbourArgs| {
+        let (cursor, limit) = page(args.page);
+        GraphQuery {
+            mode,
+            target: args.target,
+            to: None,
+            transitive: Some(args.transitive),
+            capability: args.capability,
+            cursor,
+            limit,
+        }
+    };
+    match request {
+        cli::GraphQuery::Deps(args) => neighbours(GraphMode::Deps, args),
+        cli::GraphQuery::Dependents(args) => neighbours(GraphMode::Dependents, args),
+        cli::GraphQuery::Path { from, to } => GraphQuery {
+            mode: GraphMode::Path,
+            target: from,
+            to: Some(to),
+            transitive: None,
+            capability: None,
+            cursor: None,
+            limit: None,
+        },
+        cli::GraphQuery::Order { target, capability } => GraphQuery {
+            mode: GraphMode::Order,
+            target,
+            to: None,
+            transitive: None,
+            capability,
+            cursor: None,
+            limit: None,
+        },
+    }
+}
+
+fn page(args: PageArgs) -> (Option<String>, Option<u32>) {
+    (args.cursor, args.limit)
+}
+
+/// Prints a query's value, or its error as a message that says what to do next (exit 1).
+fn print<T: Serialize>(answer: Result<T, query::QueryError>) -> Result<Outcome> {
+    match answer {
+        Ok(value) => {
+            output::json(&value)?;
+            Ok(Outcome::Success)
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            Ok(Outcome::Failure)
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! Writing results to the process's stdout. CLI commands print here and nowhere else; `once mcp`
+//! never calls into this module, because there only the protocol writer may touch stdout.
+
+#![allow(clippy::print_stdout)]
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+/// Prints a value as pretty JSON followed by a newline.
+pub fn json<T: Serialize + ?Sized>(value: &T) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    serde_json::to_writer_pretty(&mut stdout, value)?;
+    stdout.write_all(b"\n")?;
+    stdout.flush()
+}
+
+/// Prints lines of text.
+pub fn text(text: &str) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        stdout.write_all(b"\n")?;
+    }
+    stdout.flush()
+}
