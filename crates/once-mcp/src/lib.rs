@@ -1,1 +1,21 @@
-//! The Model Context Protocol server of `once`: JSON-RPC codec, handshake, dispatch and tool catalog.
+//! The Model Context Protocol server of `once`: JSON-RPC codec, handshake,
+//! dispatch and tool catalog.
+//!
+//! This crate is the transport-agnostic core: [`serve`] runs one connection
+//! over any reader and writer. It must never touch process state (stdout,
+//! signals, the environment): the `once` binary does the fd-level wiring and
+//! registers the tools through [`Tool`].
+
+pub mod codec;
+pub mod message;
+mod outbox;
+pub mod server;
+pub mod tool;
+pub mod version;
+
+pub use server::{ServeOptions, ServerConfig, WORKSPACE_META_KEY, serve, serve_with};
+pub use tool::{
+    Annotations, CallContext, CancelToken, Gate, Gates, Handler, LogLevel, Tool,
+    ToolDefinitionError, ToolResult, validate_tools, wrap_output_schema,
+};
+pub use version::ProtocolVersion;

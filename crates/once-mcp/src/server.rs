@@ -1,0 +1,808 @@
+//! The MCP server core: handshake, dispatch, tool calls, cancellation and the
+//! read loop, over any reader and writer.
+//!
+//! It sees only a byte reader and a byte writer: no file descriptors, signals
+//! or process state (the binary owns those). One `serve` call is one
+//! connection. It must never let one bad message end the loop or be answered
+//! under another message's id, and it must never write to the output except
+//! through the single writer thread.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, BufRead, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::codec::{DEFAULT_MAX_LINE_BYTES, Frame, LineReader, decode_line, is_blank};
+use crate::message::{
+    INTERNAL_ERROR, INVALID_REQUEST, Incoming, PARSE_ERROR, RequestId, RpcError, classify,
+    error_response, result_response,
+};
+use crate::outbox::{Outbox, Writer};
+use crate::tool::{
+    CallContext, CancelToken, Gate, Gates, LogLevel, LogThreshold, Tool, ToolResult, log_to_client,
+    validate_tools, wrap_output_schema,
+};
+use crate::version::ProtocolVersion;
+
+/// The `_meta` key under which `initialize` reports the workspace root
+/// (reverse-DNS prefix, as the spec's `_meta` key rules ask).
+pub const WORKSPACE_META_KEY: &str = "dev.once/workspace";
+
+/// What the server offers and how.
+pub struct ServerConfig {
+    /// `serverInfo.name`.
+    pub name: String,
+    /// `serverInfo.version`.
+    pub version: String,
+    /// `instructions` of the initialize result (omitted when empty).
+    pub instructions: String,
+    /// Reported as `_meta["dev.once/workspace"]` of the initialize result.
+    pub workspace_root: Option<String>,
+    /// Which gated tools are available.
+    pub gates: Gates,
+    /// The catalog; checked by [`validate_tools`] when serving starts.
+    pub tools: Vec<Tool>,
+    /// Called before each request except `ping` (the binary reloads the
+    /// graph here when a manifest changed). Runs on the read loop.
+    pub before_request: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// How many tools one `tools/list` page holds.
+    pub page_size: usize,
+}
+
+impl ServerConfig {
+    /// A config named `once-mcp` with no tools, closed gates and pages of 100.
+    pub fn new(version: impl Into<String>) -> Self {
+        Self {
+            name: "once-mcp".into(),
+            version: version.into(),
+            instructions: String::new(),
+            workspace_root: None,
+            gates: Gates::default(),
+            tools: Vec::new(),
+            before_request: None,
+            page_size: 100,
+        }
+    }
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("workspace_root", &self.workspace_root)
+            .field("gates", &self.gates)
+            .field("tools", &self.tools)
+            .field("before_request", &self.before_request.is_some())
+            .field("page_size", &self.page_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Knobs of one connection's loop.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Longest accepted line; longer ones get an error and are skipped.
+    pub max_line_bytes: usize,
+    /// Most tool calls running at once; more get a -32603 "busy" error.
+    pub max_in_flight: usize,
+    /// How long, at end of input, to wait for cancelled calls to return.
+    pub shutdown_grace: Duration,
+    /// When cancelled, the loop stops before reading the next line. (A read
+    /// already blocked cannot be interrupted from here; the binary closes the
+    /// input or exits.)
+    pub shutdown: CancelToken,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_in_flight: 32,
+            shutdown_grace: Duration::from_millis(500),
+            shutdown: CancelToken::new(),
+        }
+    }
+}
+
+/// Serves one connection with default options until `reader` hits end of
+/// input. See [`serve_with`].
+pub fn serve<R: BufRead, W: Write + Send + 'static>(
+    config: Arc<ServerConfig>,
+    reader: R,
+    writer: W,
+) -> io::Result<()> {
+    serve_with(config, reader, writer, ServeOptions::default())
+}
+
+/// Serves one connection until end of input, shutdown, or a broken output.
+///
+/// At the end it cancels every in-flight call, waits for them at most
+/// `shutdown_grace`, writes and flushes what they queued, and returns. An
+/// invalid catalog is refused before anything is read (`InvalidInput`).
+pub fn serve_with<R: BufRead, W: Write + Send + 'static>(
+    config: Arc<ServerConfig>,
+    reader: R,
+    writer: W,
+    options: ServeOptions,
+) -> io::Result<()> {
+    validate_tools(&config.tools).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let writer = Writer::spawn(writer)?;
+    let mut session = Session::new(config, writer.outbox(), &options);
+    let mut lines = LineReader::new(reader, options.max_line_bytes);
+    let read_result = loop {
+        if options.shutdown.is_cancelled() || session.outbox.is_broken() {
+            break Ok(());
+        }
+        match lines.next_frame() {
+            Ok(None) => break Ok(()),
+            Ok(Some(Frame::Line(line))) => session.handle_line(&line),
+            Ok(Some(Frame::TooLong { length })) => {
+                tracing::warn!(length, "dropped an oversized line");
+                session.outbox.send(&error_response(
+                    None,
+                    &RpcError::new(
+                        INVALID_REQUEST,
+                        format!(
+                            "Invalid Request: the message is {length} bytes, over the {} byte limit",
+                            options.max_line_bytes
+                        ),
+                    ),
+                ));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading from the client failed");
+                break Err(e);
+            }
+        }
+    };
+    session.calls.shut_down(options.shutdown_grace);
+    let write_result = writer.close();
+    read_result.and(write_result)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Where a reply goes: straight out, or into a batch being assembled.
+#[derive(Clone, Debug)]
+enum Sink {
+    Direct(Outbox),
+    Batch(Arc<Batch>),
+}
+
+/// A batch reply under construction: written as one array line once every
+/// request of the batch has delivered (a suppressed reply delivers nothing).
+#[derive(Debug)]
+struct Batch {
+    outbox: Outbox,
+    state: Mutex<(usize, Vec<Value>)>,
+}
+
+impl Sink {
+    /// Announces one more reply to wait for (batches only).
+    fn expect(&self) {
+        if let Self::Batch(batch) = self {
+            lock(&batch.state).0 += 1;
+        }
+    }
+
+    /// Delivers a reply, or `None` for a reply that is suppressed.
+    fn deliver(&self, reply: Option<Value>) {
+        match self {
+            Self::Direct(outbox) => {
+                if let Some(reply) = reply {
+                    outbox.send(&reply);
+                }
+            }
+            Self::Batch(batch) => {
+                let mut state = lock(&batch.state);
+                state.1.extend(reply);
+                state.0 = state.0.saturating_sub(1);
+                // An all-notification (or all-suppressed) batch gets no reply
+                // at all, as JSON-RPC requires.
+                if state.0 == 0 && !state.1.is_empty() {
+                    let replies = std::mem::take(&mut state.1);
+                    batch.outbox.send(&Value::Array(replies));
+                }
+            }
+        }
+    }
+}
+
+/// One running tool call.
+#[derive(Debug)]
+struct Running {
+    token: CancelToken,
+    /// The client cancelled it: its reply must never be written.
+    suppressed: bool,
+}
+
+/// The calls in flight, shared by the loop and the workers.
+#[derive(Debug, Default)]
+struct Calls {
+    running: Mutex<HashMap<RequestId, Running>>,
+    idle: Condvar,
+}
+
+impl Calls {
+    /// Cancels everything and waits (bounded) for the workers to finish.
+    fn shut_down(&self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        let mut running = lock(&self.running);
+        for call in running.values() {
+            call.token.cancel();
+        }
+        while !running.is_empty() {
+            let now = Instant::now();
+            if now >= deadline {
+                tracing::warn!(left = running.len(), "tool calls still running at shutdown");
+                return;
+            }
+            running = self
+                .idle
+                .wait_timeout(running, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+/// The state of one connection.
+struct Session {
+    config: Arc<ServerConfig>,
+    outbox: Outbox,
+    version: ProtocolVersion,
+    initialized: bool,
+    log_threshold: Arc<LogThreshold>,
+    calls: Arc<Calls>,
+    max_in_flight: usize,
+}
+
+impl Session {
+    fn new(config: Arc<ServerConfig>, outbox: Outbox, options: &ServeOptions) -> Self {
+        Self {
+            config,
+            outbox,
+            // Before initialize we answer in the newest shape.
+            version: ProtocolVersion::LATEST,
+            initialized: false,
+            log_threshold: Arc::new(LogThreshold::off()),
+            calls: Arc::new(Calls::default()),
+            max_in_flight: options.max_in_flight,
+        }
+    }
+
+    fn handle_line(&mut self, line: &[u8]) {
+        if is_blank(line) {
+            return;
+        }
+        match decode_line(line) {
+            Err(e) => {
+                tracing::debug!(error = %e, "unparseable line");
+                self.outbox.send(&error_response(
+                    None,
+                    &RpcError::new(PARSE_ERROR, format!("Parse error: {e}")),
+                ));
+            }
+            Ok(Value::Array(items)) => self.handle_batch(items),
+            Ok(value) => {
+                let sink = Sink::Direct(self.outbox.clone());
+                self.handle_message(value, &sink);
+            }
+        }
+    }
+
+    fn handle_batch(&mut self, items: Vec<Value>) {
+        let refuse =
+            |message: String| error_response(None, &RpcError::new(INVALID_REQUEST, message));
+        if !(self.initialized && self.version.accepts_batches()) {
+            self.outbox.send(&refuse(format!(
+                "Invalid Request: JSON-RPC batches are only part of protocol version 2025-03-26; this connection uses {}",
+                self.version
+            )));
+            return;
+        }
+        if items.is_empty() {
+            self.outbox
+                .send(&refuse("Invalid Request: an empty batch".into()));
+            return;
+        }
+        // The guard count of 1 keeps the batch open until every element was
+        // dispatched, even if fast replies arrive meanwhile.
+        let batch = Arc::new(Batch {
+            outbox: self.outbox.clone(),
+            state: Mutex::new((1, Vec::new())),
+        });
+        let sink = Sink::Batch(batch);
+        for item in items {
+            self.handle_message(item, &sink);
+        }
+        sink.deliver(None);
+    }
+
+    fn handle_message(&mut self, value: Value, sink: &Sink) {
+        match classify(value) {
+            Incoming::Response => tracing::debug!("ignored a response: we send no requests"),
+            Incoming::Invalid { id, reason } => {
+                sink.expect();
+                sink.deliver(Some(error_response(
+                    id.as_ref(),
+                    &RpcError::new(INVALID_REQUEST, reason),
+                )));
+            }
+            Incoming::Notification { method, params } => self.handle_notification(&method, params),
+            Incoming::Request { id, method, params } => {
+                sink.expect();
+                self.handle_request(id, &method, params, sink);
+            }
+        }
+    }
+
+    fn handle_notification(&mut self, method: &str, params: Option<Value>) {
+        match method {
+            "notifications/initialized" => tracing::debug!("client initialized"),
+            "notifications/cancelled" => {
+                let Some(id) = params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(RequestId::from_value)
+                else {
+                    tracing::debug!("cancellation without a usable requestId");
+                    return;
+                };
+                let mut running = lock(&self.calls.running);
+                if let Some(call) = running.get_mut(&id) {
+                    tracing::debug!(%id, "call cancelled by the client");
+                    call.suppressed = true;
+                    call.token.cancel();
+                }
+            }
+            // Notifications never get a reply, even unknown ones.
+            other => tracing::debug!(method = other, "ignored a notification"),
+        }
+    }
+
+    fn handle_request(&mut self, id: RequestId, method: &str, params: Option<Value>, sink: &Sink) {
+        if let Some(hook) = self
+            .config
+            .before_request
+            .as_ref()
+            .filter(|_| method != "ping")
+            && catch_unwind(AssertUnwindSafe(|| hook())).is_err()
+        {
+            tracing::error!("the before_request hook panicked");
+        }
+        // A bug in a method handler must cost only this request, under its id.
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            self.dispatch(&id, method, params, sink)
+        }));
+        let reply = match outcome {
+            Ok(None) => return, // a worker thread owns the reply now
+            Ok(Some(Ok(result))) => result_response(&id, result),
+            Ok(Some(Err(error))) => error_response(Some(&id), &error),
+            Err(panic) => error_response(
+                Some(&id),
+                &RpcError::new(
+                    INTERNAL_ERROR,
+                    format!(
+                        "Internal error while handling {method}: {}",
+                        panic_text(&panic)
+                    ),
+                ),
+            ),
+        };
+        sink.deliver(Some(reply));
+    }
+
+    /// `None` when the reply will be delivered later by a worker.
+    fn dispatch(
+        &mut self,
+        id: &RequestId,
+        method: &str,
+        params: Option<Value>,
+        sink: &Sink,
+    ) -> Option<Result<Value, RpcError>> {
+        Some(match method {
+            "initialize" => self.initialize(params),
+            "ping" => Ok(json!({})),
+            "logging/setLevel" => self.set_level(params),
+            "tools/list" => self.list_tools(params),
+            "tools/call" => return self.call_tool(id, params, sink),
+            // We advertise neither resources nor prompts; answering their
+            // lists with empty arrays keeps clients that ask anyway happy.
+            "resources/list" => Ok(json!({"resources": []})),
+            "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
+            "prompts/list" => Ok(json!({"prompts": []})),
+            // Newer clients probe this first and fall back to initialize on
+            // -32601; answer at once so the fallback is immediate.
+            _ => Err(RpcError::method_not_found(method)),
+        })
+    }
+
+    fn initialize(&mut self, params: Option<Value>) -> Result<Value, RpcError> {
+        if self.initialized {
+            return Err(RpcError::new(
+                INVALID_REQUEST,
+                "Invalid Request: this connection is already initialized",
+            ));
+        }
+        let params = params_object(params)?;
+        let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
+            return Err(RpcError::invalid_params(
+                "Invalid params: initialize needs a string \"protocolVersion\"",
+            ));
+        };
+        self.version = ProtocolVersion::negotiate(requested);
+        self.initialized = true;
+        tracing::info!(requested, negotiated = %self.version, "initialized");
+        let mut result = Map::new();
+        result.insert("protocolVersion".into(), json!(self.version.as_str()));
+        result.insert(
+            "capabilities".into(),
+            json!({"tools": {"listChanged": false}, "logging": {}}),
+        );
+        result.insert(
+            "serverInfo".into(),
+            json!({"name": self.config.name, "version": self.config.version}),
+        );
+        if !self.config.instructions.is_empty() {
+            result.insert("instructions".into(), json!(self.config.instructions));
+        }
+        if let Some(root) = &self.config.workspace_root {
+            result.insert("_meta".into(), json!({ WORKSPACE_META_KEY: root }));
+        }
+        Ok(Value::Object(result))
+    }
+
+    fn set_level(&mut self, params: Option<Value>) -> Result<Value, RpcError> {
+        let params = params_object(params)?;
+        let level = params.get("level").and_then(Value::as_str);
+        let Some(level) = level.and_then(LogLevel::parse) else {
+            return Err(RpcError::invalid_params(
+                "Invalid params: \"level\" must be one of debug, info, notice, warning, error, critical, alert, emergency",
+            ));
+        };
+        self.log_threshold.set(level);
+        Ok(json!({}))
+    }
+
+    fn listed_tools(&self) -> impl Iterator<Item = &Tool> {
+        let gates = self.config.gates;
+        self.config
+            .tools
+            .iter()
+            .filter(move |t| gates.allows(t.gate))
+    }
+
+    fn list_tools(&self, params: Option<Value>) -> Result<Value, RpcError> {
+        let params = params_object(params)?;
+        let listed: Vec<&Tool> = self.listed_tools().collect();
+        let page_size = self.config.page_size.max(1);
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(cursor)) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0 && n < listed.len() && n % page_size == 0)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "Invalid params: unknown cursor {cursor:?}; call tools/list without a cursor to start over"
+                    ))
+                })?,
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "Invalid params: \"cursor\" must be a string",
+                ));
+            }
+        };
+        let end = (start + page_size).min(listed.len());
+        let tools: Vec<Value> = listed[start..end]
+            .iter()
+            .map(|t| describe_tool(t, self.version))
+            .collect();
+        let mut result = Map::new();
+        result.insert("tools".into(), Value::Array(tools));
+        if end < listed.len() {
+            // The cursor is the offset of the next page; opaque to clients.
+            result.insert("nextCursor".into(), json!(end.to_string()));
+        }
+        Ok(Value::Object(result))
+    }
+
+    fn call_tool(
+        &mut self,
+        id: &RequestId,
+        params: Option<Value>,
+        sink: &Sink,
+    ) -> Option<Result<Value, RpcError>> {
+        let params = match params {
+            Some(Value::Object(params)) => params,
+            _ => {
+                return Some(Err(RpcError::invalid_params(
+                    "Invalid params: tools/call needs an object with a string \"name\"",
+                )));
+            }
+        };
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Some(Err(RpcError::invalid_params(
+                "Invalid params: tools/call needs a string \"name\"",
+            )));
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(arguments)) => arguments.clone(),
+            Some(_) => {
+                return Some(Err(RpcError::invalid_params(
+                    "Invalid params: tools/call \"arguments\" must be an object",
+                )));
+            }
+        };
+        let Some(tool) = self.config.tools.iter().find(|t| t.name == name) else {
+            return Some(Ok(error_result(self.unknown_tool_text(name))));
+        };
+        if let Some(flag) = tool
+            .gate
+            .flag()
+            .filter(|_| !self.config.gates.allows(tool.gate))
+        {
+            let what = match tool.gate {
+                Gate::Edit => "it edits files",
+                _ => "it runs commands",
+            };
+            return Some(Ok(error_result(format!(
+                "The tool {name:?} is disabled because {what} and this server was started without {flag}. \
+                 Ask the person to restart the server as `once mcp {flag}` if they want to allow it; \
+                 until then, do not retry this call."
+            ))));
+        }
+        let progress_token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+
+        let token = CancelToken::new();
+        {
+            let mut running = lock(&self.calls.running);
+            if running.contains_key(id) {
+                return Some(Err(RpcError::new(
+                    INVALID_REQUEST,
+                    format!("Invalid Request: the id {id} is already used by a call in progress"),
+                )));
+            }
+            if running.len() >= self.max_in_flight {
+                return Some(Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    format!(
+                        "Server busy: {} tool calls are already running; retry when one has finished",
+                        running.len()
+                    ),
+                )));
+            }
+            running.insert(
+                id.clone(),
+                Running {
+                    token: token.clone(),
+                    suppressed: false,
+                },
+            );
+        }
+        let context = CallContext::new(
+            tool.name,
+            id.clone(),
+            token,
+            progress_token,
+            self.version,
+            self.outbox.clone(),
+            Arc::clone(&self.log_threshold),
+        );
+        let job = Job {
+            tool: tool.clone(),
+            id: id.clone(),
+            context,
+            arguments,
+            version: self.version,
+            sink: sink.clone(),
+            calls: Arc::clone(&self.calls),
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("once-mcp-{}", tool.name))
+            .spawn(move || job.run());
+        match spawned {
+            Ok(_) => None,
+            Err(e) => {
+                lock(&self.calls.running).remove(id);
+                log_to_client(
+                    &self.outbox,
+                    &self.log_threshold,
+                    LogLevel::Error,
+                    "could not start a worker thread",
+                );
+                Some(Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    format!("Internal error: could not start the tool: {e}"),
+                )))
+            }
+        }
+    }
+
+    fn unknown_tool_text(&self, name: &str) -> String {
+        let mut near: Vec<(usize, &str)> = self
+            .listed_tools()
+            .map(|t| {
+                (
+                    edit_distance(&name.to_lowercase(), &t.name.to_lowercase()),
+                    t.name,
+                )
+            })
+            .filter(|(d, candidate)| {
+                *d <= (name.len() / 3).max(2)
+                    || candidate.contains(name)
+                    || name.contains(candidate)
+            })
+            .collect();
+        near.sort();
+        let names: Vec<String> = near.iter().take(3).map(|(_, n)| format!("{n:?}")).collect();
+        if names.is_empty() {
+            format!("Unknown tool {name:?}. Call tools/list to see the available tools.")
+        } else {
+            format!(
+                "Unknown tool {name:?}. Did you mean {}? Call tools/list to see every available tool.",
+                names.join(" or ")
+            )
+        }
+    }
+}
+
+/// Everything a worker thread needs to run one call and deliver its reply.
+struct Job {
+    tool: Tool,
+    id: RequestId,
+    context: CallContext,
+    arguments: Map<String, Value>,
+    version: ProtocolVersion,
+    sink: Sink,
+    calls: Arc<Calls>,
+}
+
+impl Job {
+    fn run(self) {
+        let Self {
+            tool,
+            id,
+            context,
+            arguments,
+            version,
+            sink,
+            calls,
+        } = self;
+        let outcome = catch_unwind(AssertUnwindSafe(|| (tool.handler)(&context, arguments)));
+        context.finish();
+        let reply = match outcome {
+            Ok(result) => result_response(&id, call_result(result, version)),
+            Err(panic) => {
+                let text = panic_text(&panic);
+                tracing::error!(tool = tool.name, panic = %text, "tool handler panicked");
+                error_response(
+                    Some(&id),
+                    &RpcError::new(
+                        INTERNAL_ERROR,
+                        format!("Internal error: the tool {:?} crashed: {text}", tool.name),
+                    ),
+                )
+            }
+        };
+        // Deciding and delivering under the lock makes a racing cancellation
+        // either suppress this reply or find the call already gone.
+        let mut running = lock(&calls.running);
+        let suppressed = running.remove(&id).is_some_and(|call| call.suppressed);
+        if suppressed {
+            tracing::debug!(%id, "reply suppressed: the client cancelled the call");
+        }
+        sink.deliver((!suppressed).then_some(reply));
+        drop(running);
+        calls.idle.notify_all();
+    }
+}
+
+fn params_object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {
+    match params {
+        None => Ok(Map::new()),
+        Some(Value::Object(map)) => Ok(map),
+        Some(_) => Err(RpcError::invalid_params(
+            "Invalid params: params must be an object",
+        )),
+    }
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// A `CallToolResult` for a tool-level failure.
+fn error_result(text: String) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// The `CallToolResult` of a handler's return, shaped for `version`.
+fn call_result(result: ToolResult, version: ProtocolVersion) -> Value {
+    match result {
+        ToolResult::Error(text) => error_result(text),
+        ToolResult::Value(value) => {
+            let text = value.to_string();
+            let mut result = Map::new();
+            result.insert("content".into(), json!([{"type": "text", "text": text}]));
+            if version.has_structured_output() {
+                result.insert("structuredContent".into(), json!({ "result": value }));
+            }
+            Value::Object(result)
+        }
+    }
+}
+
+/// A `Tool` entry of `tools/list`, with only the fields `version` knows.
+fn describe_tool(tool: &Tool, version: ProtocolVersion) -> Value {
+    let mut entry = Map::new();
+    entry.insert("name".into(), json!(tool.name));
+    if version.has_tool_title() {
+        entry.insert("title".into(), json!(tool.title));
+    }
+    entry.insert("description".into(), json!(tool.description));
+    entry.insert("inputSchema".into(), tool.input_schema.clone());
+    if version.has_structured_output() {
+        entry.insert(
+            "outputSchema".into(),
+            wrap_output_schema(&tool.output_schema),
+        );
+    }
+    if version.has_tool_annotations() {
+        let a = tool.annotations;
+        let mut hints = Map::new();
+        if version.title_in_annotations() {
+            hints.insert("title".into(), json!(tool.title));
+        }
+        hints.insert("readOnlyHint".into(), json!(a.read_only));
+        hints.insert("destructiveHint".into(), json!(a.destructive));
+        hints.insert("idempotentHint".into(), json!(a.idempotent));
+        hints.insert("openWorldHint".into(), json!(a.open_world));
+        entry.insert("annotations".into(), Value::Object(hints));
+    }
+    Value::Object(entry)
+}
+
+/// Levenshtein distance over chars, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distance() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "ab"), 2);
+        assert_eq!(edit_distance("graph", "graph"), 0);
+    }
+}
