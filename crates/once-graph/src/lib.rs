@@ -1,1 +1,25 @@
-//! The typed build graph of a `once` workspace: manifest parsing, kinds and their schemas, validation, the graph and its queries.
+//! The typed build graph of a `once` workspace: manifest parsing, kinds and
+//! their schemas, validation, the graph and its queries.
+//!
+//! Everything here is pure computation over manifest files: it must never
+//! print, never run commands, and never panic on any input. Query values are
+//! the public JSON contract shared by the CLI and the MCP server.
+
+pub mod diagnostic;
+pub mod duration;
+mod error;
+pub mod graph;
+pub mod kind;
+pub mod manifest;
+pub mod model;
+pub mod query;
+mod suggest;
+pub mod template;
+mod workspace;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use error::Error;
+pub use workspace::Workspace;
+
+/// File name of a manifest.
+pub const MANIFEST_FILE: &str = "once.toml";

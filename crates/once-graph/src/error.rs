@@ -1,0 +1,36 @@
+//! I/O-level failures of discovering or loading a workspace.
+//!
+//! Problems *inside* manifests are never errors here: they are `Diagnostic`s, so
+//! that a user sees every problem at once. This type must only carry failures
+//! that make loading impossible (no root, unreadable root manifest).
+
+use std::path::PathBuf;
+
+/// Why a workspace could not be discovered or loaded at all.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or inspecting `path` failed.
+    #[error("cannot read `{}`: {source}", path.display())]
+    Io {
+        /// The file or folder that could not be read.
+        path: PathBuf,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No folder from `start` upwards holds a `once.toml`.
+    #[error(
+        "no `once.toml` found in `{}` or any parent folder; create one with `once init` or pass `--workspace DIR`",
+        start.display()
+    )]
+    NoRoot {
+        /// Where the search started.
+        start: PathBuf,
+    },
+    /// The given workspace root exists but is not a folder.
+    #[error("`{}` is not a folder; pass the folder that holds `once.toml`", path.display())]
+    NotADirectory {
+        /// The offending path.
+        path: PathBuf,
+    },
+}

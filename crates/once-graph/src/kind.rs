@@ -1,0 +1,342 @@
+//! The built-in target kinds, as data.
+//!
+//! The same tables drive manifest validation (which keys a target may have,
+//! what each capability runs) and the published JSON Schemas, so the two can
+//! never disagree. This module must never contain validation logic of its own:
+//! it only describes.
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::model::{Param, ParamType};
+
+/// The type of a kind's field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FieldType {
+    /// A string.
+    String,
+    /// `true` or `false`.
+    Boolean,
+    /// A 64-bit signed integer.
+    Integer,
+    /// A list of strings.
+    StringList,
+}
+
+impl FieldType {
+    /// Human name used in diagnostics ("expected …").
+    pub fn describe(self) -> &'static str {
+        match self {
+            FieldType::String => "a string",
+            FieldType::Boolean => "a boolean",
+            FieldType::Integer => "an integer",
+            FieldType::StringList => "a list of strings",
+        }
+    }
+}
+
+/// The default of a field when the manifest does not set it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FieldDefault {
+    /// No default (the field is absent unless set).
+    None,
+    /// The target's own name (e.g. a cargo package named like the target).
+    TargetName,
+    /// A fixed value.
+    Value(serde_json::Value),
+}
+
+/// A typed field that targets of a kind may (or must) set.
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldSpec {
+    /// Key in the target table.
+    pub name: String,
+    /// Value type.
+    pub ty: FieldType,
+    /// Whether the manifest must set it.
+    pub required: bool,
+    /// Value used when absent.
+    pub default: FieldDefault,
+    /// What it means.
+    pub description: String,
+}
+
+/// A capability every target of a kind gets unless the manifest overrides it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CapabilitySpec {
+    /// Capability name (`build`, `test`, …).
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Command template (see the manifest docs for `{placeholders}`).
+    pub command: String,
+    /// Typed parameters.
+    pub params: Vec<Param>,
+    /// Input globs relative to the target folder; `!` excludes.
+    pub inputs: Vec<String>,
+    /// Output globs relative to the target folder.
+    pub outputs: Vec<String>,
+}
+
+/// A target kind: a schema of fields plus default capabilities.
+#[derive(Debug, Clone, Serialize)]
+pub struct Kind {
+    /// Name used in `kind = "…"`.
+    pub name: String,
+    /// What targets of this kind are.
+    pub description: String,
+    /// Extra typed keys of the target table.
+    pub fields: Vec<FieldSpec>,
+    /// Default capabilities, sorted by name.
+    pub capabilities: Vec<CapabilitySpec>,
+}
+
+impl Kind {
+    /// The field named `name`.
+    pub fn field(&self, name: &str) -> Option<&FieldSpec> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+    /// The default capability named `name`.
+    pub fn capability(&self, name: &str) -> Option<&CapabilitySpec> {
+        self.capabilities.iter().find(|c| c.name == name)
+    }
+}
+
+/// All built-in kinds, sorted by name.
+pub fn builtin_kinds() -> &'static [Kind] {
+    static KINDS: OnceLock<Vec<Kind>> = OnceLock::new();
+    KINDS.get_or_init(build_kinds)
+}
+
+/// The built-in kind named `name`.
+pub fn find_kind(name: &str) -> Option<&'static Kind> {
+    builtin_kinds().iter().find(|k| k.name == name)
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| (*x).to_string()).collect()
+}
+
+fn cap(
+    name: &str,
+    description: &str,
+    command: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+) -> CapabilitySpec {
+    CapabilitySpec {
+        name: name.into(),
+        description: description.into(),
+        command: command.into(),
+        params: Vec::new(),
+        inputs: s(inputs),
+        outputs: s(outputs),
+    }
+}
+
+fn package_field(what: &str) -> FieldSpec {
+    FieldSpec {
+        name: "package".into(),
+        ty: FieldType::String,
+        required: false,
+        default: FieldDefault::TargetName,
+        description: format!("{what}; defaults to the target name"),
+    }
+}
+
+fn sorted(mut caps: Vec<CapabilitySpec>) -> Vec<CapabilitySpec> {
+    caps.sort_by(|a, b| a.name.cmp(&b.name));
+    caps
+}
+
+fn build_kinds() -> Vec<Kind> {
+    const CARGO_IN: &[&str] = &["src/**", "Cargo.toml", "tests/**", "benches/**", "build.rs"];
+    const NPM_IN: &[&str] = &["**/*", "!node_modules/**", "!dist/**"];
+    const PY_IN: &[&str] = &["**/*.py", "pyproject.toml"];
+    const GO_IN: &[&str] = &["**/*.go", "go.mod", "go.sum"];
+
+    let mut cargo_build = cap(
+        "build",
+        "Compile the package",
+        "cargo build -p {package} {release}",
+        CARGO_IN,
+        &[],
+    );
+    cargo_build.params.push(Param {
+        name: "release".into(),
+        ty: ParamType::Boolean,
+        default: Some(serde_json::Value::Bool(false)),
+        description: Some("Build with optimizations".into()),
+        flag: Some("--release".into()),
+    });
+    let mut cargo_test = cap(
+        "test",
+        "Run the package's tests",
+        "cargo test -p {package} {filter}",
+        CARGO_IN,
+        &[],
+    );
+    cargo_test.params.push(Param {
+        name: "filter".into(),
+        ty: ParamType::String,
+        default: Some(serde_json::Value::String(String::new())),
+        description: Some("Only run tests whose name contains this".into()),
+        flag: None,
+    });
+
+    let kinds = vec![
+        Kind {
+            name: "cargo-package".into(),
+            description: "A Rust package built with cargo".into(),
+            fields: vec![
+                package_field("Cargo package name (`-p`)"),
+                FieldSpec {
+                    name: "features".into(),
+                    ty: FieldType::StringList,
+                    required: false,
+                    default: FieldDefault::Value(serde_json::Value::Array(Vec::new())),
+                    description: "Cargo features of the package".into(),
+                },
+            ],
+            capabilities: sorted(vec![
+                cargo_build,
+                cargo_test,
+                cap(
+                    "check",
+                    "Type-check the package",
+                    "cargo check -p {package}",
+                    CARGO_IN,
+                    &[],
+                ),
+                cap(
+                    "lint",
+                    "Lint with clippy, warnings are errors",
+                    "cargo clippy -p {package} -- -D warnings",
+                    CARGO_IN,
+                    &[],
+                ),
+                cap(
+                    "fmt",
+                    "Format the sources",
+                    "cargo fmt -p {package}",
+                    CARGO_IN,
+                    &[],
+                ),
+            ]),
+        },
+        Kind {
+            name: "command".into(),
+            description: "Arbitrary commands; every capability is declared in the manifest".into(),
+            fields: Vec::new(),
+            capabilities: Vec::new(),
+        },
+        Kind {
+            name: "go-module".into(),
+            description: "A Go module".into(),
+            fields: vec![FieldSpec {
+                name: "module".into(),
+                ty: FieldType::String,
+                required: false,
+                default: FieldDefault::TargetName,
+                description: "Go module path; defaults to the target name".into(),
+            }],
+            capabilities: sorted(vec![
+                cap(
+                    "build",
+                    "Compile all packages",
+                    "go build ./...",
+                    GO_IN,
+                    &[],
+                ),
+                cap("test", "Run all tests", "go test ./...", GO_IN, &[]),
+                cap("check", "Vet all packages", "go vet ./...", GO_IN, &[]),
+                cap("fmt", "Format the sources", "gofmt -w .", GO_IN, &[]),
+                cap("lint", "Vet all packages", "go vet ./...", GO_IN, &[]),
+            ]),
+        },
+        Kind {
+            name: "npm-package".into(),
+            description: "A JavaScript/TypeScript package driven by npm scripts".into(),
+            fields: vec![package_field("npm package name")],
+            capabilities: sorted(vec![
+                cap(
+                    "build",
+                    "Run the `build` script",
+                    "npm run build",
+                    NPM_IN,
+                    &["dist/**"],
+                ),
+                cap("test", "Run the `test` script", "npm test", NPM_IN, &[]),
+                cap("lint", "Run the `lint` script", "npm run lint", NPM_IN, &[]),
+                cap(
+                    "check",
+                    "Run the `typecheck` script",
+                    "npm run typecheck",
+                    NPM_IN,
+                    &[],
+                ),
+                cap(
+                    "fmt",
+                    "Run the `format` script",
+                    "npm run format",
+                    NPM_IN,
+                    &[],
+                ),
+            ]),
+        },
+        Kind {
+            name: "python-project".into(),
+            description: "A Python project (pytest, ruff, mypy, build)".into(),
+            fields: vec![package_field("Python distribution name")],
+            capabilities: sorted(vec![
+                cap("test", "Run pytest", "python3 -m pytest", PY_IN, &[]),
+                cap("lint", "Lint with ruff", "ruff check .", PY_IN, &[]),
+                cap("fmt", "Format with ruff", "ruff format .", PY_IN, &[]),
+                cap(
+                    "check",
+                    "Type-check with mypy",
+                    "python3 -m mypy .",
+                    PY_IN,
+                    &[],
+                ),
+                cap(
+                    "build",
+                    "Build sdist and wheel",
+                    "python3 -m build",
+                    PY_IN,
+                    &["dist/**"],
+                ),
+            ]),
+        },
+    ];
+    kinds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_sorted_and_complete() {
+        let names: Vec<&str> = builtin_kinds().iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "cargo-package",
+                "command",
+                "go-module",
+                "npm-package",
+                "python-project"
+            ]
+        );
+        let cargo = find_kind("cargo-package").expect("cargo");
+        assert_eq!(
+            cargo.capability("lint").map(|c| c.command.as_str()),
+            Some("cargo clippy -p {package} -- -D warnings")
+        );
+        assert!(find_kind("nope").is_none());
+    }
+}

@@ -1,0 +1,251 @@
+//! Reading one `once.toml`: TOML → span-carrying values → typed targets.
+//!
+//! Everything wrong becomes a [`Diagnostic`] and parsing goes on, so a user sees
+//! every problem at once; this module must never stop at the first error,
+//! never panic on any input and never touch the file system.
+//!
+//! # Format
+//!
+//! ```toml
+//! [workspace]                  # root manifest only
+//! name = "shop"                # optional; defaults to the root folder's name
+//! members = ["services/*"]     # folders holding more once.toml files
+//! default-deadline = "10m"     # deadline of capabilities declaring none; default 30m
+//!
+//! [targets.NAME]
+//! kind = "cargo-package"       # required: a built-in kind
+//! path = "crates/core"         # target folder relative to this manifest's folder; default "."
+//! description = "…"            # optional
+//! tags = ["backend"]           # optional
+//! deps = ["proto"]             # capability C depends on C of each listed target that has C
+//! package = "shop-core"        # any field of the kind
+//!
+//! [targets.NAME.capabilities.CAP]
+//! command = "…"                # `sh -c` in the target folder; `{param}`, `{field}`, `{target}`, `{path}`
+//! description = "…"
+//! inputs = ["src/**", "!x/**"] # globs relative to the target folder; `!` excludes
+//! outputs = ["out/**"]
+//! env = { KEY = "value" }
+//! deadline = "2m"              # 500ms, 90s, 5m, 1h30m, 1d
+//! deps = ["t:cap", ":cap", "t"]
+//!
+//! [targets.NAME.capabilities.CAP.params.P]
+//! type = "string"              # string | integer | boolean | enum (default string)
+//! default = "x"                # absent: required at run time
+//! description = "…"
+//! flag = "--x"                 # boolean only
+//! values = ["a", "b"]          # enum only
+//! ```
+
+mod target;
+mod value;
+
+use std::time::Duration;
+
+use toml::de::{DeTable, DeValue};
+
+use crate::diagnostic::{Diagnostic, Severity, SourceFile};
+use crate::duration::parse_duration;
+pub(crate) use target::PendingTarget;
+use value::{Cx, key_name};
+
+/// Default deadline of capabilities when neither they nor the workspace declare one.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
+
+/// Settings from the root manifest's `[workspace]` table.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub name: Option<String>,
+    /// Member globs with the byte offset of each in the root manifest.
+    pub members: Vec<(String, usize)>,
+    pub default_deadline: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            name: None,
+            members: Vec::new(),
+            default_deadline: DEFAULT_DEADLINE,
+        }
+    }
+}
+
+/// Parses a manifest. For the root (`settings == None`), reads `[workspace]`
+/// and returns the settings it used; members get the root's settings.
+pub(crate) fn parse_file(
+    src: &SourceFile,
+    file: usize,
+    dir_rel: &str,
+    settings: Option<&Settings>,
+    diags: &mut Vec<Diagnostic>,
+) -> (Settings, Vec<PendingTarget>, Vec<String>) {
+    let (doc, errors) = DeTable::parse_recoverable(&src.text);
+    for e in errors {
+        let at = e.span().map_or(0, |s| s.start);
+        diags.push(src.error(
+            at,
+            "toml-syntax",
+            format!("invalid TOML: {}", e.message().trim()),
+        ));
+    }
+    let mut cx = Cx { src, diags };
+    let is_root = settings.is_none();
+    let mut own = Settings::default();
+    let doc = doc.get_ref();
+    if let Some((k, v)) = doc.get_key_value("workspace") {
+        if is_root {
+            own = parse_workspace(&mut cx, v);
+        } else {
+            cx.diags.push(
+                src.error(
+                    k.span().start,
+                    "workspace-in-member",
+                    "a `[workspace]` table is only allowed in the root once.toml",
+                )
+                .help("move these settings to the workspace root's once.toml, or delete the table"),
+            );
+        }
+    }
+    let settings = settings.unwrap_or(&own);
+    let mut targets = Vec::new();
+    let mut declared = Vec::new();
+    for (k, v) in doc.iter() {
+        match k.get_ref().as_ref() {
+            "workspace" => {}
+            "targets" => {
+                let Some(table) = cx.table(v, "`targets`") else {
+                    continue;
+                };
+                for (name, tv) in table.iter() {
+                    declared.push(key_name(name).to_string());
+                    if let Some(t) =
+                        target::parse_target(&mut cx, file, dir_rel, settings, name, tv)
+                    {
+                        targets.push(t);
+                    }
+                }
+            }
+            _ => cx.unknown_key(k, &["workspace", "targets"], "at the top level"),
+        }
+    }
+    (own, targets, declared)
+}
+
+fn parse_workspace(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Settings {
+    let mut s = Settings::default();
+    let Some(table) = cx.table(v, "`workspace`") else {
+        return s;
+    };
+    let t: &DeTable<'_> = table;
+    for (k, v) in t.iter() {
+        match key_name(k) {
+            "name" => s.name = cx.string(v, "`workspace.name`").map(str::to_string),
+            "members" => {
+                if let Some(list) = cx.string_list(v, "`workspace.members`") {
+                    s.members = list
+                        .into_iter()
+                        .map(|(g, at)| (g.to_string(), at))
+                        .collect();
+                }
+            }
+            "default-deadline" => {
+                if let Some(text) = cx.string(v, "`workspace.default-deadline`") {
+                    match parse_duration(text) {
+                        Ok(d) => s.default_deadline = d,
+                        Err(e) => cx.diags.push(
+                            cx.src
+                                .error(
+                                    v.span().start,
+                                    "bad-duration",
+                                    format!("invalid `default-deadline`: {e}"),
+                                )
+                                .expected("a duration like `500ms`, `90s`, `5m`, `1h30m` or `1d`")
+                                .found(format!("`{text}`")),
+                        ),
+                    }
+                }
+            }
+            _ => cx.unknown_key(
+                k,
+                &["name", "members", "default-deadline"],
+                "in `[workspace]`",
+            ),
+        }
+    }
+    s
+}
+
+/// Whether `name` is a valid target or capability name: `[A-Za-z0-9][A-Za-z0-9._-]*`.
+pub fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// Joins a manifest-relative `path` onto the manifest folder `dir_rel`
+/// (both relative to the workspace root), normalizing `.` and `..`.
+/// Errors when the path is absolute or escapes the root.
+pub(crate) fn join_path(dir_rel: &str, path: &str) -> Result<String, &'static str> {
+    if path.starts_with('/') || path.starts_with('\\') || path.as_bytes().get(1) == Some(&b':') {
+        return Err("absolute-path");
+    }
+    let mut parts: Vec<&str> = dir_rel
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    for part in path.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err("path-escapes-workspace");
+                }
+            }
+            p => parts.push(p),
+        }
+    }
+    Ok(if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    })
+}
+
+/// A warning at `offset` (kept here so callers need not import `Severity`).
+pub(crate) fn warning(
+    src: &SourceFile,
+    offset: usize,
+    code: &'static str,
+    message: impl Into<String>,
+) -> Diagnostic {
+    src.diag(offset, Severity::Warning, code, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(valid_name("web"));
+        assert!(valid_name("a.b_c-1"));
+        assert!(!valid_name(""));
+        assert!(!valid_name("-x"));
+        assert!(!valid_name("a b"));
+        assert!(!valid_name("a:b"));
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(join_path("", "."), Ok(".".into()));
+        assert_eq!(join_path("", "crates/core/"), Ok("crates/core".into()));
+        assert_eq!(join_path("services/a", "../b"), Ok("services/b".into()));
+        assert_eq!(
+            join_path("services", "../.."),
+            Err("path-escapes-workspace")
+        );
+        assert_eq!(join_path("", "/etc"), Err("absolute-path"));
+        assert_eq!(join_path("", "C:/x"), Err("absolute-path"));
+    }
+}

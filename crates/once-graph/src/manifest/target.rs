@@ -1,0 +1,732 @@
+//! One `[targets.NAME]` table → a typed [`Target`] (deps still unresolved).
+//!
+//! Cross-target checks (unknown deps, duplicates, cycles) happen later in the
+//! workspace, because they need every manifest; this module must never look
+//! beyond the one target table it is given.
+
+use std::collections::BTreeMap;
+
+use super::value::{Cx, Key, Val, found, key_name, to_json};
+use super::{Settings, join_path, valid_name};
+use crate::duration::parse_duration;
+use crate::kind::{FieldDefault, FieldType, Kind, builtin_kinds, find_kind};
+use crate::model::{Capability, Origin, Param, ParamType, Target};
+use crate::{suggest, template};
+
+/// A dependency string as written, with its location.
+#[derive(Debug, Clone)]
+pub(crate) struct DepRef {
+    pub text: String,
+    pub offset: usize,
+}
+
+/// A parsed target whose dependencies still need resolving against all targets.
+#[derive(Debug)]
+pub(crate) struct PendingTarget {
+    pub target: Target,
+    /// Target-level `deps`.
+    pub target_deps: Vec<DepRef>,
+    /// Capability `deps`, parallel to `target.capabilities`.
+    pub cap_deps: Vec<Vec<DepRef>>,
+}
+
+const TARGET_KEYS: &[&str] = &[
+    "kind",
+    "path",
+    "description",
+    "tags",
+    "deps",
+    "capabilities",
+];
+const CAP_KEYS: &[&str] = &[
+    "command",
+    "description",
+    "inputs",
+    "outputs",
+    "env",
+    "deadline",
+    "deps",
+    "params",
+];
+const PARAM_KEYS: &[&str] = &["type", "default", "description", "flag", "values"];
+const PARAM_TYPES: &[&str] = &["string", "integer", "boolean", "enum"];
+
+pub(crate) fn parse_target(
+    cx: &mut Cx<'_>,
+    file: usize,
+    dir_rel: &str,
+    settings: &Settings,
+    name_key: &Key<'_>,
+    v: &Val<'_>,
+) -> Option<PendingTarget> {
+    let name = key_name(name_key);
+    let at = name_key.span().start;
+    if !valid_name(name) {
+        cx.diags.push(
+            cx.src
+                .error(at, "invalid-name", format!("invalid target name `{name}`"))
+                .expected("a name matching [A-Za-z0-9][A-Za-z0-9._-]*")
+                .found(format!("`{name}`")),
+        );
+    }
+    let table = cx.table(v, &format!("target `{name}`"))?;
+
+    // The kind decides which other keys are allowed, so read it first.
+    let kind: Option<&'static Kind> = match table.get("kind") {
+        None => {
+            cx.diags.push(
+                cx.src
+                    .error(at, "missing-kind", format!("target `{name}` has no `kind`"))
+                    .expected(format!("`kind = \"…\"`, one of {}", kind_list()))
+                    .help("add e.g. `kind = \"command\"` and declare its capabilities"),
+            );
+            None
+        }
+        Some(kv) => match cx.string(kv, &format!("`kind` of target `{name}`")) {
+            None => None,
+            Some(k) => {
+                let found_kind = find_kind(k);
+                if found_kind.is_none() {
+                    cx.diags.push(
+                        cx.src
+                            .error(
+                                kv.span().start,
+                                "unknown-kind",
+                                format!("unknown kind `{k}` for target `{name}`"),
+                            )
+                            .expected(format!("one of {}", kind_list()))
+                            .found(format!("`{k}`"))
+                            .did_you_mean(suggest::best(
+                                k,
+                                builtin_kinds().iter().map(|k| k.name.as_str()),
+                            )),
+                    );
+                }
+                found_kind
+            }
+        },
+    };
+
+    let mut path = dir_rel_or_dot(dir_rel);
+    let mut description = None;
+    let mut tags = Vec::new();
+    let mut target_deps = Vec::new();
+    let mut fields: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    let mut cap_tables = None;
+    for (k, val) in table.iter() {
+        let key = key_name(k);
+        match key {
+            "kind" => {}
+            "path" => {
+                if let Some(p) = cx.string(val, &format!("`path` of target `{name}`")) {
+                    match join_path(dir_rel, p) {
+                        Ok(j) => path = j,
+                        Err(code) => {
+                            let msg = if code == "absolute-path" {
+                                format!("`path` of target `{name}` is absolute")
+                            } else {
+                                format!("`path` of target `{name}` escapes the workspace root")
+                            };
+                            cx.diags.push(
+                                cx.src
+                                    .error(val.span().start, code, msg)
+                                    .expected("a folder relative to this manifest's folder, inside the workspace")
+                                    .found(format!("`{p}`")),
+                            );
+                        }
+                    }
+                }
+            }
+            "description" => {
+                description = cx
+                    .string(val, &format!("`description` of target `{name}`"))
+                    .map(str::to_string)
+            }
+            "tags" => {
+                if let Some(l) = cx.string_list(val, &format!("`tags` of target `{name}`")) {
+                    tags = l.into_iter().map(|(s, _)| s.to_string()).collect();
+                }
+            }
+            "deps" => {
+                if let Some(l) = cx.string_list(val, &format!("`deps` of target `{name}`")) {
+                    target_deps = l
+                        .into_iter()
+                        .map(|(s, offset)| DepRef {
+                            text: s.to_string(),
+                            offset,
+                        })
+                        .collect();
+                }
+            }
+            "capabilities" => {
+                cap_tables = cx.table(val, &format!("`capabilities` of target `{name}`"))
+            }
+            _ => {
+                // Without a known kind we cannot tell fields from typos; the kind error suffices.
+                if let Some(kd) = kind {
+                    match kd.field(key) {
+                        Some(spec) => {
+                            if let Some(j) = field_value(
+                                cx,
+                                val,
+                                spec.ty,
+                                &format!("field `{key}` of target `{name}`"),
+                            ) {
+                                fields.insert(key.to_string(), j);
+                            }
+                        }
+                        None => {
+                            let mut allowed: Vec<&str> = TARGET_KEYS.to_vec();
+                            allowed.extend(kd.fields.iter().map(|f| f.name.as_str()));
+                            cx.unknown_key(
+                                k,
+                                &allowed,
+                                &format!("in target `{name}` (kind `{}`)", kd.name),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let kind = kind?;
+    for spec in &kind.fields {
+        if fields.contains_key(&spec.name) {
+            continue;
+        }
+        match &spec.default {
+            FieldDefault::TargetName => {
+                fields.insert(
+                    spec.name.clone(),
+                    serde_json::Value::String(name.to_string()),
+                );
+            }
+            FieldDefault::Value(v) => {
+                fields.insert(spec.name.clone(), v.clone());
+            }
+            FieldDefault::None if spec.required => cx.diags.push(
+                cx.src
+                    .error(
+                        at,
+                        "missing-field",
+                        format!(
+                            "target `{name}` of kind `{}` needs field `{}`",
+                            kind.name, spec.name
+                        ),
+                    )
+                    .expected(format!("`{} = …` ({})", spec.name, spec.ty.describe())),
+            ),
+            FieldDefault::None => {}
+        }
+    }
+
+    // Kind defaults first, then manifest capabilities override/extend them.
+    let mut caps: BTreeMap<String, (Capability, Vec<super::target::DepRef>)> = kind
+        .capabilities
+        .iter()
+        .map(|c| {
+            let cap = Capability {
+                name: c.name.clone(),
+                description: Some(c.description.clone()),
+                command: c.command.clone(),
+                params: c.params.clone(),
+                inputs: c.inputs.clone(),
+                outputs: c.outputs.clone(),
+                env: BTreeMap::new(),
+                deadline: settings.default_deadline,
+                origin: Origin::Kind,
+            };
+            (c.name.clone(), (cap, Vec::new()))
+        })
+        .collect();
+    if let Some(ct) = cap_tables {
+        for (ck, cv) in ct.iter() {
+            parse_capability(cx, name, kind, &fields, settings, ck, cv, &mut caps);
+        }
+    }
+    let mut capabilities = Vec::with_capacity(caps.len());
+    let mut cap_deps = Vec::with_capacity(caps.len());
+    for (_, (c, d)) in caps {
+        capabilities.push(c);
+        cap_deps.push(d);
+    }
+    Some(PendingTarget {
+        target: Target {
+            name: name.to_string(),
+            kind: kind.name.clone(),
+            path,
+            description,
+            tags,
+            fields,
+            capabilities,
+            file,
+            offset: at,
+        },
+        target_deps,
+        cap_deps,
+    })
+}
+
+fn dir_rel_or_dot(dir_rel: &str) -> String {
+    if dir_rel.is_empty() {
+        ".".into()
+    } else {
+        dir_rel.to_string()
+    }
+}
+
+fn kind_list() -> String {
+    builtin_kinds()
+        .iter()
+        .map(|k| format!("`{}`", k.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn field_value(
+    cx: &mut Cx<'_>,
+    v: &Val<'_>,
+    ty: FieldType,
+    what: &str,
+) -> Option<serde_json::Value> {
+    match ty {
+        FieldType::String => cx
+            .string(v, what)
+            .map(|s| serde_json::Value::String(s.to_string())),
+        FieldType::Boolean => cx.boolean(v, what).map(serde_json::Value::Bool),
+        FieldType::Integer => match to_json(v.get_ref()) {
+            j @ serde_json::Value::Number(_) if v.get_ref().is_integer() => Some(j),
+            _ => {
+                cx.wrong_type(v, what, "an integer");
+                None
+            }
+        },
+        FieldType::StringList => cx.string_list(v, what).map(|l| {
+            serde_json::Value::Array(
+                l.into_iter()
+                    .map(|(s, _)| serde_json::Value::String(s.to_string()))
+                    .collect(),
+            )
+        }),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn parse_capability(
+    cx: &mut Cx<'_>,
+    target: &str,
+    kind: &Kind,
+    fields: &BTreeMap<String, serde_json::Value>,
+    settings: &Settings,
+    ck: &Key<'_>,
+    cv: &Val<'_>,
+    caps: &mut BTreeMap<String, (Capability, Vec<DepRef>)>,
+) {
+    let cname = key_name(ck);
+    let at = ck.span().start;
+    if !valid_name(cname) {
+        cx.diags.push(
+            cx.src
+                .error(
+                    at,
+                    "invalid-name",
+                    format!("invalid capability name `{cname}` in target `{target}`"),
+                )
+                .expected("a name matching [A-Za-z0-9][A-Za-z0-9._-]*")
+                .found(format!("`{cname}`")),
+        );
+        return;
+    }
+    let ctx = format!("capability `{cname}` of target `{target}`");
+    let Some(table) = cx.table(cv, &ctx) else {
+        return;
+    };
+    let from_kind = caps.contains_key(cname);
+    let (mut cap, mut deps) = caps.remove(cname).unwrap_or_else(|| {
+        (
+            Capability {
+                name: cname.to_string(),
+                description: None,
+                command: String::new(),
+                params: Vec::new(),
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+                env: BTreeMap::new(),
+                deadline: settings.default_deadline,
+                origin: Origin::Manifest,
+            },
+            Vec::new(),
+        )
+    });
+    if from_kind {
+        cap.origin = Origin::KindAndManifest;
+    }
+    let mut command_at = None;
+    let mut broken: Vec<String> = Vec::new();
+    for (k, v) in table.iter() {
+        match key_name(k) {
+            "command" => {
+                if let Some(c) = cx.string(v, &format!("`command` of {ctx}")) {
+                    cap.command = c.to_string();
+                    command_at = Some(v.span());
+                }
+            }
+            "description" => {
+                cap.description = cx
+                    .string(v, &format!("`description` of {ctx}"))
+                    .map(str::to_string)
+            }
+            "inputs" => {
+                if let Some(g) = globs(cx, v, &format!("`inputs` of {ctx}")) {
+                    cap.inputs = g;
+                }
+            }
+            "outputs" => {
+                if let Some(g) = globs(cx, v, &format!("`outputs` of {ctx}")) {
+                    cap.outputs = g;
+                }
+            }
+            "env" => {
+                if let Some(t) = cx.table(v, &format!("`env` of {ctx}")) {
+                    let mut env = BTreeMap::new();
+                    for (ek, ev) in t.iter() {
+                        if let Some(s) = cx.string(
+                            ev,
+                            &format!("environment variable `{}` of {ctx}", key_name(ek)),
+                        ) {
+                            env.insert(key_name(ek).to_string(), s.to_string());
+                        }
+                    }
+                    cap.env = env;
+                }
+            }
+            "deadline" => {
+                if let Some(text) = cx.string(v, &format!("`deadline` of {ctx}")) {
+                    match parse_duration(text) {
+                        Ok(d) => cap.deadline = d,
+                        Err(e) => cx.diags.push(
+                            cx.src
+                                .error(
+                                    v.span().start,
+                                    "bad-duration",
+                                    format!("invalid `deadline` of {ctx}: {e}"),
+                                )
+                                .expected("a duration like `500ms`, `90s`, `5m`, `1h30m` or `1d`")
+                                .found(format!("`{text}`")),
+                        ),
+                    }
+                }
+            }
+            "deps" => {
+                if let Some(l) = cx.string_list(v, &format!("`deps` of {ctx}")) {
+                    deps = l
+                        .into_iter()
+                        .map(|(s, offset)| DepRef {
+                            text: s.to_string(),
+                            offset,
+                        })
+                        .collect();
+                }
+            }
+            "params" => {
+                if let Some(pt) = cx.table(v, &format!("`params` of {ctx}")) {
+                    for (pk, pv) in pt.iter() {
+                        // A broken param is still declared: don't also flag its `{placeholder}`.
+                        broken.push(key_name(pk).to_string());
+                        if let Some(p) = parse_param(cx, &ctx, pk, pv) {
+                            broken.pop();
+                            match cap.params.iter_mut().find(|q| q.name == p.name) {
+                                Some(q) => *q = p,
+                                None => cap.params.push(p),
+                            }
+                        }
+                    }
+                    cap.params.sort_by(|a, b| a.name.cmp(&b.name));
+                }
+            }
+            _ => cx.unknown_key(k, CAP_KEYS, &format!("in {ctx}")),
+        }
+    }
+    if cap.command.is_empty() && command_at.is_none() {
+        cx.diags.push(
+            cx.src
+                .error(at, "missing-command", format!("{ctx} has no `command`"))
+                .expected("`command = \"…\"` (run by `sh -c` in the target folder)")
+                .help(if kind.capabilities.is_empty() {
+                    format!(
+                        "targets of kind `{}` declare every capability's command by hand",
+                        kind.name
+                    )
+                } else {
+                    format!(
+                        "kind `{}` has no default `{cname}`; add a `command`",
+                        kind.name
+                    )
+                }),
+        );
+        return;
+    }
+    if let Some(span) = command_at {
+        check_placeholders(cx, &cap, fields, &broken, span, &ctx);
+    }
+    caps.insert(cname.to_string(), (cap, deps));
+}
+
+fn check_placeholders(
+    cx: &mut Cx<'_>,
+    cap: &Capability,
+    fields: &BTreeMap<String, serde_json::Value>,
+    broken: &[String],
+    span: std::ops::Range<usize>,
+    ctx: &str,
+) {
+    // Point inside the string when the literal is plain (no escapes), else at its start.
+    let raw = cx.src.text.get(span.clone()).unwrap_or("");
+    let inner = raw.get(1..raw.len().saturating_sub(1)).unwrap_or("");
+    let base = if inner == cap.command {
+        span.start + 1
+    } else {
+        span.start
+    };
+    let exact = inner == cap.command;
+    match template::placeholders(&cap.command) {
+        Err((off, msg)) => cx.diags.push(cx.src.error(
+            if exact { base + off } else { base },
+            "bad-template",
+            format!("invalid `command` of {ctx}: {msg}"),
+        )),
+        Ok(list) => {
+            for (off, name) in list {
+                let known = name == "target"
+                    || name == "path"
+                    || fields.contains_key(name)
+                    || cap.params.iter().any(|p| p.name == name)
+                    || broken.iter().any(|b| b == name);
+                if !known {
+                    let mut allowed: Vec<&str> = vec!["target", "path"];
+                    allowed.extend(fields.keys().map(String::as_str));
+                    allowed.extend(cap.params.iter().map(|p| p.name.as_str()));
+                    let list = allowed
+                        .iter()
+                        .map(|a| format!("`{{{a}}}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    cx.diags.push(
+                        cx.src
+                            .error(
+                                if exact { base + off } else { base },
+                                "unknown-placeholder",
+                                format!("unknown placeholder `{{{name}}}` in `command` of {ctx}"),
+                            )
+                            .expected(format!("one of {list}, or `{{{{` for a literal brace"))
+                            .found(format!("`{{{name}}}`"))
+                            .help(match suggest::best(name, allowed.iter().copied()) {
+                                Some(s) => {
+                                    format!("did you mean `{{{s}}}`? or declare a param `{name}`")
+                                }
+                                None => format!("declare it under `params.{name}`"),
+                            }),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn globs(cx: &mut Cx<'_>, v: &Val<'_>, what: &str) -> Option<Vec<String>> {
+    let list = cx.string_list(v, what)?;
+    let mut out = Vec::with_capacity(list.len());
+    for (g, at) in list {
+        let pattern = g.strip_prefix('!').unwrap_or(g);
+        if let Err(e) = globset::Glob::new(pattern) {
+            cx.diags.push(
+                cx.src
+                    .error(
+                        at,
+                        "bad-glob",
+                        format!("invalid glob `{g}` in {what}: {}", e.kind()),
+                    )
+                    .expected("a glob like `src/**/*.rs`; prefix `!` to exclude")
+                    .found(format!("`{g}`")),
+            );
+            continue;
+        }
+        out.push(g.to_string());
+    }
+    Some(out)
+}
+
+fn parse_param(cx: &mut Cx<'_>, ctx: &str, pk: &Key<'_>, pv: &Val<'_>) -> Option<Param> {
+    let pname = key_name(pk);
+    let at = pk.span().start;
+    let pctx = format!("param `{pname}` of {ctx}");
+    if !valid_name(pname) {
+        cx.diags.push(
+            cx.src
+                .error(
+                    at,
+                    "invalid-name",
+                    format!("invalid param name `{pname}` in {ctx}"),
+                )
+                .expected("a name matching [A-Za-z0-9][A-Za-z0-9._-]*")
+                .found(format!("`{pname}`")),
+        );
+        return None;
+    }
+    let table = cx.table(pv, &pctx)?;
+    let mut ok = true;
+    let mut ty_name = "string";
+    let mut ty_at = at;
+    if let Some(tv) = table.get("type") {
+        match cx.string(tv, &format!("`type` of {pctx}")) {
+            Some(t) if PARAM_TYPES.contains(&t) => {
+                ty_name = PARAM_TYPES
+                    .iter()
+                    .copied()
+                    .find(|x| *x == t)
+                    .unwrap_or("string");
+                ty_at = tv.span().start;
+            }
+            Some(t) => {
+                cx.diags.push(
+                    cx.src
+                        .error(
+                            tv.span().start,
+                            "unknown-param-type",
+                            format!("unknown type `{t}` of {pctx}"),
+                        )
+                        .expected("one of `string`, `integer`, `boolean`, `enum`")
+                        .found(format!("`{t}`"))
+                        .did_you_mean(suggest::best(t, PARAM_TYPES.iter().copied())),
+                );
+                return None;
+            }
+            None => return None,
+        }
+    }
+    let mut values: Option<Vec<String>> = None;
+    let mut default = None;
+    let mut description = None;
+    let mut flag = None;
+    for (k, v) in table.iter() {
+        match key_name(k) {
+            "type" => {}
+            "description" => {
+                description = cx
+                    .string(v, &format!("`description` of {pctx}"))
+                    .map(str::to_string)
+            }
+            "values" => match cx.string_list(v, &format!("`values` of {pctx}")) {
+                Some(l) => {
+                    if ty_name != "enum" {
+                        cx.diags.push(
+                            cx.src
+                                .error(k.span().start, "bad-enum", format!("`values` is only allowed on enum params, but {pctx} is `{ty_name}`"))
+                                .help("set `type = \"enum\"` or remove `values`"),
+                        );
+                        ok = false;
+                    }
+                    values = Some(l.into_iter().map(|(s, _)| s.to_string()).collect());
+                }
+                None => ok = false,
+            },
+            "flag" => {
+                if let Some(f) = cx.string(v, &format!("`flag` of {pctx}")) {
+                    if ty_name == "boolean" {
+                        flag = Some(f.to_string());
+                    } else {
+                        cx.diags.push(
+                            cx.src
+                                .error(k.span().start, "flag-not-boolean", format!("`flag` is only allowed on boolean params, but {pctx} is `{ty_name}`"))
+                                .expected("`type = \"boolean\"`")
+                                .found(format!("`type = \"{ty_name}\"`")),
+                        );
+                        ok = false;
+                    }
+                } else {
+                    ok = false;
+                }
+            }
+            "default" => default = Some(v),
+            _ => cx.unknown_key(k, PARAM_KEYS, &format!("in {pctx}")),
+        }
+    }
+    let ty = match ty_name {
+        "integer" => ParamType::Integer,
+        "boolean" => ParamType::Boolean,
+        "enum" => {
+            let vals = values.unwrap_or_default();
+            if vals.is_empty() {
+                cx.diags.push(
+                    cx.src
+                        .error(ty_at, "bad-enum", format!("enum {pctx} has no `values`"))
+                        .expected("`values = [\"a\", \"b\"]` with at least one value"),
+                );
+                ok = false;
+            }
+            ParamType::Enum(vals)
+        }
+        _ => ParamType::String,
+    };
+    let default = match default {
+        None => None,
+        Some(v) => {
+            let dv = v.get_ref();
+            let good = match &ty {
+                ParamType::String => dv.is_str(),
+                ParamType::Integer => dv.is_integer(),
+                ParamType::Boolean => dv.is_bool(),
+                ParamType::Enum(vals) => match dv.as_str() {
+                    Some(s) if !vals.is_empty() && !vals.iter().any(|x| x == s) => {
+                        cx.diags.push(
+                            cx.src
+                                .error(
+                                    v.span().start,
+                                    "bad-enum",
+                                    format!("default `{s}` of {pctx} is not among its values"),
+                                )
+                                .expected(format!(
+                                    "one of {}",
+                                    vals.iter()
+                                        .map(|x| format!("`{x}`"))
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ))
+                                .found(format!("`{s}`")),
+                        );
+                        ok = false;
+                        true
+                    }
+                    Some(_) => true,
+                    None => false,
+                },
+            };
+            if !good {
+                let expected = match &ty {
+                    ParamType::String | ParamType::Enum(_) => "a string",
+                    ParamType::Integer => "an integer",
+                    ParamType::Boolean => "a boolean",
+                };
+                cx.diags.push(
+                    cx.src
+                        .error(
+                            v.span().start,
+                            "bad-default",
+                            format!("default of {pctx} does not match its type `{ty_name}`"),
+                        )
+                        .expected(expected)
+                        .found(found(dv)),
+                );
+                ok = false;
+            }
+            Some(to_json(dv))
+        }
+    };
+    ok.then(|| Param {
+        name: pname.to_string(),
+        ty,
+        default,
+        description,
+        flag,
+    })
+}

@@ -1,0 +1,108 @@
+//! The resolved, typed model of a workspace: targets, capabilities, params.
+//!
+//! Everything here is already validated and owns its data; it must never hold
+//! TOML spans or raw values, so queries can use it without re-checking.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The type of a capability parameter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "type", content = "values")]
+pub enum ParamType {
+    /// Any string.
+    String,
+    /// A 64-bit signed integer.
+    Integer,
+    /// `true`/`false`; with a `flag`, renders as the flag when true.
+    Boolean,
+    /// One of the listed strings.
+    Enum(Vec<String>),
+}
+
+/// A typed parameter of a capability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Param {
+    /// Name, used as `{name}` in the command.
+    pub name: String,
+    /// Type.
+    pub ty: ParamType,
+    /// Default; `None` means the parameter is required at run time.
+    pub default: Option<serde_json::Value>,
+    /// What it means.
+    pub description: Option<String>,
+    /// Boolean only: text substituted when true.
+    pub flag: Option<String>,
+}
+
+/// Where a capability's definition comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Origin {
+    /// Only from the kind's defaults.
+    #[serde(rename = "kind")]
+    Kind,
+    /// Only from the manifest.
+    #[serde(rename = "manifest")]
+    Manifest,
+    /// A kind default overridden or extended by the manifest.
+    #[serde(rename = "kind+manifest")]
+    KindAndManifest,
+}
+
+/// A resolved capability of a target.
+#[derive(Debug, Clone)]
+pub struct Capability {
+    /// Name (`build`, `test`, …).
+    pub name: String,
+    /// What it does.
+    pub description: Option<String>,
+    /// Command template, run by `sh -c` in the target folder.
+    pub command: String,
+    /// Parameters, sorted by name.
+    pub params: Vec<Param>,
+    /// Input globs relative to the target folder.
+    pub inputs: Vec<String>,
+    /// Output globs relative to the target folder.
+    pub outputs: Vec<String>,
+    /// Environment variables.
+    pub env: BTreeMap<String, String>,
+    /// Deadline (the workspace default when not declared).
+    pub deadline: Duration,
+    /// Where the definition comes from.
+    pub origin: Origin,
+}
+
+/// A resolved target.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Unique name.
+    pub name: String,
+    /// Kind name.
+    pub kind: String,
+    /// Folder relative to the workspace root, `/`-separated, `.` for the root.
+    pub path: String,
+    /// Optional description.
+    pub description: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Kind fields with defaults applied.
+    pub fields: BTreeMap<String, serde_json::Value>,
+    /// Capabilities sorted by name.
+    pub capabilities: Vec<Capability>,
+    /// Index of the manifest file that declares it.
+    pub(crate) file: usize,
+    /// Byte offset of the target's key in that file.
+    pub(crate) offset: usize,
+}
+
+impl Target {
+    /// The capability named `name`.
+    pub fn capability(&self, name: &str) -> Option<&Capability> {
+        self.capabilities
+            .binary_search_by(|c| c.name.as_str().cmp(name))
+            .ok()
+            .and_then(|i| self.capabilities.get(i))
+    }
+}

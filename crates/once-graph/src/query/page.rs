@@ -1,0 +1,112 @@
+//! Opaque page cursors: `<fingerprint>-<offset>`, e.g. `c1a2b3c4-50`.
+//!
+//! The fingerprint (8 hex chars of BLAKE3 over the query's filters) makes a
+//! cursor reused with other filters fail loudly instead of skipping rows.
+//! Clients must treat cursors as opaque; this module must never accept a
+//! cursor it cannot fully validate.
+
+use super::QueryError;
+
+/// Default page size.
+pub(crate) const DEFAULT_LIMIT: u32 = 50;
+/// Largest page size.
+pub(crate) const MAX_LIMIT: u32 = 200;
+
+/// Fingerprint of the filter values that define a result list.
+pub(crate) fn fingerprint(parts: &[&str]) -> String {
+    let mut h = blake3::Hasher::new();
+    for p in parts {
+        h.update(&(p.len() as u64).to_le_bytes());
+        h.update(p.as_bytes());
+    }
+    h.finalize().to_hex()[..8].to_string()
+}
+
+/// The cursor for the page starting at `offset`.
+pub(crate) fn encode(fp: &str, offset: usize) -> String {
+    format!("{fp}-{offset}")
+}
+
+/// The offset a cursor points at; `InvalidCursor` when malformed, made for
+/// another filter, or past `total`.
+pub(crate) fn decode(cursor: Option<&str>, fp: &str, total: usize) -> Result<usize, QueryError> {
+    let Some(c) = cursor else { return Ok(0) };
+    let (f, off) = c.split_once('-').ok_or(QueryError::InvalidCursor)?;
+    if f != fp || off.is_empty() || !off.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(QueryError::InvalidCursor);
+    }
+    let off: usize = off.parse().map_err(|_| QueryError::InvalidCursor)?;
+    if off > total {
+        return Err(QueryError::InvalidCursor);
+    }
+    Ok(off)
+}
+
+/// Validated page size.
+pub(crate) fn limit(limit: Option<u32>) -> Result<usize, QueryError> {
+    match limit {
+        None => Ok(DEFAULT_LIMIT as usize),
+        Some(0) => Err(QueryError::InvalidArgument {
+            message: "`limit` must be at least 1".into(),
+        }),
+        Some(l) if l > MAX_LIMIT => Err(QueryError::InvalidArgument {
+            message: format!(
+                "`limit` must be at most {MAX_LIMIT}; page with `next_cursor` instead"
+            ),
+        }),
+        Some(l) => Ok(l as usize),
+    }
+}
+
+/// `(start, end, next_cursor)` for a list of `total` items.
+pub(crate) fn window(
+    cursor: Option<&str>,
+    lim: Option<u32>,
+    fp: &str,
+    total: usize,
+) -> Result<(usize, usize, Option<String>), QueryError> {
+    let start = decode(cursor, fp, total)?;
+    let end = start.saturating_add(limit(lim)?).min(total);
+    let next = (end < total).then(|| encode(fp, end));
+    Ok((start, end, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors() {
+        let fp = fingerprint(&["a", ""]);
+        assert_eq!(fp.len(), 8);
+        assert_ne!(fp, fingerprint(&["", "a"]));
+        let c = encode(&fp, 50);
+        assert_eq!(decode(Some(&c), &fp, 60), Ok(50));
+        assert_eq!(decode(None, &fp, 60), Ok(0));
+        assert_eq!(
+            decode(Some(&c), &fingerprint(&["b", ""]), 60),
+            Err(QueryError::InvalidCursor)
+        );
+        assert_eq!(decode(Some(&c), &fp, 10), Err(QueryError::InvalidCursor));
+        for bad in [
+            "",
+            "-",
+            "zz",
+            &format!("{fp}-"),
+            &format!("{fp}-+1"),
+            &format!("{fp}-99999999999999999999999"),
+        ] {
+            assert_eq!(
+                decode(Some(bad), &fp, 60),
+                Err(QueryError::InvalidCursor),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            window(None, Some(2), &fp, 3).map(|w| w.2.is_some()),
+            Ok(true)
+        );
+        assert!(limit(Some(0)).is_err());
+        assert!(limit(Some(201)).is_err());
+    }
+}

@@ -1,0 +1,169 @@
+//! `schema`: JSON Schemas (2020-12) of `once.toml` and of every kind,
+//! generated from the same kind tables that drive validation, so they can
+//! never disagree. Must never hand-write a kind's fields here.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::QueryError;
+use super::schema_util::{object, string};
+use super::target::params_schema;
+use crate::kind::{FieldDefault, FieldType, Kind, builtin_kinds, find_kind};
+use crate::suggest;
+
+const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// Arguments of [`schema`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchemaQuery {
+    /// Only this kind's entry.
+    pub kind: Option<String>,
+}
+
+fn field_schema(ty: FieldType) -> Value {
+    match ty {
+        FieldType::String => json!({ "type": "string" }),
+        FieldType::Boolean => json!({ "type": "boolean" }),
+        FieldType::Integer => json!({ "type": "integer" }),
+        FieldType::StringList => json!({ "type": "array", "items": { "type": "string" } }),
+    }
+}
+
+fn kind_entry(k: &Kind) -> Value {
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for f in &k.fields {
+        let mut s = field_schema(f.ty);
+        s["description"] = json!(f.description);
+        if let FieldDefault::Value(v) = &f.default {
+            s["default"] = v.clone();
+        }
+        if f.required {
+            required.push(f.name.clone());
+        }
+        props.insert(f.name.clone(), s);
+    }
+    let caps: Map<String, Value> = k
+        .capabilities
+        .iter()
+        .map(|c| {
+            (
+                c.name.clone(),
+                json!({ "description": c.description, "command": c.command, "params": params_schema(&c.params) }),
+            )
+        })
+        .collect();
+    json!({
+        "$schema": DIALECT,
+        "description": k.description,
+        "fields": { "type": "object", "properties": props, "required": required, "additionalProperties": false },
+        "capabilities": caps,
+    })
+}
+
+fn strings() -> Value {
+    json!({ "type": "array", "items": { "type": "string" } })
+}
+
+fn manifest_schema() -> Value {
+    let duration = json!({ "type": "string", "pattern": "^([0-9]+(ms|s|m|h|d))+$", "description": "A duration like 500ms, 90s, 5m, 1h30m, 1d" });
+    let param = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+            "type": { "enum": ["string", "integer", "boolean", "enum"], "default": "string" },
+            "default": { "description": "Default value; absent means required at run time" },
+            "description": { "type": "string" },
+            "flag": { "type": "string", "description": "Boolean only: rendered when true" },
+            "values": { "type": "array", "items": { "type": "string" }, "minItems": 1, "description": "Enum only" }
+        }
+    });
+    let capability = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+            "command": { "type": "string", "description": "Run by `sh -c` in the target folder; {param}, {field}, {target}, {path}; {{ and }} are literal braces" },
+            "description": { "type": "string" },
+            "inputs": { "type": "array", "items": { "type": "string" }, "description": "Globs relative to the target folder; `!` excludes" },
+            "outputs": { "type": "array", "items": { "type": "string" } },
+            "env": { "type": "object", "additionalProperties": { "type": "string" } },
+            "deadline": duration,
+            "deps": { "type": "array", "items": { "type": "string" }, "description": "`target:cap`, `:cap` (same target) or `target` (same capability)" },
+            "params": { "type": "object", "additionalProperties": param }
+        }
+    });
+    let kinds: Vec<&str> = builtin_kinds().iter().map(|k| k.name.as_str()).collect();
+    let mut target_props = json!({
+        "kind": { "enum": kinds },
+        "path": { "type": "string", "description": "Folder relative to this manifest's folder; default `.`" },
+        "description": { "type": "string" },
+        "tags": strings(),
+        "deps": { "type": "array", "items": { "type": "string" }, "description": "Every capability C depends on C of these targets when they have it" },
+        "capabilities": { "type": "object", "additionalProperties": capability }
+    });
+    // Kind fields: each allowed only with its kind (checked by `once`), typed here.
+    for k in builtin_kinds() {
+        for f in &k.fields {
+            let mut s = field_schema(f.ty);
+            s["description"] = json!(format!("({}) {}", k.name, f.description));
+            target_props[f.name.as_str()] = s;
+        }
+    }
+    json!({
+        "$schema": DIALECT,
+        "title": "once.toml",
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+            "workspace": {
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "name": { "type": "string" },
+                    "members": { "type": "array", "items": { "type": "string" }, "description": "Globs of folders holding their own once.toml" },
+                    "default-deadline": duration
+                }
+            },
+            "targets": {
+                "type": "object",
+                "propertyNames": { "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$" },
+                "additionalProperties": { "type": "object", "required": ["kind"], "additionalProperties": false, "properties": target_props }
+            }
+        }
+    })
+}
+
+/// The manifest schema and every kind's, or one kind's entry.
+pub fn schema(_ws: &crate::Workspace, q: &SchemaQuery) -> Result<Value, QueryError> {
+    match &q.kind {
+        Some(name) => find_kind(name)
+            .map(kind_entry)
+            .ok_or_else(|| QueryError::UnknownKind {
+                kind: name.clone(),
+                near: suggest::near(name, builtin_kinds().iter().map(|k| k.name.as_str()), 3),
+            }),
+        None => {
+            let kinds: Map<String, Value> = builtin_kinds()
+                .iter()
+                .map(|k| (k.name.clone(), kind_entry(k)))
+                .collect();
+            Ok(json!({ "manifest": manifest_schema(), "kinds": kinds }))
+        }
+    }
+}
+
+pub(crate) fn output_schema() -> Value {
+    json!({ "type": "object", "description": "JSON Schema 2020-12 documents: `{manifest, kinds}`, or one kind's `{description, fields, capabilities}`" })
+}
+
+pub(crate) fn input_schema() -> Value {
+    object(
+        "JSON Schemas of once.toml and of the built-in kinds",
+        vec![(
+            "kind",
+            string("Only this kind, e.g. `cargo-package`; omit for the manifest and all kinds"),
+        )],
+        &[],
+    )
+}

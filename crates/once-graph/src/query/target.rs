@@ -1,0 +1,247 @@
+//! `target`: everything about one target, typed and with defaults applied.
+//!
+//! Must never expose raw TOML: values come from the resolved model.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::schema_util::{
+    array, enumeration, integer, map, nullable, object, record, string, strings,
+};
+use super::{QueryError, find_target};
+use crate::Workspace;
+use crate::model::{Origin, Param, ParamType};
+
+/// Arguments of [`target`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetQuery {
+    /// Target name.
+    pub name: String,
+}
+
+/// Where a target is declared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestLocation {
+    /// Manifest path relative to the root.
+    pub file: String,
+    /// 1-based line of the target's key.
+    pub line: u32,
+}
+
+/// A capability with everything resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityDetail {
+    /// Name.
+    pub name: String,
+    /// What it does.
+    pub description: Option<String>,
+    /// Command template.
+    pub command: String,
+    /// JSON Schema of its parameters.
+    pub params_schema: Value,
+    /// Dependencies as `target:capability`, sorted.
+    pub deps: Vec<String>,
+    /// Input globs.
+    pub inputs: Vec<String>,
+    /// Output globs.
+    pub outputs: Vec<String>,
+    /// Environment.
+    pub env: BTreeMap<String, String>,
+    /// Deadline in milliseconds.
+    pub deadline_ms: u64,
+    /// `kind`, `manifest` or `kind+manifest`.
+    pub origin: Origin,
+}
+
+/// One target in full.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetDetail {
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: String,
+    /// Folder relative to the root.
+    pub path: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Declaration site.
+    pub manifest: ManifestLocation,
+    /// Kind fields with defaults applied.
+    pub fields: BTreeMap<String, Value>,
+    /// Capabilities by name.
+    pub capabilities: Vec<CapabilityDetail>,
+    /// Direct target dependencies.
+    pub deps: Vec<String>,
+    /// Targets depending directly on this one.
+    pub dependents: Vec<String>,
+}
+
+/// JSON Schema of a capability's parameters (used for its `params` argument).
+pub fn params_schema(params: &[Param]) -> Value {
+    let mut props = serde_json::Map::new();
+    let mut required = Vec::new();
+    for p in params {
+        let mut s = match &p.ty {
+            ParamType::String => json!({ "type": "string" }),
+            ParamType::Integer => json!({ "type": "integer" }),
+            ParamType::Boolean => json!({ "type": "boolean" }),
+            ParamType::Enum(v) => json!({ "type": "string", "enum": v }),
+        };
+        if let Some(d) = &p.description {
+            s["description"] = json!(d);
+        }
+        match &p.default {
+            Some(d) => s["default"] = d.clone(),
+            None => required.push(p.name.clone()),
+        }
+        props.insert(p.name.clone(), s);
+    }
+    json!({ "type": "object", "properties": props, "required": required, "additionalProperties": false })
+}
+
+/// Everything about one target.
+pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryError> {
+    let ti = find_target(ws, &q.name)?;
+    let t = &ws.targets[ti];
+    let (file, line) = ws.target_location(t);
+    let names = |ids: &[u32]| -> Vec<String> {
+        ids.iter()
+            .filter_map(|&i| ws.targets.get(i as usize))
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    let capabilities = t
+        .capabilities
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| {
+            let a = ws.graph.action(ti, ci);
+            let mut deps: Vec<String> = ws
+                .graph
+                .action_deps(a)
+                .iter()
+                .map(|&d| super::action_name(ws, d))
+                .collect();
+            deps.sort();
+            CapabilityDetail {
+                name: c.name.clone(),
+                description: c.description.clone(),
+                command: c.command.clone(),
+                params_schema: params_schema(&c.params),
+                deps,
+                inputs: c.inputs.clone(),
+                outputs: c.outputs.clone(),
+                env: c.env.clone(),
+                deadline_ms: u64::try_from(c.deadline.as_millis()).unwrap_or(u64::MAX),
+                origin: c.origin,
+            }
+        })
+        .collect();
+    Ok(TargetDetail {
+        name: t.name.clone(),
+        kind: t.kind.clone(),
+        path: t.path.clone(),
+        description: t.description.clone(),
+        tags: t.tags.clone(),
+        manifest: ManifestLocation { file, line },
+        fields: t.fields.clone(),
+        capabilities,
+        deps: names(
+            ws.graph
+                .target_adjacency()
+                .get(ti)
+                .map_or(&[], Vec::as_slice),
+        ),
+        dependents: names(ws.graph.target_reverse().get(ti).map_or(&[], Vec::as_slice)),
+    })
+}
+
+pub(crate) fn output_schema() -> Value {
+    let cap = record(
+        "A capability (named action) of the target",
+        vec![
+            ("name", string("Capability name")),
+            ("description", nullable(string("What it does"))),
+            (
+                "command",
+                string(
+                    "Command template run by `sh -c` in the target folder; `{name}` are params or fields",
+                ),
+            ),
+            (
+                "params_schema",
+                json!({ "type": "object", "description": "JSON Schema of the capability's parameters" }),
+            ),
+            (
+                "deps",
+                strings("Actions it depends on, as `target:capability`"),
+            ),
+            (
+                "inputs",
+                strings("Input globs relative to the target folder; `!` excludes"),
+            ),
+            (
+                "outputs",
+                strings("Output globs relative to the target folder"),
+            ),
+            (
+                "env",
+                map(json!({ "type": "string" }), "Environment variables"),
+            ),
+            ("deadline_ms", integer("Deadline in milliseconds")),
+            (
+                "origin",
+                enumeration(
+                    &["kind", "manifest", "kind+manifest"],
+                    "Where the definition comes from",
+                ),
+            ),
+        ],
+    );
+    record(
+        "A target in full",
+        vec![
+            ("name", string("Target name")),
+            ("kind", string("Kind name")),
+            ("path", string("Folder relative to the workspace root")),
+            ("description", nullable(string("Description"))),
+            ("tags", strings("Tags")),
+            (
+                "manifest",
+                record(
+                    "Declaration site",
+                    vec![
+                        ("file", string("Manifest path")),
+                        ("line", integer("1-based line")),
+                    ],
+                ),
+            ),
+            (
+                "fields",
+                json!({ "type": "object", "description": "Kind fields with defaults applied" }),
+            ),
+            ("capabilities", array(cap, "Capabilities sorted by name")),
+            ("deps", strings("Direct target dependencies")),
+            (
+                "dependents",
+                strings("Targets that depend directly on this one"),
+            ),
+        ],
+    )
+}
+
+pub(crate) fn input_schema() -> Value {
+    object(
+        "Everything about one target",
+        vec![(
+            "name",
+            string("Target name, as listed by once_query_targets"),
+        )],
+        &["name"],
+    )
+}

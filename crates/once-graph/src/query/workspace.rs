@@ -1,0 +1,189 @@
+//! `workspace`: the overview an agent reads first: identity, manifests,
+//! counts, kinds in use, diagnostics and the first page of targets.
+//!
+//! Must stay bounded in size: targets are paged like `targets`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::schema_util::{array, enumeration, integer, nullable, object, record, string};
+use super::targets::{TargetRow, TargetsQuery, row_schema, targets};
+use crate::{Diagnostic, Workspace};
+
+/// Arguments of [`workspace`] (none).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceQuery {}
+
+/// A manifest file and its content hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestInfo {
+    /// Path relative to the root.
+    pub path: String,
+    /// BLAKE3 of its bytes, hex.
+    pub blake3: String,
+}
+
+/// Sizes of the graph.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Targets.
+    pub targets: u32,
+    /// Actions (target capabilities).
+    pub capabilities: u32,
+    /// Action dependency edges.
+    pub edges: u32,
+}
+
+/// How many targets use a kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindUse {
+    /// Kind name.
+    pub kind: String,
+    /// Number of targets.
+    pub targets: u32,
+}
+
+/// Overview of a workspace.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkspaceInfo {
+    /// Absolute root folder.
+    pub root: String,
+    /// Workspace name.
+    pub name: String,
+    /// Manifests, root first.
+    pub manifests: Vec<ManifestInfo>,
+    /// Sizes.
+    pub counts: Counts,
+    /// Kinds used, by name.
+    pub kinds_in_use: Vec<KindUse>,
+    /// Every problem found.
+    pub diagnostics: Vec<Diagnostic>,
+    /// First page of targets (as `targets` with no filter).
+    pub targets: Vec<TargetRow>,
+    /// Cursor for `targets` to get the next page; null when all are shown.
+    pub next_cursor: Option<String>,
+}
+
+fn n(v: usize) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// The workspace overview.
+pub fn workspace(ws: &Workspace) -> WorkspaceInfo {
+    let mut kinds: BTreeMap<&str, u32> = BTreeMap::new();
+    for t in &ws.targets {
+        *kinds.entry(t.kind.as_str()).or_default() += 1;
+    }
+    // An empty query never fails (no cursor, no filters).
+    let page = targets(ws, &TargetsQuery::default()).ok();
+    WorkspaceInfo {
+        root: ws.root().to_string_lossy().into_owned(),
+        name: ws.name.clone(),
+        manifests: ws
+            .manifests
+            .iter()
+            .map(|m| ManifestInfo {
+                path: m.rel.clone(),
+                blake3: m.hash.to_hex().to_string(),
+            })
+            .collect(),
+        counts: Counts {
+            targets: n(ws.targets.len()),
+            capabilities: n(ws.graph.action_count()),
+            edges: n(ws.graph.edge_count()),
+        },
+        kinds_in_use: kinds
+            .into_iter()
+            .map(|(k, c)| KindUse {
+                kind: k.to_string(),
+                targets: c,
+            })
+            .collect(),
+        diagnostics: ws.diagnostics().to_vec(),
+        next_cursor: page.as_ref().and_then(|p| p.next_cursor.clone()),
+        targets: page.map(|p| p.targets).unwrap_or_default(),
+    }
+}
+
+pub(crate) fn diagnostic_schema() -> Value {
+    record(
+        "A problem in a manifest",
+        vec![
+            ("file", string("Manifest path relative to the root")),
+            ("line", integer("1-based line")),
+            ("column", integer("1-based column, in characters")),
+            (
+                "severity",
+                enumeration(&["error", "warning"], "Errors make the workspace invalid"),
+            ),
+            ("code", string("Stable kebab-case code, e.g. `unknown-key`")),
+            ("message", string("What is wrong")),
+            ("expected", nullable(string("What would be valid"))),
+            ("found", nullable(string("What was found"))),
+            ("help", nullable(string("Suggested fix"))),
+        ],
+    )
+}
+
+pub(crate) fn output_schema() -> Value {
+    record(
+        "Overview of the workspace",
+        vec![
+            ("root", string("Absolute root folder")),
+            ("name", string("Workspace name")),
+            (
+                "manifests",
+                array(
+                    record(
+                        "A manifest",
+                        vec![
+                            ("path", string("Relative path")),
+                            ("blake3", string("BLAKE3 hash, hex")),
+                        ],
+                    ),
+                    "Manifests, root first",
+                ),
+            ),
+            (
+                "counts",
+                record(
+                    "Graph sizes",
+                    vec![
+                        ("targets", integer("Targets")),
+                        ("capabilities", integer("Actions (target capabilities)")),
+                        ("edges", integer("Action dependency edges")),
+                    ],
+                ),
+            ),
+            (
+                "kinds_in_use",
+                array(
+                    record(
+                        "A kind in use",
+                        vec![
+                            ("kind", string("Kind name")),
+                            ("targets", integer("Targets of it")),
+                        ],
+                    ),
+                    "Kinds used",
+                ),
+            ),
+            (
+                "diagnostics",
+                array(diagnostic_schema(), "Every problem found"),
+            ),
+            ("targets", array(row_schema(), "First page of targets")),
+            (
+                "next_cursor",
+                nullable(string("Pass as `cursor` to once_query_targets for more")),
+            ),
+        ],
+    )
+}
+
+pub(crate) fn input_schema() -> Value {
+    object("Overview of the workspace; takes no arguments", vec![], &[])
+}

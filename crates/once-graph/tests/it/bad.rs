@@ -1,0 +1,289 @@
+//! Bad manifests: every problem reported, located, with its code.
+
+use crate::util::TempWs;
+
+/// (name, root manifest, extra files, expected `file:line:col code` list, message substring)
+type Case = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+    &'static str,
+);
+
+const CASES: &[Case] = &[
+    (
+        "syntax",
+        "[targets.a]\nkind = \"command\n",
+        &[],
+        &["once.toml:2:16 toml-syntax"],
+        "invalid TOML",
+    ),
+    (
+        "unknown-top-key",
+        "[target.a]\nkind = \"command\"\n",
+        &[],
+        &["once.toml:1:2 unknown-key"],
+        "did you mean `targets`",
+    ),
+    (
+        "unknown-cap-key",
+        "[targets.docs]\nkind = \"command\"\n[targets.docs.capabilities.build]\ncomand = \"x\"\n",
+        &[],
+        &[
+            "once.toml:3:28 missing-command",
+            "once.toml:4:1 unknown-key",
+        ],
+        "unknown key `comand` in capability `build` of target `docs`",
+    ),
+    (
+        "wrong-type-tags",
+        "[targets.a]\nkind = \"go-module\"\ntags = \"x\"\n",
+        &[],
+        &["once.toml:3:8 wrong-type"],
+        "must be a list of strings",
+    ),
+    (
+        "missing-kind",
+        "[targets.a]\npath = \".\"\n",
+        &[],
+        &["once.toml:1:10 missing-kind"],
+        "has no `kind`",
+    ),
+    (
+        "unknown-kind",
+        "[targets.a]\nkind = \"cargo-pakage\"\n",
+        &[],
+        &["once.toml:2:8 unknown-kind"],
+        "did you mean `cargo-package`",
+    ),
+    (
+        "missing-command",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.run]\ndescription = \"x\"\n",
+        &[],
+        &["once.toml:3:25 missing-command"],
+        "has no `command`",
+    ),
+    (
+        "unknown-target",
+        "[targets.web]\nkind = \"npm-package\"\ndeps = [\"cor\"]\n[targets.core]\nkind = \"go-module\"\n",
+        &[],
+        &["once.toml:3:9 unknown-target"],
+        "did you mean `core`",
+    ),
+    (
+        "unknown-capability",
+        "[targets.a]\nkind = \"go-module\"\n[targets.a.capabilities.build]\ndeps = [\"b:tst\"]\n[targets.b]\nkind = \"go-module\"\n",
+        &[],
+        &["once.toml:4:9 unknown-capability"],
+        "did you mean `b:test`",
+    ),
+    (
+        "cycle",
+        "[targets.a]\nkind = \"go-module\"\ndeps = [\"b\"]\n[targets.b]\nkind = \"go-module\"\ndeps = [\"a\"]\n",
+        &[],
+        &[
+            "once.toml:6:9 dependency-cycle",
+            "once.toml:6:9 dependency-cycle",
+            "once.toml:6:9 dependency-cycle",
+            "once.toml:6:9 dependency-cycle",
+            "once.toml:6:9 dependency-cycle",
+        ],
+        "a:build → b:build → a:build",
+    ),
+    (
+        "duplicate",
+        "[workspace]\nmembers = [\"m\"]\n[targets.a]\nkind = \"go-module\"\n",
+        &[("m/once.toml", "\n[targets.a]\nkind = \"go-module\"\n")],
+        &["m/once.toml:2:10 duplicate-target"],
+        "already declared at once.toml:3",
+    ),
+    (
+        "bad-glob",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\ninputs = [\"src/[a\"]\n",
+        &[],
+        &["once.toml:5:11 bad-glob"],
+        "invalid glob `src/[a`",
+    ),
+    (
+        "bad-duration",
+        "[targets.a]\nkind = \"go-module\"\n[targets.a.capabilities.test]\ndeadline = \"5 minutes\"\n",
+        &[],
+        &["once.toml:4:12 bad-duration"],
+        "invalid `deadline`",
+    ),
+    (
+        "bad-default",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x {n}\"\n[targets.a.capabilities.b.params.n]\ntype = \"integer\"\ndefault = \"x\"\n",
+        &[],
+        &["once.toml:7:11 bad-default"],
+        "does not match its type `integer`",
+    ),
+    (
+        "enum-no-values",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\n[targets.a.capabilities.b.params.l]\ntype = \"enum\"\n",
+        &[],
+        &["once.toml:6:8 bad-enum"],
+        "has no `values`",
+    ),
+    (
+        "enum-default-not-value",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\n[targets.a.capabilities.b.params.l]\ntype = \"enum\"\nvalues = [\"fast\"]\ndefault = \"slow\"\n",
+        &[],
+        &["once.toml:8:11 bad-enum"],
+        "not among its values",
+    ),
+    (
+        "flag-not-boolean",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\n[targets.a.capabilities.b.params.l]\ntype = \"string\"\nflag = \"--l\"\n",
+        &[],
+        &["once.toml:7:1 flag-not-boolean"],
+        "only allowed on boolean",
+    ),
+    (
+        "unknown-placeholder",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"echo {targt}\"\n",
+        &[],
+        &["once.toml:4:17 unknown-placeholder"],
+        "did you mean `{target}`",
+    ),
+    (
+        "invalid-name",
+        "[targets.\"a b\"]\nkind = \"command\"\n",
+        &[],
+        &["once.toml:1:10 invalid-name"],
+        "invalid target name `a b`",
+    ),
+    (
+        "path-escapes",
+        "[targets.a]\nkind = \"command\"\npath = \"../x\"\n",
+        &[],
+        &["once.toml:3:8 path-escapes-workspace"],
+        "escapes",
+    ),
+    (
+        "absolute-path",
+        "[targets.a]\nkind = \"command\"\npath = \"/etc\"\n",
+        &[],
+        &["once.toml:3:8 absolute-path"],
+        "absolute",
+    ),
+    (
+        "member-nothing",
+        "[workspace]\nmembers = [\"nope/*\"]\n",
+        &[],
+        &["once.toml:2:12 member-matches-nothing"],
+        "matches no folder",
+    ),
+    (
+        "workspace-in-member",
+        "[workspace]\nmembers = [\"m\"]\n",
+        &[("m/once.toml", "[workspace]\nname = \"x\"\n")],
+        &["m/once.toml:1:2 workspace-in-member"],
+        "only allowed in the root",
+    ),
+    (
+        "unknown-param-type",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\n[targets.a.capabilities.b.params.l]\ntype = \"bool\"\n",
+        &[],
+        &["once.toml:6:8 unknown-param-type"],
+        "did you mean `boolean`",
+    ),
+    (
+        "unknown-field",
+        "[targets.a]\nkind = \"cargo-package\"\npackag = \"x\"\n",
+        &[],
+        &["once.toml:3:1 unknown-key"],
+        "did you mean `package`",
+    ),
+    (
+        "wrong-field-type",
+        "[targets.a]\nkind = \"cargo-package\"\nfeatures = [1]\n",
+        &[],
+        &["once.toml:3:13 wrong-type"],
+        "must be a string",
+    ),
+    (
+        "bad-workspace-deadline",
+        "[workspace]\ndefault-deadline = \"0s\"\n",
+        &[],
+        &["once.toml:2:20 bad-duration"],
+        "zero duration",
+    ),
+    (
+        "many-at-once",
+        "[workspace]\nnme = \"x\"\n[targets.a]\nkind = \"command\"\ntags = 3\n[targets.a.capabilities.b]\ncommand = \"x\"\ndeadline = \"1y\"\ndeps = [\"zzz\"]\n[targets.b]\nkind = \"nope\"\n[targets.c]\n",
+        &[],
+        &[
+            "once.toml:2:1 unknown-key",
+            "once.toml:5:8 wrong-type",
+            "once.toml:8:12 bad-duration",
+            "once.toml:9:9 unknown-target",
+            "once.toml:11:8 unknown-kind",
+            "once.toml:12:10 missing-kind",
+        ],
+        "unknown unit `y`",
+    ),
+];
+
+#[test]
+fn bad_manifests_report_every_problem() {
+    let mut failures = Vec::new();
+    for (name, manifest, extra, expected, substring) in CASES {
+        let mut files = vec![("once.toml", *manifest)];
+        files.extend(extra.iter().copied());
+        let tmp = TempWs::new(&files);
+        let ws = tmp.load();
+        let got: Vec<String> = ws
+            .diagnostics()
+            .iter()
+            .map(|d| format!("{}:{}:{} {}", d.file, d.line, d.column, d.code))
+            .collect();
+        let all_text: String = ws.diagnostics().iter().map(|d| format!("{d}\n")).collect();
+        if got != *expected || !all_text.contains(substring) {
+            failures.push(format!("case `{name}`:\n  expected {expected:?} containing {substring:?}\n  got {got:?}\n{all_text}"));
+        }
+        let warnings_only = ws
+            .diagnostics()
+            .iter()
+            .all(|d| d.severity == once_graph::Severity::Warning);
+        assert_eq!(ws.has_errors(), !warnings_only, "{name}");
+    }
+    assert!(CASES.len() >= 22);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn not_utf8_and_too_large() {
+    let tmp = TempWs::new(&[]);
+    tmp.write_bytes("once.toml", b"[targets.a]\nkind = \"x\xff\"\n");
+    let ws = tmp.load();
+    let d: Vec<String> = ws
+        .diagnostics()
+        .iter()
+        .map(|d| format!("{}:{}:{} {}", d.file, d.line, d.column, d.code))
+        .collect();
+    assert_eq!(d, ["once.toml:2:10 not-utf8"]);
+
+    let big = "#".repeat(16 * 1024 * 1024 + 10);
+    tmp.write("once.toml", &big);
+    let ws = tmp.load();
+    assert_eq!(ws.diagnostics().len(), 1);
+    assert_eq!(ws.diagnostics()[0].code, "file-too-large");
+}
+
+#[test]
+fn io_errors_and_discover() {
+    let tmp = TempWs::new(&[("once.toml", ""), ("a/b/x.txt", "")]);
+    let found = once_graph::Workspace::discover(&tmp.path().join("a/b")).unwrap();
+    assert_eq!(found, std::fs::canonicalize(tmp.path()).unwrap());
+    let empty = TempWs::new(&[("x.txt", "")]);
+    assert!(matches!(
+        once_graph::Workspace::load(empty.path()),
+        Err(once_graph::Error::Io { .. })
+    ));
+    assert!(matches!(
+        once_graph::Workspace::load(&tmp.path().join("a/b/x.txt")),
+        Err(once_graph::Error::NotADirectory { .. })
+    ));
+}

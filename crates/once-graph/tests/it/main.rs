@@ -1,0 +1,8 @@
+//! Integration tests of once-graph: manifests written to temp folders, loaded,
+//! validated and queried. One binary (modules below) to keep link time low.
+
+mod bad;
+mod queries;
+mod stale;
+mod util;
+mod validate;
