@@ -129,6 +129,9 @@ pub fn classify(value: Value) -> Incoming {
     let params = match object.remove("params") {
         None | Some(Value::Null) => None,
         Some(p @ (Value::Object(_) | Value::Array(_))) => Some(p),
+        // A notification is never answered, so bad params only matter for
+        // requests; the notification handler ignores what it cannot read.
+        Some(p) if id.is_none() => Some(p),
         Some(_) => return invalid(id, "\"params\" must be an object or an array"),
     };
     match id {

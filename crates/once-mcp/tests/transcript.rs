@@ -1,0 +1,1023 @@
+//! Transcript tests: JSON lines in, JSON lines out, through `serve` only.
+//!
+//! The input is a channel-backed reader and the output a channel-backed
+//! writer, so every test controls timing by waiting for specific lines or for
+//! signals from its own tools — never by sleeping.
+
+use std::io::{self, BufRead, Read, Write};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use once_mcp::{
+    Annotations, CancelToken, Gate, Gates, LogLevel, ServeOptions, ServerConfig, Tool, ToolResult,
+    serve_with,
+};
+use serde_json::{Value, json};
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------- harness
+
+struct ChannelReader {
+    rx: Receiver<Vec<u8>>,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(out.len());
+        out[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for ChannelReader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.pos == self.buf.len() {
+            match self.rx.recv() {
+                Ok(chunk) => {
+                    self.buf = chunk;
+                    self.pos = 0;
+                }
+                Err(_) => return Ok(&[]),
+            }
+        }
+        Ok(&self.buf[self.pos..])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.pos += amount;
+    }
+}
+
+/// Each `write` call is forwarded whole, so the test can check that every
+/// message was written as exactly one complete line.
+struct ChannelWriter(Sender<Vec<u8>>);
+
+impl Write for ChannelWriter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let _ = self.0.send(bytes.to_vec());
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+struct Client {
+    input: Option<Sender<Vec<u8>>>,
+    output: Receiver<Vec<u8>>,
+    server: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl Client {
+    fn start(config: ServerConfig) -> Self {
+        Self::start_with(config, ServeOptions::default())
+    }
+
+    fn start_with(config: ServerConfig, options: ServeOptions) -> Self {
+        let (input, rx) = mpsc::channel();
+        let (tx, output) = mpsc::channel();
+        let reader = ChannelReader {
+            rx,
+            buf: Vec::new(),
+            pos: 0,
+        };
+        let server = std::thread::spawn(move || {
+            serve_with(Arc::new(config), reader, ChannelWriter(tx), options)
+        });
+        Self {
+            input: Some(input),
+            output,
+            server: Some(server),
+        }
+    }
+
+    fn send_raw(&self, bytes: &[u8]) {
+        self.input.as_ref().unwrap().send(bytes.to_vec()).unwrap();
+    }
+
+    fn send(&self, message: Value) {
+        let mut line = serde_json::to_vec(&message).unwrap();
+        line.push(b'\n');
+        self.send_raw(&line);
+    }
+
+    fn recv(&self) -> Value {
+        let bytes = self
+            .output
+            .recv_timeout(PATIENCE)
+            .expect("the server should have replied");
+        parse_line(&bytes)
+    }
+
+    fn call(&self, message: Value) -> Value {
+        self.send(message);
+        self.recv()
+    }
+
+    /// Proves nothing was written for what was sent before: the very next
+    /// line must be the reply to this ping.
+    fn assert_quiet(&self, ping_id: i64) {
+        assert_eq!(
+            self.call(json!({"jsonrpc": "2.0", "id": ping_id, "method": "ping"})),
+            json!({"jsonrpc": "2.0", "id": ping_id, "result": {}})
+        );
+    }
+
+    fn initialize(&self, version: &str) -> Value {
+        self.call(json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "0"}}
+        }))
+    }
+
+    /// Closes the input and returns every line written after that.
+    fn finish(mut self) -> Vec<Value> {
+        drop(self.input.take());
+        let result = self.server.take().unwrap().join().unwrap();
+        result.expect("serve should end cleanly at end of input");
+        self.output.try_iter().map(|b| parse_line(&b)).collect()
+    }
+}
+
+fn parse_line(bytes: &[u8]) -> Value {
+    assert_eq!(
+        bytes.last(),
+        Some(&b'\n'),
+        "a write must end with a newline"
+    );
+    assert_eq!(
+        bytes.iter().filter(|&&b| b == b'\n').count(),
+        1,
+        "a write must be exactly one line"
+    );
+    serde_json::from_slice(bytes).unwrap()
+}
+
+fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn call(id: i64, name: &str, arguments: Value) -> Value {
+    request(
+        id,
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
+    )
+}
+
+fn error(id: Value, code: i64) -> impl Fn(&Value) {
+    move |reply: &Value| {
+        assert_eq!(reply["jsonrpc"], "2.0", "{reply}");
+        assert_eq!(reply["id"], id, "{reply}");
+        assert_eq!(reply["error"]["code"], code, "{reply}");
+        assert!(reply["error"]["message"].is_string(), "{reply}");
+        assert!(reply.get("result").is_none(), "{reply}");
+    }
+}
+
+fn tool_error_text(reply: &Value) -> String {
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(reply["result"].get("structuredContent").is_none());
+    reply["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+// ---------------------------------------------------------------- tools
+
+fn closed_object(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required,
+           "additionalProperties": false})
+}
+
+fn tool(
+    name: &'static str,
+    gate: Gate,
+    input: Value,
+    handler: impl Fn(&once_mcp::CallContext, serde_json::Map<String, Value>) -> ToolResult
+    + Send
+    + Sync
+    + 'static,
+) -> Tool {
+    Tool {
+        name,
+        title: "A test tool",
+        description: format!("The {name} test tool."),
+        input_schema: input,
+        output_schema: json!({"type": "object", "properties": {"text": {"type": "string"}},
+                              "required": ["text"], "additionalProperties": false}),
+        annotations: Annotations::READ_ONLY,
+        gate,
+        handler: Arc::new(handler),
+    }
+}
+
+fn echo() -> Tool {
+    tool(
+        "echo",
+        Gate::Always,
+        closed_object(json!({"text": {"type": "string"}}), &["text"]),
+        |_, args| match args.get("text").and_then(Value::as_str) {
+            Some(text) => ToolResult::Value(json!({"text": text})),
+            None => ToolResult::Error(
+                "Missing argument \"text\" (a string). Call echo again with it.".into(),
+            ),
+        },
+    )
+}
+
+fn basic_tools() -> Vec<Tool> {
+    vec![
+        echo(),
+        tool(
+            "fail",
+            Gate::Always,
+            closed_object(json!({}), &[]),
+            |_, _| {
+                ToolResult::Error(
+                    "The graph has no target named x; call targets to list them.".into(),
+                )
+            },
+        ),
+        tool(
+            "explode",
+            Gate::Always,
+            closed_object(json!({}), &[]),
+            |_, _| panic!("boom"),
+        ),
+        tool(
+            "edit_file",
+            Gate::Edit,
+            closed_object(json!({}), &[]),
+            |_, _| ToolResult::Value(json!({"text": "edited"})),
+        ),
+        tool(
+            "run_target",
+            Gate::Run,
+            closed_object(json!({}), &[]),
+            |_, _| ToolResult::Value(json!({"text": "ran"})),
+        ),
+        tool(
+            "log",
+            Gate::Always,
+            closed_object(json!({}), &[]),
+            |ctx, _| {
+                ctx.log(LogLevel::Debug, "a debug line");
+                ctx.log(LogLevel::Error, "an error line");
+                ToolResult::Value(json!({"text": "logged"}))
+            },
+        ),
+        tool(
+            "progress",
+            Gate::Always,
+            closed_object(json!({}), &[]),
+            |ctx, _| {
+                ctx.progress(1.0, Some(3.0), Some("one"));
+                ctx.progress(1.0, Some(3.0), Some("not increasing: dropped"));
+                ctx.progress(2.0, None, None);
+                ctx.progress(3.0, Some(3.0), Some("three"));
+                ToolResult::Value(json!({"text": "done"}))
+            },
+        ),
+    ]
+}
+
+fn config(tools: Vec<Tool>) -> ServerConfig {
+    let mut config = ServerConfig::new("1.2.3");
+    config.instructions = "Query the build graph of this workspace.".into();
+    config.workspace_root = Some("/work/ws".into());
+    config.tools = tools;
+    config
+}
+
+/// A tool that tells the test it started, then blocks until either the test
+/// releases it or the call is cancelled; it reports which one happened.
+fn blocking_tool() -> (Tool, Receiver<&'static str>, Sender<()>) {
+    let (started_tx, started_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let started_tx = Mutex::new(started_tx);
+    let release_rx = Mutex::new(release_rx);
+    let tool = tool(
+        "block",
+        Gate::Always,
+        closed_object(json!({}), &[]),
+        move |ctx, _| {
+            let _ = started_tx.lock().unwrap().send("started");
+            let cancel: CancelToken = ctx.cancelled().clone();
+            // Wait for a release or a cancellation, whichever comes first.
+            loop {
+                if cancel.wait_timeout(Duration::from_millis(5)) {
+                    let _ = started_tx.lock().unwrap().send("saw cancel");
+                    return ToolResult::Value(json!({"text": "cancelled"}));
+                }
+                if release_rx.lock().unwrap().try_recv().is_ok() {
+                    return ToolResult::Value(json!({"text": "released"}));
+                }
+            }
+        },
+    );
+    (tool, started_rx, release_tx)
+}
+
+// ---------------------------------------------------------------- schema rules
+
+fn assert_schema_is_portable(schema: &Value, path: &str) {
+    match schema {
+        Value::Bool(_) => panic!("{path}: boolean sub-schema"),
+        Value::Object(map) => {
+            if let Some(kind) = map.get("type") {
+                assert!(kind.is_string(), "{path}: type must be one string");
+            }
+            for (key, value) in map {
+                let here = format!("{path}/{key}");
+                match key.as_str() {
+                    "properties" | "$defs" | "definitions" | "patternProperties" => {
+                        for (name, child) in value.as_object().unwrap() {
+                            assert_schema_is_portable(child, &format!("{here}/{name}"));
+                        }
+                    }
+                    "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                        for child in value.as_array().unwrap() {
+                            assert_schema_is_portable(child, &here);
+                        }
+                    }
+                    "items" | "not" | "if" | "then" | "else" => {
+                        assert_schema_is_portable(value, &here)
+                    }
+                    "additionalProperties" if !value.is_boolean() => {
+                        assert_schema_is_portable(value, &here)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        other => panic!("{path}: not a schema: {other}"),
+    }
+}
+
+// ---------------------------------------------------------------- tests
+
+#[test]
+fn initialize_and_list_per_version() {
+    for version in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] {
+        let client = Client::start(config(vec![echo()]));
+        assert_eq!(
+            client.initialize(version),
+            json!({"jsonrpc": "2.0", "id": 0, "result": {
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+                "serverInfo": {"name": "once-mcp", "version": "1.2.3"},
+                "instructions": "Query the build graph of this workspace.",
+                "_meta": {"dev.once/workspace": "/work/ws"},
+            }})
+        );
+        client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let list = client.call(request(1, "tools/list", json!({})));
+        insta::assert_json_snapshot!(format!("tools_list_{version}"), list);
+        for tool in list["result"]["tools"].as_array().unwrap() {
+            assert_eq!(tool["inputSchema"]["type"], "object");
+            assert_eq!(tool["inputSchema"]["additionalProperties"], false);
+            assert_schema_is_portable(&tool["inputSchema"], "inputSchema");
+            if let Some(output) = tool.get("outputSchema") {
+                assert_eq!(output["type"], "object");
+                assert_schema_is_portable(output, "outputSchema");
+            }
+        }
+        let reply = client.call(call(2, "echo", json!({"text": "hi"})));
+        let mut expected = json!({"content": [{"type": "text", "text": "{\"text\":\"hi\"}"}]});
+        if version >= "2025-06-18" {
+            expected["structuredContent"] = json!({"result": {"text": "hi"}});
+        }
+        assert_eq!(
+            reply,
+            json!({"jsonrpc": "2.0", "id": 2, "result": expected})
+        );
+        assert_eq!(client.finish(), Vec::<Value>::new());
+    }
+}
+
+#[test]
+fn unknown_version_gets_the_latest_and_bad_initialize_is_refused() {
+    let client = Client::start(config(vec![]));
+    client.send(request(1, "initialize", json!({"capabilities": {}})));
+    error(json!(1), -32602)(&client.recv());
+    client.send(request(
+        2,
+        "initialize",
+        json!({"protocolVersion": 20250618}),
+    ));
+    error(json!(2), -32602)(&client.recv());
+    client.send(json!({"jsonrpc": "2.0", "id": 3, "method": "initialize"}));
+    error(json!(3), -32602)(&client.recv());
+    let reply = client.initialize("1999-01-01");
+    assert_eq!(reply["result"]["protocolVersion"], "2025-11-25");
+    client.send(request(
+        4,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18"}),
+    ));
+    error(json!(4), -32600)(&client.recv());
+    // Empty catalogs.
+    assert_eq!(
+        client.call(request(5, "tools/list", json!({})))["result"],
+        json!({"tools": []})
+    );
+    assert_eq!(
+        client.call(request(6, "resources/list", json!({})))["result"],
+        json!({"resources": []})
+    );
+    assert_eq!(
+        client.call(request(7, "resources/templates/list", json!({})))["result"],
+        json!({"resourceTemplates": []})
+    );
+    assert_eq!(
+        client.call(request(8, "prompts/list", json!({})))["result"],
+        json!({"prompts": []})
+    );
+    client.finish();
+}
+
+#[test]
+fn ping_discover_and_workspace_less_initialize() {
+    let mut config = config(vec![]);
+    config.workspace_root = None;
+    config.instructions.clear();
+    let client = Client::start(config);
+    client.assert_quiet(1);
+    let discover = client.call(request(2, "server/discover", json!({})));
+    error(json!(2), -32601)(&discover);
+    assert!(
+        discover["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("server/discover")
+    );
+    let reply = client.initialize("2025-06-18");
+    assert_eq!(
+        reply["result"],
+        json!({"protocolVersion": "2025-06-18",
+               "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+               "serverInfo": {"name": "once-mcp", "version": "1.2.3"}})
+    );
+    client.assert_quiet(3);
+    assert_eq!(
+        client
+            .call(json!({"jsonrpc": "2.0", "id": "s", "method": "ping", "params": {"_meta": {}}})),
+        json!({"jsonrpc": "2.0", "id": "s", "result": {}})
+    );
+    client.finish();
+}
+
+#[test]
+fn error_model() {
+    let client = Client::start(config(basic_tools()));
+    client.initialize("2025-11-25");
+    // Parse errors: id is null.
+    client.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \n");
+    error(Value::Null, -32700)(&client.recv());
+    client.send_raw(b"not json at all\n");
+    error(Value::Null, -32700)(&client.recv());
+    // Invalid requests: the id is echoed only when it is a valid id.
+    for (message, id) in [
+        (json!({"id": 5, "method": "ping"}), json!(5)),
+        (
+            json!({"jsonrpc": "1.0", "id": "x", "method": "ping"}),
+            json!("x"),
+        ),
+        (json!({"jsonrpc": "2.0", "id": 6, "method": 7}), json!(6)),
+        (
+            json!({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}),
+            Value::Null,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),
+            Value::Null,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": null, "method": "ping"}),
+            Value::Null,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 8, "method": "ping", "params": "x"}),
+            json!(8),
+        ),
+        (json!({"jsonrpc": "2.0", "id": 9}), json!(9)),
+        (json!({}), Value::Null),
+        (json!(42), Value::Null),
+        (json!("ping"), Value::Null),
+    ] {
+        error(id, -32600)(&client.call(message));
+    }
+    // Unknown method, named in the message.
+    let reply = client.call(request(10, "tools/frobnicate", json!({})));
+    error(json!(10), -32601)(&reply);
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tools/frobnicate")
+    );
+    // Notifications never get a reply; responses are ignored.
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/whatever"}));
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": 3}));
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}}));
+    client.send(json!({"jsonrpc": "2.0", "method": "tools/list", "params": {"cursor": 5}}));
+    client.send(json!({"jsonrpc": "2.0", "id": 77, "result": {}}));
+    client.send(json!({"jsonrpc": "2.0", "id": 78, "error": {"code": 1, "message": "x"}}));
+    client.assert_quiet(11);
+    // Malformed tools/call params: -32602 with the right id.
+    for (id, params) in [
+        (20, None),
+        (21, Some(json!([]))),
+        (22, Some(json!({}))),
+        (23, Some(json!({"name": 5}))),
+        (24, Some(json!({"name": "echo", "arguments": "text"}))),
+        (25, Some(json!({"name": "echo", "arguments": ["hi"]}))),
+    ] {
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call"});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        error(json!(id), -32602)(&client.call(message));
+    }
+    // Other methods' invalid params.
+    error(json!(26), -32602)(&client.call(request(
+        26,
+        "logging/setLevel",
+        json!({"level": "loud"}),
+    )));
+    error(json!(27), -32602)(&client.call(request(27, "logging/setLevel", json!([]))));
+    // Tool-level failures are results with isError.
+    let text = tool_error_text(&client.call(call(30, "ecko", json!({"text": "x"}))));
+    assert!(
+        text.contains("\"ecko\"") && text.contains("\"echo\""),
+        "{text}"
+    );
+    let text = tool_error_text(&client.call(call(31, "zzzzzzzzzzzzz", json!({}))));
+    assert!(text.contains("tools/list"), "{text}");
+    let text = tool_error_text(&client.call(call(32, "echo", json!({}))));
+    assert!(text.contains("\"text\""), "{text}");
+    let text = tool_error_text(&client.call(call(33, "fail", json!({}))));
+    assert_eq!(
+        text,
+        "The graph has no target named x; call targets to list them."
+    );
+    // Closed gates: not listed, and refused naming the flag.
+    let listed: Vec<Value> = client.call(request(34, "tools/list", json!({})))["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            json!("echo"),
+            json!("fail"),
+            json!("explode"),
+            json!("log"),
+            json!("progress")
+        ]
+    );
+    let text = tool_error_text(&client.call(call(35, "run_target", json!({}))));
+    assert!(text.contains("once mcp --allow-run"), "{text}");
+    let text = tool_error_text(&client.call(call(36, "edit_file", json!({}))));
+    assert!(text.contains("once mcp --allow-edit"), "{text}");
+    // A panicking handler: -32603 under its id, and the loop goes on.
+    let reply = client.call(call(37, "explode", json!({})));
+    error(json!(37), -32603)(&reply);
+    assert!(reply["error"]["message"].as_str().unwrap().contains("boom"));
+    client.assert_quiet(38);
+    assert_eq!(client.finish(), Vec::<Value>::new());
+}
+
+#[test]
+fn open_gates_list_and_run_gated_tools() {
+    let mut config = config(basic_tools());
+    config.gates = Gates {
+        allow_edit: true,
+        allow_run: true,
+    };
+    let client = Client::start(config);
+    client.initialize("2025-11-25");
+    let list = client.call(request(1, "tools/list", json!({})));
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 7);
+    let reply = client.call(call(2, "run_target", json!({})));
+    assert_eq!(
+        reply["result"]["structuredContent"],
+        json!({"result": {"text": "ran"}})
+    );
+    client.finish();
+}
+
+#[test]
+fn batches_only_under_2025_03_26() {
+    for version in ["2025-11-25", "2025-06-18", "2024-11-05"] {
+        let client = Client::start(config(vec![echo()]));
+        // Before initialize, too.
+        client.send(json!([request(1, "ping", json!({}))]));
+        error(Value::Null, -32600)(&client.recv());
+        client.initialize(version);
+        client.send(json!([request(2, "ping", json!({}))]));
+        error(Value::Null, -32600)(&client.recv());
+        client.assert_quiet(3);
+        client.finish();
+    }
+    let client = Client::start(config(vec![echo()]));
+    client.initialize("2025-03-26");
+    client.send(json!([
+        call(1, "echo", json!({"text": "a"})),
+        request(2, "ping", json!({})),
+        {"jsonrpc": "2.0", "method": "notifications/whatever"},
+        request(3, "nope", json!({})),
+        7,
+    ]));
+    let reply = client.recv();
+    let mut replies = reply.as_array().unwrap().clone();
+    replies.sort_by_key(|r| r["id"].as_i64().unwrap_or(-1));
+    assert_eq!(replies.len(), 4);
+    error(Value::Null, -32600)(&replies[0]);
+    assert_eq!(
+        replies[1]["result"]["content"][0]["text"],
+        "{\"text\":\"a\"}"
+    );
+    assert!(replies[1]["result"].get("structuredContent").is_none());
+    assert_eq!(replies[2], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    error(json!(3), -32601)(&replies[3]);
+    // All notifications: no reply at all.
+    client.send(json!([
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+    ]));
+    client.assert_quiet(4);
+    // Empty batch: one Invalid Request.
+    client.send(json!([]));
+    error(Value::Null, -32600)(&client.recv());
+    client.assert_quiet(5);
+    client.finish();
+}
+
+#[test]
+fn logging_set_level_filters_tool_logs() {
+    let client = Client::start(config(basic_tools()));
+    client.initialize("2025-11-25");
+    // Before setLevel we send no log messages.
+    assert_eq!(client.call(call(1, "log", json!({})))["id"], 1);
+    assert_eq!(
+        client.call(request(2, "logging/setLevel", json!({"level": "warning"}))),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {}})
+    );
+    client.send(call(3, "log", json!({})));
+    assert_eq!(
+        client.recv(),
+        json!({"jsonrpc": "2.0", "method": "notifications/message",
+               "params": {"level": "error", "logger": "once", "data": "an error line"}})
+    );
+    assert_eq!(client.recv()["id"], 3);
+    client.call(request(4, "logging/setLevel", json!({"level": "debug"})));
+    client.send(call(5, "log", json!({})));
+    assert_eq!(client.recv()["params"]["level"], "debug");
+    assert_eq!(client.recv()["params"]["level"], "error");
+    assert_eq!(client.recv()["id"], 5);
+    client.finish();
+}
+
+#[test]
+fn progress_is_ordered_and_precedes_the_reply() {
+    for (version, with_message) in [
+        ("2025-11-25", true),
+        ("2025-03-26", true),
+        ("2024-11-05", false),
+    ] {
+        let client = Client::start(config(basic_tools()));
+        client.initialize(version);
+        client.send(request(
+            1,
+            "tools/call",
+            json!({"name": "progress", "arguments": {}, "_meta": {"progressToken": "tok"}}),
+        ));
+        let mut expected = vec![
+            json!({"progressToken": "tok", "progress": 1.0, "total": 3.0, "message": "one"}),
+            json!({"progressToken": "tok", "progress": 2.0}),
+            json!({"progressToken": "tok", "progress": 3.0, "total": 3.0, "message": "three"}),
+        ];
+        if !with_message {
+            for params in &mut expected {
+                params.as_object_mut().unwrap().remove("message");
+            }
+        }
+        for params in expected {
+            assert_eq!(
+                client.recv(),
+                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+            );
+        }
+        assert_eq!(client.recv()["id"], 1);
+        // Without a token: no progress at all. An integer token works too.
+        assert_eq!(client.call(call(2, "progress", json!({})))["id"], 2);
+        client.send(request(
+            3,
+            "tools/call",
+            json!({"name": "progress", "_meta": {"progressToken": 9}}),
+        ));
+        assert_eq!(client.recv()["params"]["progressToken"], 9);
+        assert_eq!(
+            client.finish().len(),
+            3,
+            "two more progress lines and the reply"
+        );
+    }
+}
+
+#[test]
+fn cancellation_suppresses_the_reply() {
+    let (block, events, _release) = blocking_tool();
+    let client = Client::start(config(vec![block, echo()]));
+    client.initialize("2025-11-25");
+    client.send(request(1, "tools/call", json!({"name": "block"})));
+    assert_eq!(events.recv_timeout(PATIENCE).unwrap(), "started");
+    // The loop keeps serving while the call runs.
+    client.assert_quiet(2);
+    assert_eq!(client.call(call(3, "echo", json!({"text": "x"})))["id"], 3);
+    client.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": 1, "reason": "user pressed stop"}}),
+    );
+    assert_eq!(events.recv_timeout(PATIENCE).unwrap(), "saw cancel");
+    client.assert_quiet(4);
+    // serve waits for the worker before returning, so a leaked reply would
+    // show up here.
+    assert_eq!(client.finish(), Vec::<Value>::new());
+}
+
+#[test]
+fn released_call_replies_and_busy_and_duplicate_ids() {
+    let (block, events, release) = blocking_tool();
+    let options = ServeOptions {
+        max_in_flight: 1,
+        ..ServeOptions::default()
+    };
+    let client = Client::start_with(config(vec![block, echo()]), options);
+    client.initialize("2025-11-25");
+    client.send(request(1, "tools/call", json!({"name": "block"})));
+    assert_eq!(events.recv_timeout(PATIENCE).unwrap(), "started");
+    let busy = client.call(call(2, "echo", json!({"text": "x"})));
+    error(json!(2), -32603)(&busy);
+    let duplicate = client.call(call(1, "echo", json!({"text": "x"})));
+    error(json!(1), -32600)(&duplicate);
+    release.send(()).unwrap();
+    assert_eq!(
+        client.recv()["result"]["structuredContent"],
+        json!({"result": {"text": "released"}})
+    );
+    assert_eq!(client.call(call(3, "echo", json!({"text": "y"})))["id"], 3);
+    client.finish();
+}
+
+#[test]
+fn end_of_input_cancels_running_calls() {
+    let (block, events, _release) = blocking_tool();
+    let client = Client::start(config(vec![block]));
+    client.initialize("2025-11-25");
+    client.send(request(1, "tools/call", json!({"name": "block"})));
+    assert_eq!(events.recv_timeout(PATIENCE).unwrap(), "started");
+    let rest = client.finish();
+    assert_eq!(events.recv_timeout(PATIENCE).unwrap(), "saw cancel");
+    // The call was not cancelled by the client, so its reply may still be
+    // written if it finished within the grace period.
+    assert!(rest.len() <= 1);
+}
+
+#[test]
+fn unicode_and_framing() {
+    let client = Client::start(config(vec![echo()]));
+    client.initialize("2025-11-25");
+    // Surrogate pairs arrive as the real character and go back intact.
+    client.send_raw(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud83d\ude00 caf\u00e9"}}}"#,
+    );
+    client.send_raw(b"\n");
+    let reply = client.recv();
+    assert_eq!(
+        reply["result"]["structuredContent"]["result"]["text"],
+        "😀 café"
+    );
+    assert_eq!(
+        reply["result"]["content"][0]["text"],
+        "{\"text\":\"😀 café\"}"
+    );
+    // A lone surrogate and invalid UTF-8 are parse errors.
+    client.send_raw(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud83d"}}}"#);
+    client.send_raw(b"\n");
+    error(Value::Null, -32700)(&client.recv());
+    client.send_raw(
+        b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"x\":\"\xc3\x28\"}}\n",
+    );
+    error(Value::Null, -32700)(&client.recv());
+    // Blank lines (whitespace only, CRLF) are skipped; CRLF requests work.
+    client.send_raw(b"\n   \n\t\r\n\r\n");
+    client.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}\r\n");
+    assert_eq!(
+        client.recv(),
+        json!({"jsonrpc": "2.0", "id": 4, "result": {}})
+    );
+    // A message split across reads is still one message.
+    client.send_raw(b"{\"jsonrpc\":\"2.0\",");
+    client.send_raw(
+        b"\"id\":5,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}\n",
+    );
+    assert_eq!(client.recv()["id"], 5);
+    assert_eq!(client.recv()["id"], 6);
+    // Output never contains raw newlines even for text with newlines.
+    assert_eq!(
+        client.call(call(7, "echo", json!({"text": "a\nb\u{2028}"})))["result"]["structuredContent"]
+            ["result"]["text"],
+        "a\nb\u{2028}"
+    );
+    client.finish();
+}
+
+#[test]
+fn large_lines() {
+    let options = ServeOptions {
+        max_line_bytes: 8 * 1024 * 1024,
+        ..ServeOptions::default()
+    };
+    let client = Client::start_with(config(vec![echo()]), options);
+    client.initialize("2025-11-25");
+    let big = "x".repeat(4 * 1024 * 1024);
+    let reply = client.call(call(1, "echo", json!({"text": big})));
+    assert_eq!(
+        reply["result"]["structuredContent"]["result"]["text"]
+            .as_str()
+            .unwrap()
+            .len(),
+        big.len()
+    );
+    let mut garbage = vec![b'#'; 1024 * 1024];
+    garbage.push(b'\n');
+    client.send_raw(&garbage);
+    error(Value::Null, -32700)(&client.recv());
+    // Over the cap: an error, then we resynchronise at the next newline.
+    let mut huge = vec![b'{'; 9 * 1024 * 1024];
+    huge.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
+    client.send_raw(&huge);
+    let too_long = client.recv();
+    error(Value::Null, -32600)(&too_long);
+    assert!(
+        too_long["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit")
+    );
+    assert_eq!(
+        client.recv(),
+        json!({"jsonrpc": "2.0", "id": 2, "result": {}})
+    );
+    client.finish();
+}
+
+#[test]
+fn tools_list_paging() {
+    let names = ["t1", "t2", "t3", "t4", "t5"];
+    let tools = names
+        .iter()
+        .map(|&name| {
+            tool(name, Gate::Always, closed_object(json!({}), &[]), |_, _| {
+                ToolResult::Value(json!({"text": ""}))
+            })
+        })
+        .collect();
+    let mut config = config(tools);
+    config.page_size = 2;
+    let client = Client::start(config);
+    client.initialize("2025-11-25");
+    let mut seen = Vec::new();
+    let mut cursor: Option<Value> = None;
+    for id in 1.. {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page = client.call(request(id, "tools/list", params));
+        let tools = page["result"]["tools"].as_array().unwrap();
+        assert!(tools.len() <= 2);
+        seen.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+        cursor = page["result"].get("nextCursor").cloned();
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, names);
+    for (id, bad) in [
+        (20, json!("nope")),
+        (21, json!("3")),
+        (22, json!("100")),
+        (23, json!(2)),
+    ] {
+        error(json!(id), -32602)(&client.call(request(id, "tools/list", json!({"cursor": bad}))));
+    }
+    client.assert_quiet(30);
+    client.finish();
+}
+
+#[test]
+fn before_request_runs_before_each_request() {
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut config = config(vec![echo()]);
+    let seen = Arc::clone(&count);
+    config.before_request = Some(Arc::new(move || {
+        seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }));
+    let client = Client::start(config);
+    client.initialize("2025-11-25");
+    client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    client.call(request(1, "tools/list", json!({})));
+    client.call(call(2, "echo", json!({"text": "x"})));
+    client.assert_quiet(3);
+    client.finish();
+    // initialize, tools/list, tools/call; not the notification nor the ping.
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+#[test]
+fn shutdown_token_stops_the_loop() {
+    let options = ServeOptions::default();
+    let shutdown = options.shutdown.clone();
+    let client = Client::start_with(config(vec![]), options);
+    client.assert_quiet(1);
+    shutdown.cancel();
+    // The next line wakes the blocked read; the loop then stops unanswered.
+    client.send(request(2, "ping", json!({})));
+    client.send(request(3, "ping", json!({})));
+    let rest = client.finish();
+    assert!(rest.len() <= 1, "{rest:?}");
+}
+
+#[test]
+fn an_invalid_catalog_is_refused_before_serving() {
+    let mut bad = echo();
+    bad.input_schema =
+        json!({"type": "object", "properties": {"x": true}, "additionalProperties": false});
+    let result = once_mcp::serve(Arc::new(config(vec![bad])), &b""[..], Vec::new());
+    assert_eq!(result.unwrap_err().kind(), io::ErrorKind::InvalidInput);
+    let mut open = echo();
+    open.input_schema = json!({"type": "object"});
+    assert!(once_mcp::serve(Arc::new(config(vec![open])), &b""[..], Vec::new()).is_err());
+}
+
+#[test]
+fn in_memory_transcript() {
+    // The plainest use: a byte slice in, a Vec out, via the public `serve`.
+    let input = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05"}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n",
+        "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        "\n",
+        "garbage\n",
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+    );
+    let output = Arc::new(Mutex::new(Vec::new()));
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    once_mcp::serve(
+        Arc::new(config(vec![])),
+        input.as_bytes(),
+        Shared(Arc::clone(&output)),
+    )
+    .unwrap();
+    let text = String::from_utf8(output.lock().unwrap().clone()).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[0]["result"]["protocolVersion"], "2024-11-05");
+    assert_eq!(lines[1], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    error(Value::Null, -32700)(&lines[2]);
+    assert_eq!(
+        lines[3],
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}})
+    );
+}
