@@ -50,7 +50,6 @@ impl Drop for TempWs {
     }
 }
 
-#[allow(dead_code)]
 /// JSON of `v` with the temp root replaced by `[ROOT]`.
 pub fn redact<T: serde::Serialize>(v: &T, ws: &once_graph::Workspace) -> serde_json::Value {
     let text = serde_json::to_string(v).unwrap();
