@@ -37,11 +37,8 @@ fn check_keywords(schema: &Value, at: &str) {
                 .unwrap()
                 .iter()
                 .for_each(|(p, s)| check_keywords(s, &format!("{at}.{p}"))),
-            "items" | "additionalProperties" => {
-                if !(k == "additionalProperties" && v == &Value::Bool(false)) {
-                    check_keywords(v, &format!("{at}/{k}"));
-                }
-            }
+            "additionalProperties" if v == &Value::Bool(false) => {}
+            "items" | "additionalProperties" => check_keywords(v, &format!("{at}/{k}")),
             "anyOf" => v
                 .as_array()
                 .unwrap()
