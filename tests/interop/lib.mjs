@@ -1,0 +1,116 @@
+// Shared by the Node clients of the interop harness: the call table, a tiny check recorder that prints
+// one line per check and the closing `N passed, N failed` line, and helpers for the result shape that
+// `once mcp` promises (structuredContent: {"result": ...} plus a text block holding the same JSON).
+
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** The call table that all three clients share. */
+export function loadTable() {
+    return JSON.parse(readFileSync(join(here, 'calls.json'), 'utf8'));
+}
+
+/** Records checks; every check prints one line at once, so a hang shows how far it got. */
+export class Checks {
+    constructor(prefix) {
+        this.prefix = prefix;
+        this.passed = 0;
+        this.failed = 0;
+    }
+
+    ok(name) {
+        this.passed += 1;
+        console.log(`${this.prefix} ok   ${name}`);
+    }
+
+    fail(name, detail) {
+        this.failed += 1;
+        const text = String(detail ?? '').replace(/\s+/g, ' ').slice(0, 600);
+        console.log(`${this.prefix} FAIL ${name}: ${text}`);
+    }
+
+    /** Passes when `cond` is true, else fails with `detail` (a string or a function making one). */
+    check(name, cond, detail) {
+        if (cond) this.ok(name);
+        else this.fail(name, typeof detail === 'function' ? detail() : detail);
+        return Boolean(cond);
+    }
+
+    /** Runs `fn`; a throw is a failure of `name` (and returns undefined). */
+    async attempt(name, fn) {
+        try {
+            return await fn();
+        } catch (err) {
+            this.fail(name, err?.stack?.split('\n').slice(0, 3).join(' | ') ?? err);
+            return undefined;
+        }
+    }
+
+    summary() {
+        console.log(`${this.passed} passed, ${this.failed} failed`);
+        return this.failed === 0 ? 0 : 1;
+    }
+}
+
+/** `tool {"a":1}`: how a call is named in check lines. */
+export function describeCall(tool, args) {
+    return `${tool} ${JSON.stringify(args)}`;
+}
+
+/** The text of every text content block of a tool result, joined. */
+export function textOf(result) {
+    return (result?.content ?? [])
+        .filter((block) => block?.type === 'text')
+        .map((block) => block.text)
+        .join('\n');
+}
+
+/**
+ * Checks the shape every successful query answer has; returns a problem or null. The text block must
+ * hold the same JSON as structuredContent (either the bare result or the whole {"result": ...}).
+ */
+export function resultShapeProblem(result) {
+    if (result?.isError) return `isError: true: ${textOf(result).slice(0, 300)}`;
+    const sc = result?.structuredContent;
+    if (sc === null || typeof sc !== 'object') return `no structuredContent object (got ${JSON.stringify(sc)})`;
+    if (!Object.hasOwn(sc, 'result')) return `structuredContent has no "result" key: ${JSON.stringify(sc).slice(0, 200)}`;
+    const texts = (result.content ?? []).filter((block) => block?.type === 'text');
+    if (texts.length === 0) return 'no text content block next to structuredContent';
+    let parsed;
+    try {
+        parsed = JSON.parse(texts[0].text);
+    } catch (err) {
+        return `the text block is not JSON: ${err.message}`;
+    }
+    if (!isDeepStrictEqual(parsed, sc.result) && !isDeepStrictEqual(parsed, sc)) {
+        return 'the text block does not hold the same JSON as structuredContent';
+    }
+    return null;
+}
+
+/** Every query tool has at least one call in the table, and every tool in the table is listed. */
+export function coverageProblems(table, toolNames) {
+    const problems = [];
+    const queryTools = toolNames.filter((name) => name.startsWith(table.query_tool_prefix));
+    const called = new Set([...table.calls, ...table.errors].map((c) => c.tool));
+    for (const name of queryTools) {
+        if (!called.has(name)) problems.push(`listed tool ${name} has no call in calls.json`);
+    }
+    for (const name of called) {
+        if (!toolNames.includes(name)) problems.push(`calls.json names ${name}, which the server does not list`);
+    }
+    return problems;
+}
+
+/** Rejects after `ms` so that a hung server fails the check instead of hanging the run. */
+export function withTimeout(promise, ms, what) {
+    let timer;
+    const timeout = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    });
+    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

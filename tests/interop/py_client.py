@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""Interop test of `once mcp` with the official Python SDK (PyPI `mcp`, 2.x).
+
+    python py_client.py <absolute path to once> <workspace dir>
+
+Two connections, each spawning the server over stdio the way a real host does (stdio_client hands the
+child only a whitelist of environment variables, mcp/client/stdio.py DEFAULT_INHERITED_ENV_VARS):
+
+1. `ClientSession` over `stdio_client` with the classic `initialize` handshake, running every check of
+   calls.json. `ClientSession.call_tool` validates structuredContent against the tool's outputSchema
+   (mcp/client/session.py, `validate_tool_result`, with jsonschema) for every result that is not
+   isError, from the schemas that `list_tools` cached; cursor pages only ever add to that cache.
+2. The high-level `mcp.Client`, whose default `mode="auto"` first probes `server/discover` (the
+   2026-07-28 era; mcp/client/_probe.py `negotiate_auto`) and falls back to `initialize` on any
+   JSON-RPC error. The probe waits DISCOVER_TIMEOUT_SECONDS (10 s) for an answer, so a server that
+   ignored it would connect only after 10 s: the check asserts a prompt connection and a -32601 answer.
+
+Prints one line per check and ends with `N passed, N failed`; exits 1 on any failure.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client, types
+from mcp.client import session as session_module
+from mcp.shared.exceptions import MCPError
+
+HERE = Path(__file__).resolve().parent
+TABLE: dict[str, Any] = json.loads((HERE / "calls.json").read_text())
+REQUEST_S = 30
+PROMPT_CONNECT_S = 5.0
+
+
+class Checks:
+    """Prints one line per check, at once, and the closing `N passed, N failed` line."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.passed = 0
+        self.failed = 0
+
+    def ok(self, name: str) -> None:
+        self.passed += 1
+        print(f"{self.prefix} ok   {name}", flush=True)
+
+    def fail(self, name: str, detail: object) -> None:
+        self.failed += 1
+        text = " ".join(str(detail).split())[:600]
+        print(f"{self.prefix} FAIL {name}: {text}", flush=True)
+
+    def check(self, name: str, cond: object, detail: object = "") -> bool:
+        if cond:
+            self.ok(name)
+        else:
+            self.fail(name, detail() if callable(detail) else detail)
+        return bool(cond)
+
+    def summary(self) -> int:
+        print(f"{self.passed} passed, {self.failed} failed", flush=True)
+        return 0 if self.failed == 0 else 1
+
+
+checks = Checks("[py]")
+
+
+def describe(tool: str, args: dict[str, Any]) -> str:
+    return f"{tool} {json.dumps(args, separators=(',', ':'))}"
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def shape_problem(result: types.CallToolResult) -> str | None:
+    """The shape of every successful answer: structuredContent {"result": ...} and the same JSON as text."""
+    if result.is_error:
+        return f"isError: true: {text_of(result)[:300]}"
+    sc = result.structured_content
+    if not isinstance(sc, dict):
+        return f"no structuredContent object (got {sc!r:.200})"
+    if "result" not in sc:
+        return f"structuredContent has no 'result' key: {json.dumps(sc)[:200]}"
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    if not texts:
+        return "no text content block next to structuredContent"
+    try:
+        parsed = json.loads(texts[0])
+    except ValueError as err:
+        return f"the text block is not JSON: {err}"
+    if parsed != sc["result"] and parsed != sc:
+        return "the text block does not hold the same JSON as structuredContent"
+    return None
+
+
+def server_params(binary: str, workspace: str) -> StdioServerParameters:
+    return StdioServerParameters(command=binary, args=["--workspace", workspace, "mcp"])
+
+
+async def call(session: ClientSession, name: str, tool: str, args: dict[str, Any]) -> types.CallToolResult | None:
+    """One tools/call; a raised error (JSON-RPC error, schema validation failure, timeout) fails `name`."""
+    try:
+        with anyio.fail_after(REQUEST_S):
+            result = await session.call_tool(tool, args)
+    except Exception as err:  # noqa: BLE001 - every failure is a failed check, reported with its type
+        checks.fail(name, f"{type(err).__name__}: {err}")
+        return None
+    assert isinstance(result, types.CallToolResult)
+    return result
+
+
+async def classic_session(binary: str, workspace: str, errlog: Any) -> None:
+    """ClientSession over stdio_client: the whole call table."""
+    async with stdio_client(server_params(binary, workspace), errlog=errlog) as (read, write):
+        async with ClientSession(read, write) as session:
+            try:
+                with anyio.fail_after(REQUEST_S):
+                    init = await session.initialize()
+            except Exception as err:  # noqa: BLE001
+                checks.fail("connect and initialize", f"{type(err).__name__}: {err}")
+                return
+            checks.ok("connect and initialize")
+            preferred = TABLE["protocol_versions"][0]
+            checks.check(
+                f"negotiated protocol version is {preferred}",
+                init.protocol_version == preferred == session.protocol_version,
+                lambda: f"server chose {init.protocol_version}",
+            )
+            checks.check(
+                f"serverInfo.name is {TABLE['server_name']}",
+                init.server_info.name == TABLE["server_name"],
+                lambda: f"got {init.server_info!r}",
+            )
+            checks.check(
+                "server declares the tools capability",
+                init.capabilities.tools is not None,
+                lambda: f"capabilities: {init.capabilities!r}",
+            )
+            try:
+                with anyio.fail_after(REQUEST_S):
+                    await session.send_ping()
+                checks.ok("ping")
+            except Exception as err:  # noqa: BLE001
+                checks.fail("ping", f"{type(err).__name__}: {err}")
+
+            # tools/list, following nextCursor.
+            tools: list[types.Tool] = []
+            cursor: str | None = None
+            try:
+                for _ in range(50):
+                    with anyio.fail_after(REQUEST_S):
+                        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                        page = await session.list_tools(params=params)
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+            except Exception as err:  # noqa: BLE001
+                checks.fail("tools/list", f"{type(err).__name__}: {err}")
+                return
+            checks.check("tools/list", tools and not cursor, lambda: f"tools: {len(tools)}, cursor left: {cursor}")
+            names = [t.name for t in tools]
+            print(f"[py] info tools: {', '.join(names)}", flush=True)
+            prefix = TABLE["query_tool_prefix"]
+            query_tools = [t for t in tools if t.name.startswith(prefix)]
+            checks.check("the server lists query tools", query_tools, f"no tool starts with {prefix}")
+            called = {c["tool"] for c in TABLE["calls"] + TABLE["errors"]}
+            gaps = [f"listed tool {t.name} has no call in calls.json" for t in query_tools if t.name not in called]
+            gaps += [f"calls.json names {n}, which the server does not list" for n in sorted(called) if n not in names]
+            checks.check("calls.json covers exactly the listed query tools", not gaps, lambda: "; ".join(gaps))
+            for tool in query_tools:
+                checks.check(
+                    f"{tool.name} has an outputSchema the SDK validates with",
+                    isinstance(tool.output_schema, dict),
+                    lambda: f"outputSchema: {tool.output_schema!r}",
+                )
+
+            for entry in TABLE["calls"]:
+                tool, args = entry["tool"], dict(entry["args"])
+                pages = 0
+                seen: set[str] = set()
+                while True:
+                    name = describe(tool, args)
+                    result = await call(session, name, tool, args)
+                    if result is None:
+                        break
+                    problem = shape_problem(result)
+                    if not checks.check(name, problem is None, problem):
+                        break
+                    pages += 1
+                    key = entry.get("follow_cursor")
+                    if not key:
+                        break
+                    value = result.structured_content["result"]
+                    nxt = value.get(key) if isinstance(value, dict) else None
+                    if nxt is None:
+                        need = entry.get("min_pages", 1)
+                        checks.check(f"{tool} paging gives at least {need} pages", pages >= need, f"only {pages}")
+                        break
+                    if not checks.check(
+                        f"{tool} {key} is a new string", isinstance(nxt, str) and nxt not in seen, f"got {nxt!r}"
+                    ):
+                        break
+                    seen.add(nxt)
+                    args = {**entry["args"], "cursor": nxt}
+                    if pages > 50:
+                        checks.fail(f"{tool} paging ends", "more than 50 pages")
+                        break
+
+            for entry in TABLE["errors"]:
+                name = f"{describe(entry['tool'], entry['args'])} is a tool error"
+                result = await call(session, name, entry["tool"], entry["args"])
+                if result is not None:
+                    text = text_of(result)
+                    checks.check(
+                        name,
+                        result.is_error and entry["expect_text"] in text,
+                        lambda: f"isError: {result.is_error}, text: {text[:300]}",
+                    )
+
+            unknown = TABLE["unknown_tool"]
+            name = f"unknown tool {unknown} is a tool error"
+            result = await call(session, name, unknown, {})
+            if result is not None:
+                checks.check(
+                    name,
+                    result.is_error and text_of(result),
+                    lambda: f"got {result.model_dump_json()[:300]}",
+                )
+
+            try:
+                with anyio.fail_after(REQUEST_S):
+                    await session.send_ping()
+                checks.ok("ping after errors")
+            except Exception as err:  # noqa: BLE001
+                checks.fail("ping after errors", f"{type(err).__name__}: {err}")
+
+
+async def auto_client(binary: str, workspace: str, errlog: Any) -> None:
+    """mcp.Client in its default mode="auto": server/discover first, then the fallback to initialize."""
+    probes: list[str] = []
+    original = session_module.ClientSession.send_discover
+
+    async def recording_send_discover(self: ClientSession, version: str) -> dict[str, Any]:
+        try:
+            answer = await original(self, version)
+        except MCPError as err:
+            probes.append(f"error {err.code}")
+            raise
+        except BaseException as err:
+            probes.append(f"{type(err).__name__}")
+            raise
+        probes.append("result")
+        return answer
+
+    session_module.ClientSession.send_discover = recording_send_discover  # type: ignore[method-assign]
+    try:
+        client = Client(server_params(binary, workspace), mode="auto", read_timeout_seconds=REQUEST_S)
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(REQUEST_S):
+                async with client:
+                    elapsed = time.monotonic() - started
+                    checks.check(
+                        f"auto mode connects within {PROMPT_CONNECT_S:.0f} s",
+                        elapsed < PROMPT_CONNECT_S,
+                        f"took {elapsed:.1f} s (the probe of server/discover went unanswered?)",
+                    )
+                    checks.check(
+                        "auto mode: server/discover is answered with -32601",
+                        probes == ["error -32601"],
+                        lambda: f"probe outcomes: {probes}",
+                    )
+                    checks.check(
+                        "auto mode falls back to initialize",
+                        client.session.initialize_result is not None and client.session.discover_result is None,
+                        "no initialize result",
+                    )
+                    checks.check(
+                        f"auto mode negotiates {TABLE['protocol_versions'][0]}",
+                        client.protocol_version == TABLE["protocol_versions"][0],
+                        lambda: f"got {client.protocol_version}",
+                    )
+                    info = client.server_info
+                    checks.check(
+                        f"auto mode serverInfo.name is {TABLE['server_name']}",
+                        info is not None and info.name == TABLE["server_name"],
+                        lambda: f"got {info!r}",
+                    )
+                    listing = await client.list_tools()
+                    checks.check("auto mode tools/list", listing.tools, "no tools")
+                    first = TABLE["calls"][0]
+                    result = await client.call_tool(first["tool"], first["args"])
+                    problem = shape_problem(result)
+                    checks.check(f"auto mode {describe(first['tool'], first['args'])}", problem is None, problem)
+        except Exception as err:  # noqa: BLE001
+            checks.fail("auto mode connect and call", f"{type(err).__name__}: {err} (probe outcomes: {probes})")
+    finally:
+        session_module.ClientSession.send_discover = original  # type: ignore[method-assign]
+
+
+async def main(binary: str, workspace: str) -> int:
+    import mcp
+
+    print(f"[py] info mcp {getattr(mcp, '__version__', None) or _dist_version()}", flush=True)
+    with tempfile.TemporaryFile("w+") as errlog:
+        try:
+            with anyio.fail_after(240):
+                await classic_session(binary, workspace, errlog)
+                await auto_client(binary, workspace, errlog)
+        except Exception as err:  # noqa: BLE001
+            checks.fail("run", f"{type(err).__name__}: {err}")
+        code = checks.summary()
+        if code != 0:
+            errlog.seek(0)
+            stderr = errlog.read()
+            if stderr.strip():
+                print("[py] server stderr (last 2000 chars):")
+                print(stderr[-2000:])
+    return code
+
+
+def _dist_version() -> str:
+    from importlib.metadata import version
+
+    return version("mcp")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("usage: py_client.py <absolute path to once> <workspace dir>", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(anyio.run(main, sys.argv[1], sys.argv[2]))

@@ -1,0 +1,183 @@
+#!/usr/bin/env node
+// Interop test of `once mcp` with the official TypeScript SDK client (@modelcontextprotocol/sdk 1.x).
+//
+//   node ts_client.mjs <absolute path to once> <workspace dir>
+//
+// Spawns the server the way a real host does (StdioClientTransport, which hands the child only a small
+// whitelist of environment variables), then runs the checks of calls.json. The SDK's own Client does the
+// protocol work: its callTool() validates structuredContent against the tool's outputSchema with Ajv
+// (dist/esm/client/index.js, Client.callTool -> getToolOutputValidator), using validators that
+// listTools() caches. listTools() replaces that cache with each page it reads, so after following
+// every nextCursor this script hands the whole list to cacheToolMetadata() and asserts that every query
+// tool has a validator: no call below goes unvalidated.
+//
+// Prints one line per check and ends with `N passed, N failed`; exits 1 on any failure.
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { Checks, coverageProblems, describeCall, loadTable, resultShapeProblem, textOf, withTimeout } from './lib.mjs';
+
+const [binary, workspace] = process.argv.slice(2);
+if (!binary || !workspace) {
+    console.error('usage: node ts_client.mjs <absolute path to once> <workspace dir>');
+    process.exit(2);
+}
+
+const table = loadTable();
+const checks = new Checks('[ts]');
+const REQUEST_MS = 30_000;
+
+const transport = new StdioClientTransport({
+    command: binary,
+    args: ['--workspace', workspace, 'mcp'],
+    stderr: 'pipe',
+});
+let serverStderr = '';
+transport.stderr?.on('data', (chunk) => {
+    serverStderr += chunk.toString();
+});
+
+// The SDK calls setProtocolVersion(version) on its transport, when the transport has one, with the
+// version the server chose in its initialize answer: the one place the negotiated version shows.
+let negotiated;
+transport.setProtocolVersion = (version) => {
+    negotiated = version;
+};
+
+const client = new Client({ name: 'once-interop-ts', version: '0.0.0' }, { capabilities: {} });
+
+async function main() {
+    const connected = await checks.attempt('connect and initialize', async () => {
+        await withTimeout(client.connect(transport, { timeout: REQUEST_MS }), REQUEST_MS + 1000, 'initialize');
+        checks.ok('connect and initialize');
+        return true;
+    });
+    if (!connected) return;
+
+    checks.check(
+        `negotiated protocol version is ${LATEST_PROTOCOL_VERSION}`,
+        negotiated === LATEST_PROTOCOL_VERSION && table.protocol_versions[0] === LATEST_PROTOCOL_VERSION,
+        () => `server chose ${negotiated}; the SDK offered ${LATEST_PROTOCOL_VERSION}; calls.json prefers ${table.protocol_versions[0]}`,
+    );
+    const info = client.getServerVersion();
+    checks.check(`serverInfo.name is ${table.server_name}`, info?.name === table.server_name, () => `got ${JSON.stringify(info)}`);
+    checks.check('server declares the tools capability', Boolean(client.getServerCapabilities()?.tools), () =>
+        `capabilities: ${JSON.stringify(client.getServerCapabilities())}`);
+
+    await checks.attempt('ping', async () => {
+        const pong = await client.ping({ timeout: REQUEST_MS });
+        checks.check('ping', pong && typeof pong === 'object', () => `got ${JSON.stringify(pong)}`);
+    });
+
+    // tools/list, following nextCursor.
+    const tools = [];
+    const listed = await checks.attempt('tools/list', async () => {
+        let cursor;
+        let pages = 0;
+        do {
+            const page = await client.listTools(cursor ? { cursor } : {}, { timeout: REQUEST_MS });
+            tools.push(...page.tools);
+            cursor = page.nextCursor;
+            pages += 1;
+        } while (cursor && pages < 50);
+        checks.check('tools/list', !cursor && tools.length > 0, () => `pages: ${pages}, tools: ${tools.length}, cursor left: ${cursor}`);
+        return true;
+    });
+    if (!listed) return;
+    const names = tools.map((t) => t.name);
+    console.log(`[ts] info tools: ${names.join(', ')}`);
+    const queryTools = tools.filter((t) => t.name.startsWith(table.query_tool_prefix));
+    checks.check('the server lists query tools', queryTools.length > 0, `no tool starts with ${table.query_tool_prefix}`);
+    const gaps = coverageProblems(table, names);
+    checks.check('calls.json covers exactly the listed query tools', gaps.length === 0, () => gaps.join('; '));
+
+    client.cacheToolMetadata(tools);
+    for (const tool of queryTools) {
+        const validator = client.getToolOutputValidator(tool.name);
+        checks.check(`${tool.name} has an outputSchema the SDK validates with`, Boolean(tool.outputSchema && validator), () =>
+            `outputSchema: ${JSON.stringify(tool.outputSchema)}`);
+        if (validator) {
+            const bare = validator({});
+            checks.check(`${tool.name} outputSchema requires "result"`, !bare.valid, 'the validator accepts {}');
+        }
+    }
+
+    // Every valid call: no isError, structuredContent.result present (the SDK has validated it already).
+    for (const call of table.calls) {
+        let args = call.args;
+        let pages = 0;
+        const seenCursors = new Set();
+        for (;;) {
+            const name = describeCall(call.tool, args);
+            const result = await checks.attempt(name, () => client.callTool({ name: call.tool, arguments: args }, undefined, { timeout: REQUEST_MS }));
+            if (result === undefined) break;
+            const problem = resultShapeProblem(result);
+            if (!checks.check(name, problem === null, problem)) break;
+            pages += 1;
+            if (!call.follow_cursor) break;
+            const next = result.structuredContent.result?.[call.follow_cursor];
+            if (next === undefined || next === null) {
+                checks.check(`${call.tool} paging gives at least ${call.min_pages} pages`, pages >= (call.min_pages ?? 1), `only ${pages}`);
+                break;
+            }
+            if (!checks.check(`${call.tool} ${call.follow_cursor} is a new string`, typeof next === 'string' && !seenCursors.has(next), () =>
+                `got ${JSON.stringify(next)}`)) break;
+            seenCursors.add(next);
+            args = { ...call.args, cursor: next };
+            if (pages > 50) {
+                checks.fail(`${call.tool} paging ends`, 'more than 50 pages');
+                break;
+            }
+        }
+    }
+
+    // Calls that must fail as a tool error, with a message for the model.
+    for (const call of table.errors) {
+        const name = `${describeCall(call.tool, call.args)} is a tool error`;
+        const result = await checks.attempt(name, () => client.callTool({ name: call.tool, arguments: call.args }, undefined, { timeout: REQUEST_MS }));
+        if (result === undefined) continue;
+        const text = textOf(result);
+        checks.check(name, result.isError === true && text.includes(call.expect_text), () =>
+            `isError: ${result.isError}, text: ${text.slice(0, 300)}`);
+    }
+
+    // An unknown tool: a tool error (isError) the model can read, not a crash of the session.
+    {
+        const name = `unknown tool ${table.unknown_tool} is a tool error`;
+        const result = await checks.attempt(name, () => client.callTool({ name: table.unknown_tool, arguments: {} }, undefined, { timeout: REQUEST_MS }));
+        if (result !== undefined) {
+            checks.check(name, result.isError === true && textOf(result).length > 0, () => `got ${JSON.stringify(result).slice(0, 300)}`);
+        }
+    }
+
+    // The session still works after the errors.
+    await checks.attempt('ping after errors', async () => {
+        await client.ping({ timeout: REQUEST_MS });
+        checks.ok('ping after errors');
+    });
+}
+
+let exitCode = 1;
+try {
+    await withTimeout(main(), 240_000, 'the whole ts client run');
+} catch (err) {
+    checks.fail('run', err?.message ?? err);
+}
+
+// Closing the client ends the server's stdin: the server must exit on its own, promptly and with 0
+// (the SDK sends SIGTERM only after waiting 2 s).
+const proc = transport._process;
+const started = Date.now();
+await client.close().catch((err) => checks.fail('close', err?.message ?? err));
+if (proc) {
+    const ms = Date.now() - started;
+    checks.check('server exits 0 soon after stdin closes', proc.exitCode === 0 && proc.signalCode === null && ms < 2000, () =>
+        `exit code ${proc.exitCode}, signal ${proc.signalCode}, after ${ms} ms`);
+}
+exitCode = checks.summary();
+if (exitCode !== 0 && serverStderr.trim()) {
+    console.log('[ts] server stderr (last 2000 chars):');
+    console.log(serverStderr.slice(-2000));
+}
+process.exit(exitCode);
