@@ -16,6 +16,7 @@ pub mod version;
 pub use server::{ServeOptions, ServerConfig, WORKSPACE_META_KEY, serve, serve_with};
 pub use tool::{
     Annotations, CallContext, CancelToken, Gate, Gates, Handler, LogLevel, Tool,
-    ToolDefinitionError, ToolResult, validate_tools, wrap_output_schema,
+    ToolDefinitionError, ToolResult, optional_bool, optional_str, optional_u64, required_str,
+    validate_tools, wrap_output_schema,
 };
 pub use version::ProtocolVersion;

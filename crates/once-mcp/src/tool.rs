@@ -94,6 +94,77 @@ pub enum ToolResult {
     Error(String),
 }
 
+impl From<Result<Value, String>> for ToolResult {
+    /// Lets a handler use `?` on the argument readers below.
+    fn from(result: Result<Value, String>) -> Self {
+        match result {
+            Ok(value) => Self::Value(value),
+            Err(text) => Self::Error(text),
+        }
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn missing(name: &str, kind: &str) -> String {
+    format!(
+        "Missing argument {name:?} ({kind}). Call the tool again with it; its inputSchema lists every argument."
+    )
+}
+
+fn mistyped(name: &str, kind: &str, found: &Value) -> String {
+    format!(
+        "Argument {name:?} must be {kind}, not {}. Call the tool again with a corrected value.",
+        json_kind(found)
+    )
+}
+
+/// Reads a required string argument; the error text tells an agent what to fix.
+pub fn required_str<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> {
+    optional_str(args, name)?.ok_or_else(|| missing(name, "a string"))
+}
+
+/// Reads an optional string argument (`null` counts as absent).
+pub fn optional_str<'a>(
+    args: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a str>, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(mistyped(name, "a string", other)),
+    }
+}
+
+/// Reads an optional boolean argument (`null` counts as absent).
+pub fn optional_bool(args: &Map<String, Value>, name: &str) -> Result<Option<bool>, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(flag)) => Ok(Some(*flag)),
+        Some(other) => Err(mistyped(name, "a boolean", other)),
+    }
+}
+
+/// Reads an optional non-negative integer argument (`null` counts as absent).
+pub fn optional_u64(args: &Map<String, Value>, name: &str) -> Result<Option<u64>, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| mistyped(name, "a non-negative integer", value)),
+    }
+}
+
 /// The handler signature.
 pub type Handler = Arc<dyn Fn(&CallContext, Map<String, Value>) -> ToolResult + Send + Sync>;
 
@@ -585,6 +656,34 @@ mod tests {
         let waiter = std::thread::spawn(move || other.wait_timeout(Duration::from_secs(60)));
         token.cancel();
         assert!(waiter.join().unwrap());
+    }
+
+    #[test]
+    fn argument_readers_explain_themselves() {
+        let args = json!({"s": "x", "n": 3, "b": true, "z": null});
+        let args = args.as_object().unwrap();
+        assert_eq!(required_str(args, "s"), Ok("x"));
+        assert!(
+            required_str(args, "missing")
+                .unwrap_err()
+                .contains("Missing argument \"missing\"")
+        );
+        assert!(
+            required_str(args, "n")
+                .unwrap_err()
+                .contains("not a number")
+        );
+        assert_eq!(optional_str(args, "z"), Ok(None));
+        assert_eq!(optional_bool(args, "b"), Ok(Some(true)));
+        assert_eq!(optional_u64(args, "n"), Ok(Some(3)));
+        assert!(optional_u64(args, "s").is_err());
+        let handler = |args: &Map<String, Value>| -> Result<Value, String> {
+            Ok(json!(required_str(args, "nope")?))
+        };
+        assert!(matches!(
+            ToolResult::from(handler(args)),
+            ToolResult::Error(_)
+        ));
     }
 
     #[test]
