@@ -6,6 +6,7 @@
 //! signals, the environment): the `once` binary does the fd-level wiring and
 //! registers the tools through [`Tool`].
 
+pub mod catalog;
 pub mod codec;
 pub mod message;
 mod outbox;
@@ -13,6 +14,7 @@ pub mod server;
 pub mod tool;
 pub mod version;
 
+pub use catalog::{LiveWorkspace, instructions, query_tools};
 pub use server::{ServeOptions, ServerConfig, WORKSPACE_META_KEY, serve, serve_with};
 pub use tool::{
     Annotations, CallContext, CancelToken, Gate, Gates, Handler, LogLevel, Tool,

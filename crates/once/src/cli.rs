@@ -144,7 +144,9 @@ pub struct PageArgs {
 #[derive(Debug, Subcommand)]
 pub enum GraphQuery {
     /// What TARGET depends on
-    #[command(after_help = "Examples:\n  once query graph deps web\n  once query graph deps web --transitive")]
+    #[command(
+        after_help = "Examples:\n  once query graph deps web\n  once query graph deps web --transitive"
+    )]
     Deps(NeighbourArgs),
     /// What depends on TARGET
     #[command(after_help = "Example:\n  once query graph dependents core --transitive")]

@@ -21,7 +21,11 @@ pub fn run(workspace: Option<&Path>, json: bool) -> Result<Outcome> {
             ))?;
         }
     }
-    Ok(if loaded.has_errors() { Outcome::Invalid } else { Outcome::Success })
+    Ok(if loaded.has_errors() {
+        Outcome::Invalid
+    } else {
+        Outcome::Success
+    })
 }
 
 /// "2 errors and 1 warning in the manifests", or nothing when there is nothing to say.

@@ -18,7 +18,11 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
     if let Query::Workspace = request {
         super::report_diagnostics(&loaded);
         output::json(&query::workspace(&loaded))?;
-        return Ok(if loaded.has_errors() { Outcome::Invalid } else { Outcome::Success });
+        return Ok(if loaded.has_errors() {
+            Outcome::Invalid
+        } else {
+            Outcome::Success
+        });
     }
     if loaded.has_errors() {
         super::report_diagnostics(&loaded);
