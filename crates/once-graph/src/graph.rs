@@ -141,12 +141,15 @@ impl Graph {
         let mut stack: Vec<u32> = Vec::new();
         let mut next = 0u32;
         let mut comp_of = vec![UNSEEN; n];
+        // Only components that can hold a cycle are kept; singletons are the common case.
         let mut comps: Vec<Vec<u32>> = Vec::new();
+        let mut comp: Vec<u32> = Vec::new();
+        let mut work: Vec<(u32, usize)> = Vec::new();
         for root in 0..n {
             if index[root] != UNSEEN {
                 continue;
             }
-            let mut work: Vec<(u32, usize)> = vec![(to_u32(root), 0)];
+            work.push((to_u32(root), 0));
             while let Some(&mut (v, ref mut i)) = work.last_mut() {
                 let vu = v as usize;
                 if *i == 0 && index[vu] == UNSEEN {
@@ -171,16 +174,20 @@ impl Graph {
                     low[p as usize] = low[p as usize].min(low[vu]);
                 }
                 if low[vu] == index[vu] {
-                    let mut comp = Vec::new();
+                    comp.clear();
                     while let Some(w) = stack.pop() {
                         on_stack[w as usize] = false;
-                        comp_of[w as usize] = to_u32(comps.len());
                         comp.push(w);
                         if w == v {
                             break;
                         }
                     }
-                    comps.push(comp);
+                    if comp.len() > 1 || self.deps[vu].contains(&v) {
+                        for &w in &comp {
+                            comp_of[w as usize] = to_u32(comps.len());
+                        }
+                        comps.push(comp.clone());
+                    }
                 }
             }
         }
@@ -308,20 +315,27 @@ fn reverse(adj: &[Vec<u32>]) -> Vec<Vec<u32>> {
 /// Nodes reachable from `start` over `adj` with their BFS depth (1 = direct),
 /// excluding `start`; only depth 1 unless `transitive`.
 pub fn reach(adj: &[Vec<u32>], start: u32, transitive: bool) -> Vec<(u32, u32)> {
-    let mut depth: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
-    let mut queue = VecDeque::from([(start, 0u32)]);
-    let mut out = Vec::new();
-    while let Some((v, d)) = queue.pop_front() {
-        if d == 1 && !transitive {
-            continue;
-        }
-        for &w in adj.get(v as usize).map_or(&[][..], Vec::as_slice) {
-            if w != start && !depth.contains_key(&w) {
-                depth.insert(w, d + 1);
-                out.push((w, d + 1));
-                queue.push_back((w, d + 1));
+    let mut seen = vec![false; adj.len()];
+    if let Some(s) = seen.get_mut(start as usize) {
+        *s = true;
+    }
+    // `out` doubles as the BFS queue: entries are appended in depth order.
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    let mut head = 0;
+    let mut frontier = Some((start, 0u32));
+    while let Some((v, d)) = frontier {
+        if d == 0 || transitive {
+            for &w in adj.get(v as usize).map_or(&[][..], Vec::as_slice) {
+                if let Some(s) = seen.get_mut(w as usize)
+                    && !*s
+                {
+                    *s = true;
+                    out.push((w, d + 1));
+                }
             }
         }
+        frontier = out.get(head).copied();
+        head += 1;
     }
     out
 }

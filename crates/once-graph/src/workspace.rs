@@ -398,10 +398,32 @@ fn resolve(
     kept.sort_by(|a, b| a.target.name.cmp(&b.target.name));
     let counts: Vec<usize> = kept.iter().map(|p| p.target.capabilities.len()).collect();
     let mut graph = Graph::new(&counts);
-    let find = |name: &str| {
-        kept.binary_search_by(|p| p.target.name.as_str().cmp(name))
-            .ok()
-    };
+    // A hash index: binary search over the big `PendingTarget`s costs a cache miss per probe.
+    let index: std::collections::HashMap<&str, usize> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.target.name.as_str(), i))
+        .collect();
+    let find = |name: &str| index.get(name).copied();
+    // Capability names interned to small ids so matching deps compares integers
+    // in a small contiguous list instead of chasing strings.
+    let mut intern: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    let mut interned_names: Vec<&str> = Vec::new();
+    let cap_ids: Vec<Vec<u32>> = kept
+        .iter()
+        .map(|p| {
+            p.target
+                .capabilities
+                .iter()
+                .map(|c| {
+                    *intern.entry(c.name.as_str()).or_insert_with(|| {
+                        interned_names.push(c.name.as_str());
+                        u32::try_from(interned_names.len() - 1).unwrap_or(u32::MAX)
+                    })
+                })
+                .collect()
+        })
+        .collect();
     // Edges with where they were declared, for cycle diagnostics.
     let mut origins: Vec<(u32, u32, usize, usize)> = Vec::new();
     let is_declared = |name: &str| declared.iter().any(|d| d == name);
@@ -415,16 +437,20 @@ fn resolve(
             match find(&dep.text) {
                 Some(di) => {
                     graph.add_target_edge(ti, di);
-                    for (ci, c) in t.capabilities.iter().enumerate() {
-                        if let Some(dci) = kept[di]
-                            .target
-                            .capabilities
-                            .iter()
-                            .position(|x| x.name == c.name)
-                        {
-                            let (a, b) = (graph.action(ti, ci), graph.action(di, dci));
-                            graph.add_edge(a, b);
-                            origins.push((a, b, t.file, dep.offset));
+                    // Both id lists follow capability-name order: a merge walk pairs them.
+                    let (mine, theirs) = (&cap_ids[ti], &cap_ids[di]);
+                    let (mut i, mut j) = (0, 0);
+                    while let (Some(&x), Some(&y)) = (mine.get(i), theirs.get(j)) {
+                        match interned_names[x as usize].cmp(interned_names[y as usize]) {
+                            std::cmp::Ordering::Less => i += 1,
+                            std::cmp::Ordering::Greater => j += 1,
+                            std::cmp::Ordering::Equal => {
+                                let (a, b) = (graph.action(ti, i), graph.action(di, j));
+                                graph.add_edge(a, b);
+                                origins.push((a, b, t.file, dep.offset));
+                                i += 1;
+                                j += 1;
+                            }
                         }
                     }
                 }
@@ -474,6 +500,7 @@ fn resolve(
         }
     }
     graph.finish();
+    drop(index);
 
     let targets: Vec<Target> = kept.into_iter().map(|p| p.target).collect();
     for cycle in graph.cycles() {

@@ -67,7 +67,7 @@ pub struct GraphAnswer {
     pub mode: GraphMode,
     /// The start node, normalized (`t` or `t:cap`).
     pub target: String,
-    /// Deps/dependents: this page of nodes, by depth then name.
+    /// Deps/dependents: this page of nodes, by depth, then target name, then capability name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Vec<GraphNode>>,
     /// Deps/dependents: matching nodes over all pages.
@@ -199,14 +199,10 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
                 (_, false) => g.target_reverse(),
             };
             let transitive = q.transitive.unwrap_or(false);
-            let mut found: Vec<GraphNode> = reach(adj, id, transitive)
-                .into_iter()
-                .map(|(n, depth)| GraphNode {
-                    name: label(n, action),
-                    depth,
-                })
-                .collect();
-            found.sort_by(|a, b| (a.depth, &a.name).cmp(&(b.depth, &b.name)));
+            // Ids follow name order (targets sorted by name, actions by target then
+            // capability), so sorting ids avoids building every label.
+            let mut found = reach(adj, id, transitive);
+            found.sort_unstable_by_key(|&(n, depth)| (depth, n));
             let mode = if q.mode == GraphMode::Deps {
                 "deps"
             } else {
@@ -216,7 +212,15 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
             let (s, e, next) = page::window(q.cursor.as_deref(), q.limit, &fp, found.len())?;
             let total = u32::try_from(found.len()).unwrap_or(u32::MAX);
             let mut out = empty(q.mode, start_name);
-            out.nodes = Some(found.drain(s..e).collect());
+            out.nodes = Some(
+                found[s..e]
+                    .iter()
+                    .map(|&(n, depth)| GraphNode {
+                        name: label(n, action),
+                        depth,
+                    })
+                    .collect(),
+            );
             out.total = Some(total);
             out.next_cursor = next;
             Ok(out)
