@@ -50,7 +50,21 @@ Exit status: 0 when the manifests are valid (warnings allowed), 2 when any has a
     },
 
     /// Ask the build graph a question; every answer is JSON
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "\
+Every answer is the JSON value that the MCP tool of the same name (`once_query_*`) returns.
+Lists are paged: pass an answer's `next_cursor` back with `--cursor`.
+
+Examples:
+  once query workspace
+  once query targets --tag backend --limit 20
+  once query target web
+  once query schema cargo-package
+  once query graph dependents core --transitive
+
+Exit status: 0 with an answer, 1 when there is none (no such target), 2 for an invalid manifest."
+    )]
     Query(Query),
 
     /// Serve the workspace to a coding agent over the Model Context Protocol (stdio)
@@ -81,6 +95,11 @@ pub struct McpArgs {
 #[derive(Debug, Subcommand)]
 pub enum Query {
     /// The workspace at a glance: root, manifests with hashes, counts, kinds, diagnostics, first targets
+    #[command(after_help = "\
+Example:
+  once query workspace | jq .counts
+
+Printed even when a manifest is invalid (with exit status 2): the diagnostics are part of it.")]
     Workspace,
 
     /// List targets, filtered and paged with an opaque cursor
@@ -109,7 +128,15 @@ Examples:
     },
 
     /// Walk the dependency graph
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "\
+Examples:
+  once query graph deps web                   What web needs, one step
+  once query graph dependents core --transitive
+  once query graph path web proto             How web comes to depend on proto
+  once query graph order web:test             What `once run web:test` would run, in waves"
+    )]
     Graph(GraphQuery),
 }
 

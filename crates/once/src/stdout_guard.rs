@@ -29,3 +29,74 @@ pub fn take() -> io::Result<File> {
     // SAFETY: `private` is a fresh descriptor that nothing else owns; the File takes ownership.
     Ok(unsafe { File::from_raw_fd(private) })
 }
+
+#[cfg(test)]
+mod tests {
+    //! The guard is process-wide, so the test runs it in a child: the test binary re-executes
+    //! itself with [`CHILD`] set, and only that process moves its stdout aside.
+
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    const CHILD: &str = "ONCE_STDOUT_GUARD_CHILD";
+
+    #[test]
+    fn stray_writes_to_fd_1_land_on_stderr() {
+        if std::env::var_os(CHILD).is_some() {
+            return stray_writer();
+        }
+        let output = Command::new(std::env::current_exe().expect("the test binary"))
+            .args([
+                "--exact",
+                "stdout_guard::tests::stray_writes_to_fd_1_land_on_stderr",
+            ])
+            .args(["--nocapture", "--test-threads=1", "-q"])
+            .env(CHILD, "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("re-runs the test binary");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        // Only the protocol line reaches the real stdout; libtest's own report went to fd 1,
+        // which is stderr by the time it prints, except what it wrote before the switch.
+        let protocol: Vec<_> = stdout.lines().filter(|l| l.starts_with('{')).collect();
+        assert_eq!(
+            protocol,
+            [r#"{"jsonrpc":"2.0","id":1,"result":{}}"#],
+            "{stdout}"
+        );
+        for stray in [
+            "stray from println",
+            "stray from libc write",
+            "stray from a child",
+        ] {
+            assert!(
+                !stdout.contains(stray),
+                "`{stray}` reached stdout:\n{stdout}"
+            );
+            assert!(stderr.contains(stray), "`{stray}` is lost:\n{stderr}");
+        }
+    }
+
+    /// In the child: take the guard, then write to fd 1 every way a stray byte can come.
+    #[allow(clippy::print_stdout)]
+    fn stray_writer() {
+        let mut protocol = super::take().expect("takes stdout");
+        println!("stray from println");
+        std::io::stdout().flush().expect("flushes");
+        let bytes = b"stray from libc write\n";
+        // SAFETY: writing a valid buffer to descriptor 1.
+        let written = unsafe { libc::write(1, bytes.as_ptr().cast(), bytes.len()) };
+        assert_eq!(usize::try_from(written).ok(), Some(bytes.len()));
+        let status = Command::new("sh")
+            .args(["-c", "echo stray from a child"])
+            .status()
+            .expect("runs sh");
+        assert!(status.success());
+        protocol
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+            .expect("writes");
+        protocol.flush().expect("flushes");
+    }
+}

@@ -1,0 +1,82 @@
+//! `once check`: every problem at once, rendered for people or as JSON, with exit status 2.
+
+use insta::assert_snapshot;
+
+use crate::support::Test;
+
+const BROKEN: &str = r#"[workspace]
+nmae = "shop"
+
+[targets.core]
+kind = "cargo-package"
+tags = "backend"
+
+[targets.web]
+kind = "npm-package"
+deps = ["coer"]
+"#;
+
+#[test]
+fn every_problem_is_reported_with_its_location() {
+    let run = Test::new().manifest(BROKEN).args(["check"]).run();
+    assert_snapshot!(run.transcript());
+}
+
+#[test]
+fn json_diagnostics() {
+    let run = Test::new().manifest(BROKEN).args(["check", "--json"]).run();
+    assert_eq!(run.code(), 2);
+    let diagnostics = run.json();
+    let places: Vec<String> = diagnostics
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{}:{} {}",
+                d["file"].as_str().expect("file"),
+                d["line"],
+                d["column"],
+                d["code"].as_str().expect("code")
+            )
+        })
+        .collect();
+    assert_eq!(places.len(), 3, "{places:?}");
+    assert!(
+        places.iter().any(|p| p.starts_with("once.toml:2:1 ")),
+        "{places:?}"
+    );
+    assert!(
+        places.iter().any(|p| p.starts_with("once.toml:6:")),
+        "{places:?}"
+    );
+    assert!(
+        places.iter().any(|p| p.starts_with("once.toml:10:")),
+        "{places:?}"
+    );
+}
+
+#[test]
+fn a_valid_manifest_passes() {
+    let run = Test::new()
+        .manifest(
+            "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.build]\ncommand = \"true\"\n",
+        )
+        .args(["check"])
+        .run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    assert!(run.stdout().contains("is valid"));
+}
+
+#[test]
+fn a_manifest_that_is_not_utf8_is_a_clean_error() {
+    let test = Test::new();
+    std::fs::write(
+        test.root().join("once.toml"),
+        b"[targets.a]\nkind = \"\xff\xfe\"\n",
+    )
+    .expect("writes");
+    let run = test.args(["check"]).run();
+    assert_eq!(run.code(), 2, "{}", run.transcript());
+    assert!(run.stderr().contains("once.toml:2:"), "{}", run.stderr());
+}

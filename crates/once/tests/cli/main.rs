@@ -1,0 +1,7 @@
+//! Integration tests of the `once` binary: real processes, real files, whole outputs.
+//! One test binary, so the crate links once.
+
+mod check;
+mod mcp;
+mod query;
+mod support;

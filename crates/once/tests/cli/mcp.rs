@@ -1,0 +1,139 @@
+//! `once mcp` as a real process: the handshake, the same values as the CLI, a graph that follows
+//! manifest edits, and a prompt, clean exit on end of input and on signals.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Mcp, Test};
+
+const MANIFEST: &str = r#"
+[targets.core]
+kind = "cargo-package"
+
+[targets.web]
+kind = "npm-package"
+deps = ["core"]
+"#;
+
+/// The bound the issue sets for a stop: exit within a second.
+const STOP_LIMIT: Duration = Duration::from_secs(1);
+
+#[test]
+fn initialize_names_the_server_and_the_workspace() {
+    let test = Test::new().manifest(MANIFEST);
+    let mut server = Mcp::spawn(test.root(), &[]);
+    let reply = server.initialize();
+    let result = &reply["result"];
+    assert_eq!(result["protocolVersion"], "2025-11-25");
+    assert_eq!(result["serverInfo"]["name"], "once-mcp");
+    assert_eq!(result["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        result["_meta"]["dev.once/workspace"],
+        test.root().display().to_string()
+    );
+    assert!(result["capabilities"]["tools"].is_object());
+    let instructions = result["instructions"].as_str().expect("instructions");
+    assert!(
+        instructions.contains("once_query_workspace"),
+        "{instructions}"
+    );
+    assert!(instructions.contains("--allow-run"), "{instructions}");
+}
+
+#[test]
+fn a_tool_returns_exactly_what_the_cli_prints() {
+    let test = Test::new().manifest(MANIFEST);
+    let mut server = Mcp::spawn(test.root(), &[]);
+    server.initialize();
+    let reply = server.call(1, "once_query_target", json!({"name": "web"}));
+    let structured = reply["result"]["structuredContent"]["result"].clone();
+    let text: Value = serde_json::from_str(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .expect("a text block"),
+    )
+    .expect("the text is JSON");
+    assert_eq!(structured, text);
+    let cli = test.args(["query", "target", "web"]).run();
+    assert_eq!(cli.json(), structured);
+}
+
+#[test]
+fn the_graph_follows_manifest_edits() {
+    let test = Test::new().manifest(MANIFEST);
+    let mut server = Mcp::spawn(test.root(), &[]);
+    server.initialize();
+    let before = server.call(1, "once_query_target", json!({"name": "docs"}));
+    assert_eq!(before["result"]["isError"], true, "{before}");
+
+    let edited = format!("{MANIFEST}\n[targets.docs]\nkind = \"command\"\n");
+    std::fs::write(test.root().join("once.toml"), edited).expect("edits the manifest");
+    let after = server.call(2, "once_query_target", json!({"name": "docs"}));
+    assert_eq!(
+        after["result"]["structuredContent"]["result"]["name"], "docs",
+        "{after}"
+    );
+}
+
+#[test]
+fn a_broken_manifest_is_served_as_diagnostics() {
+    let test = Test::new().manifest("[targets.web]\nkind = \"npm-pakage\"\n");
+    let mut server = Mcp::spawn(test.root(), &[]);
+    server.initialize();
+    let overview = server.call(1, "once_query_workspace", json!({}));
+    let diagnostics = &overview["result"]["structuredContent"]["result"]["diagnostics"];
+    assert_eq!(diagnostics[0]["line"], 2, "{overview}");
+    assert!(
+        diagnostics[0]["help"]
+            .as_str()
+            .unwrap_or("")
+            .contains("npm-package"),
+        "{overview}"
+    );
+
+    let refused = server.call(2, "once_query_targets", json!({}));
+    assert_eq!(refused["result"]["isError"], true);
+    let text = refused["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(text.contains("once_query_workspace"), "{text}");
+}
+
+#[test]
+fn end_of_input_stops_the_server_with_status_0() {
+    let test = Test::new().manifest(MANIFEST);
+    let mut server = Mcp::spawn(test.root(), &[]);
+    server.initialize();
+    server.close_stdin();
+    let (code, rest) = server.wait(STOP_LIMIT);
+    assert_eq!(code, Some(0));
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+#[test]
+fn sigterm_and_sigint_stop_the_server_with_status_0() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let test = Test::new().manifest(MANIFEST);
+        let mut server = Mcp::spawn(test.root(), &[]);
+        // The handshake proves the handlers are installed: they come before anything else.
+        server.initialize();
+        // SAFETY: kill(2) on a child this test spawned and has not yet reaped.
+        assert_eq!(unsafe { libc::kill(server.pid(), signal) }, 0);
+        let (code, _) = server.wait(STOP_LIMIT);
+        assert_eq!(code, Some(0), "signal {signal}");
+    }
+}
+
+#[test]
+fn garbage_does_not_stop_the_loop() {
+    let test = Test::new().manifest(MANIFEST);
+    let mut server = Mcp::spawn(test.root(), &[]);
+    server.initialize();
+    server.send("{not json");
+    let error = server.recv();
+    assert_eq!(error["error"]["code"], -32700);
+    assert_eq!(error["id"], Value::Null);
+    let pong = server.request(7, "ping", json!({}));
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
+}

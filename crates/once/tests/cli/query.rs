@@ -1,0 +1,167 @@
+//! `once query …` end to end: whole outputs, exit codes, root discovery.
+
+use insta::assert_snapshot;
+
+use crate::support::Test;
+
+const SHOP: &str = r#"
+[workspace]
+name = "shop"
+
+[targets.proto]
+kind = "command"
+[targets.proto.capabilities.build]
+command = "true"
+
+[targets.core]
+kind = "cargo-package"
+path = "core"
+deps = ["proto"]
+tags = ["backend"]
+
+[targets.web]
+kind = "npm-package"
+path = "web"
+deps = ["core"]
+"#;
+
+fn shop() -> Test {
+    Test::new().manifest(SHOP)
+}
+
+#[test]
+fn workspace_overview() {
+    let run = shop().args(["query", "workspace"]).run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let value = run.json();
+    assert_eq!(value["name"], "shop");
+    assert_eq!(value["counts"]["targets"], 3);
+    assert_eq!(value["root"], run.json()["root"]);
+    assert!(value["diagnostics"].as_array().expect("a list").is_empty());
+}
+
+#[test]
+fn one_target() {
+    let run = shop().args(["query", "target", "core"]).run();
+    assert_snapshot!(run.transcript());
+}
+
+#[test]
+fn unknown_target_names_the_near_match_and_exits_1() {
+    let run = shop().args(["query", "target", "wbe"]).run();
+    assert_snapshot!(run.transcript());
+}
+
+#[test]
+fn targets_filtered_by_kind() {
+    let run = shop()
+        .args(["query", "targets", "--kind", "cargo-package"])
+        .run();
+    assert_snapshot!(run.transcript());
+}
+
+#[test]
+fn paging_through_targets_with_the_cursor() {
+    let first = shop().args(["query", "targets", "--limit", "2"]).run();
+    let page = first.json();
+    assert_eq!(page["targets"].as_array().expect("a list").len(), 2);
+    let cursor = page["next_cursor"]
+        .as_str()
+        .expect("a cursor to the second page");
+    let second = shop()
+        .args(["query", "targets", "--limit", "2", "--cursor", cursor])
+        .run();
+    assert_eq!(second.code(), 0, "{}", second.transcript());
+    let names: Vec<_> = second.json()["targets"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|row| row["name"].as_str().expect("a name").to_string())
+        .collect();
+    assert_eq!(names, ["web"]);
+}
+
+#[test]
+fn graph_order() {
+    let run = shop().args(["query", "graph", "order", "web:build"]).run();
+    assert_snapshot!(run.transcript());
+}
+
+#[test]
+fn graph_dependents_transitive() {
+    let run = shop()
+        .args(["query", "graph", "dependents", "proto", "--transitive"])
+        .run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let text = run.stdout();
+    assert!(
+        text.contains("\"core\"") && text.contains("\"web\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn schema_of_one_kind() {
+    let run = shop().args(["query", "schema", "go-module"]).run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    assert!(run.stdout().contains("\"module\""), "{}", run.stdout());
+}
+
+#[test]
+fn root_is_found_from_a_subfolder() {
+    let run = shop()
+        .current_dir("core/src")
+        .args(["query", "workspace"])
+        .run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    assert_eq!(run.json()["name"], "shop");
+}
+
+#[test]
+fn workspace_flag_after_the_subcommand() {
+    let test = shop();
+    let root = test.root().display().to_string();
+    let run = Test::new()
+        .args(["query", "target", "web", "--workspace", root.as_str()])
+        .run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    assert_eq!(run.json()["name"], "web");
+}
+
+#[test]
+fn no_root_is_a_clear_error() {
+    let run = Test::new().args(["query", "workspace"]).run();
+    assert_eq!(run.code(), 1);
+    let stderr = run.stderr();
+    assert!(stderr.contains("no `once.toml` found"), "{stderr}");
+    assert!(stderr.contains("--workspace"), "{stderr}");
+}
+
+#[test]
+fn a_broken_manifest_refuses_queries_with_exit_2() {
+    let run = Test::new()
+        .manifest("[targets.a]\nkind = \"comand\"\n")
+        .args(["query", "targets"])
+        .run();
+    assert_snapshot!(run.transcript());
+}
+
+#[test]
+fn help_teaches_with_examples() {
+    for args in [
+        &["--help"][..],
+        &["query", "--help"],
+        &["query", "targets", "--help"],
+        &["query", "graph", "order", "--help"],
+        &["mcp", "--help"],
+        &["check", "--help"],
+    ] {
+        let run = Test::new().args(args.iter().copied()).run();
+        assert_eq!(run.code(), 0, "{args:?}");
+        assert!(
+            run.stdout().contains("Example"),
+            "{args:?} has no examples:\n{}",
+            run.stdout()
+        );
+    }
+}
