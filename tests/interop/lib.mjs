@@ -114,3 +114,28 @@ export function withTimeout(promise, ms, what) {
     });
     return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** Where `actual` differs from the part `expected` (objects: the keys given; arrays: in full), or null. */
+export function mismatch(expected, actual, path = 'result') {
+    if (Array.isArray(expected)) {
+        if (!Array.isArray(actual) || actual.length !== expected.length) {
+            return `${path}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)?.slice(0, 200)}`;
+        }
+        for (let i = 0; i < expected.length; i += 1) {
+            const problem = mismatch(expected[i], actual[i], `${path}[${i}]`);
+            if (problem) return problem;
+        }
+        return null;
+    }
+    if (expected !== null && typeof expected === 'object') {
+        if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) {
+            return `${path}: expected an object, got ${JSON.stringify(actual)?.slice(0, 200)}`;
+        }
+        for (const [key, value] of Object.entries(expected)) {
+            const problem = mismatch(value, actual[key], `${path}.${key}`);
+            if (problem) return problem;
+        }
+        return null;
+    }
+    return isDeepStrictEqual(expected, actual) ? null : `${path}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)?.slice(0, 200)}`;
+}

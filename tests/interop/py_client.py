@@ -99,6 +99,27 @@ def shape_problem(result: types.CallToolResult) -> str | None:
     return None
 
 
+def mismatch(expected: Any, actual: Any, path: str = "result") -> str | None:
+    """Where `actual` differs from the part `expected` (objects: the keys given; arrays: in full)."""
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return f"{path}: expected {json.dumps(expected)}, got {json.dumps(actual)[:200]}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            if (problem := mismatch(e, a, f"{path}[{i}]")) is not None:
+                return problem
+        return None
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return f"{path}: expected an object, got {json.dumps(actual)[:200]}"
+        for key, value in expected.items():
+            if (problem := mismatch(value, actual.get(key), f"{path}.{key}")) is not None:
+                return problem
+        return None
+    if expected == actual and type(expected) is type(actual):
+        return None
+    return f"{path}: expected {json.dumps(expected)}, got {json.dumps(actual)[:200]}"
+
+
 def server_params(binary: str, workspace: str) -> StdioServerParameters:
     return StdioServerParameters(command=binary, args=["--workspace", workspace, "mcp"])
 
@@ -193,6 +214,9 @@ async def classic_session(binary: str, workspace: str, errlog: Any) -> None:
                     problem = shape_problem(result)
                     if not checks.check(name, problem is None, problem):
                         break
+                    if "expect" in entry and pages == 0:
+                        wrong = mismatch(entry["expect"], result.structured_content["result"])
+                        checks.check(f"{name} answers as calls.json expects", wrong is None, wrong)
                     pages += 1
                     key = entry.get("follow_cursor")
                     if not key:

@@ -16,7 +16,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { Checks, coverageProblems, describeCall, loadTable, resultShapeProblem, textOf, withTimeout } from './lib.mjs';
+import { Checks, coverageProblems, describeCall, loadTable, mismatch, resultShapeProblem, textOf, withTimeout } from './lib.mjs';
 
 const [binary, workspace] = process.argv.slice(2);
 if (!binary || !workspace) {
@@ -114,6 +114,10 @@ async function main() {
             if (result === undefined) break;
             const problem = resultShapeProblem(result);
             if (!checks.check(name, problem === null, problem)) break;
+            if (call.expect && pages === 0) {
+                const wrong = mismatch(call.expect, result.structuredContent.result);
+                checks.check(`${name} answers as calls.json expects`, wrong === null, wrong);
+            }
             pages += 1;
             if (!call.follow_cursor) break;
             const next = result.structuredContent.result?.[call.follow_cursor];
