@@ -1,0 +1,93 @@
+//! The tools `once mcp` offers, one module per group, and what they share: the live workspace
+//! and the instructions that teach an agent the workflow across them.
+//!
+//! A tool module only adapts: it turns arguments into a library call and returns the library's
+//! value unchanged. It must never compute a value the CLI would compute differently.
+
+mod query;
+
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
+
+use once_graph::Workspace;
+
+use crate::tool::Gates;
+
+pub use query::query_tools;
+
+/// A workspace that reloads itself when a manifest's content changes.
+#[derive(Debug)]
+pub struct LiveWorkspace {
+    workspace: RwLock<Workspace>,
+}
+
+impl LiveWorkspace {
+    pub fn new(workspace: Workspace) -> Self {
+        LiveWorkspace {
+            workspace: RwLock::new(workspace),
+        }
+    }
+
+    /// Reloads the workspace if any manifest changed since it was read. Called before each
+    /// request, so no answer is ever computed from a stale graph.
+    pub fn refresh(&self) {
+        if !self.read().is_stale() {
+            return;
+        }
+        let mut workspace = self
+            .workspace
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        match workspace.reload_if_stale() {
+            Ok(true) => tracing::info!(
+                "manifest changed: graph reloaded ({} diagnostics)",
+                workspace.diagnostics().len()
+            ),
+            Ok(false) => {}
+            // The old graph stays: a workspace that cannot be read now (a folder being
+            // replaced, say) is better answered from the last good state than not at all.
+            Err(error) => tracing::warn!("cannot reload the workspace: {error}"),
+        }
+    }
+
+    /// The current workspace. A poisoned lock only means a query panicked while reading; the
+    /// workspace itself was not being changed, so it is safe to go on.
+    pub fn read(&self) -> RwLockReadGuard<'_, Workspace> {
+        self.workspace
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The server's instructions: how an agent should use the tools it actually has.
+pub fn instructions(root: &str, gates: Gates) -> String {
+    let mut text = format!(
+        "once serves the typed build graph of the workspace at {root}. Targets are parts of the \
+         workspace (a crate, a package, a folder); each has a kind, which types its fields and \
+         gives it capabilities such as build, test and lint; an action is one capability of one \
+         target, written `target:capability`.\n\
+         \n\
+         Workflow: call once_query_workspace first (counts, diagnostics, first targets). Narrow \
+         down with once_query_targets (filters: name glob, kind, tag, capability), read one \
+         target with once_query_target, and walk dependencies with once_query_graph (modes deps, \
+         dependents, path, order). Before editing once.toml, read once_query_schema.\n\
+         \n\
+         Paging: lists come a page at a time; when an answer has `next_cursor`, pass it back as \
+         `cursor` with the same filters. Ask for details only when you need them.\n\
+         \n\
+         Freshness: the graph reloads by itself when a manifest changes; there is nothing to \
+         refresh.\n"
+    );
+    text.push_str(if gates.allow_run {
+        "\nRunning capabilities is enabled.\n"
+    } else {
+        "\nRunning capabilities (once_run, once_cancel) is disabled: the person must add \
+         --allow-run to the server's command line in the client configuration.\n"
+    });
+    text.push_str(if gates.allow_edit {
+        "Editing project memory and materializing examples is enabled.\n"
+    } else {
+        "Editing project memory and materializing examples is disabled: it needs --allow-edit \
+         on the server's command line.\n"
+    });
+    text
+}
