@@ -70,6 +70,13 @@ class Checks:
 checks = Checks("[py]")
 
 
+def explain(err: BaseException) -> str:
+    """`Type: message`, with the errors inside an ExceptionGroup (anyio task groups raise those) spelled out."""
+    if isinstance(err, BaseExceptionGroup):
+        return "; ".join(explain(inner) for inner in err.exceptions)
+    return f"{type(err).__name__}: {err}"
+
+
 def describe(tool: str, args: dict[str, Any]) -> str:
     return f"{tool} {json.dumps(args, separators=(',', ':'))}"
 
@@ -130,7 +137,7 @@ async def call(session: ClientSession, name: str, tool: str, args: dict[str, Any
         with anyio.fail_after(REQUEST_S):
             result = await session.call_tool(tool, args)
     except Exception as err:  # noqa: BLE001 - every failure is a failed check, reported with its type
-        checks.fail(name, f"{type(err).__name__}: {err}")
+        checks.fail(name, explain(err))
         return None
     assert isinstance(result, types.CallToolResult)
     return result
@@ -144,7 +151,7 @@ async def classic_session(binary: str, workspace: str, errlog: Any) -> None:
                 with anyio.fail_after(REQUEST_S):
                     init = await session.initialize()
             except Exception as err:  # noqa: BLE001
-                checks.fail("connect and initialize", f"{type(err).__name__}: {err}")
+                checks.fail("connect and initialize", explain(err))
                 return
             checks.ok("connect and initialize")
             preferred = TABLE["protocol_versions"][0]
@@ -168,7 +175,7 @@ async def classic_session(binary: str, workspace: str, errlog: Any) -> None:
                     await session.send_ping()
                 checks.ok("ping")
             except Exception as err:  # noqa: BLE001
-                checks.fail("ping", f"{type(err).__name__}: {err}")
+                checks.fail("ping", explain(err))
 
             # tools/list, following nextCursor.
             tools: list[types.Tool] = []
@@ -183,7 +190,7 @@ async def classic_session(binary: str, workspace: str, errlog: Any) -> None:
                     if not cursor:
                         break
             except Exception as err:  # noqa: BLE001
-                checks.fail("tools/list", f"{type(err).__name__}: {err}")
+                checks.fail("tools/list", explain(err))
                 return
             checks.check("tools/list", tools and not cursor, lambda: f"tools: {len(tools)}, cursor left: {cursor}")
             names = [t.name for t in tools]
@@ -263,7 +270,7 @@ async def classic_session(binary: str, workspace: str, errlog: Any) -> None:
                     await session.send_ping()
                 checks.ok("ping after errors")
             except Exception as err:  # noqa: BLE001
-                checks.fail("ping after errors", f"{type(err).__name__}: {err}")
+                checks.fail("ping after errors", explain(err))
 
 
 async def auto_client(binary: str, workspace: str, errlog: Any) -> None:
@@ -324,7 +331,7 @@ async def auto_client(binary: str, workspace: str, errlog: Any) -> None:
                     problem = shape_problem(result)
                     checks.check(f"auto mode {describe(first['tool'], first['args'])}", problem is None, problem)
         except Exception as err:  # noqa: BLE001
-            checks.fail("auto mode connect and call", f"{type(err).__name__}: {err} (probe outcomes: {probes})")
+            checks.fail("auto mode connect and call", f"{explain(err)} (probe outcomes: {probes})")
     finally:
         session_module.ClientSession.send_discover = original  # type: ignore[method-assign]
 
@@ -339,15 +346,15 @@ async def main(binary: str, workspace: str) -> int:
                 await classic_session(binary, workspace, errlog)
                 await auto_client(binary, workspace, errlog)
         except Exception as err:  # noqa: BLE001
-            checks.fail("run", f"{type(err).__name__}: {err}")
-        code = checks.summary()
-        if code != 0:
+            checks.fail("run", explain(err))
+        # On failure the server's stderr helps; it comes before the summary, which must be the last line.
+        if checks.failed:
             errlog.seek(0)
             stderr = errlog.read()
             if stderr.strip():
                 print("[py] server stderr (last 2000 chars):")
-                print(stderr[-2000:])
-    return code
+                print("\n".join(f"[py] | {line}" for line in stderr[-2000:].splitlines()))
+        return checks.summary()
 
 
 def _dist_version() -> str:

@@ -162,7 +162,6 @@ async function main() {
     });
 }
 
-let exitCode = 1;
 try {
     await withTimeout(main(), 240_000, 'the whole ts client run');
 } catch (err) {
@@ -179,9 +178,9 @@ if (proc) {
     checks.check('server exits 0 soon after stdin closes', proc.exitCode === 0 && proc.signalCode === null && ms < 2000, () =>
         `exit code ${proc.exitCode}, signal ${proc.signalCode}, after ${ms} ms`);
 }
-exitCode = checks.summary();
-if (exitCode !== 0 && serverStderr.trim()) {
+// On failure the server's stderr helps; it comes before the summary, which must be the last line.
+if (checks.failed > 0 && serverStderr.trim()) {
     console.log('[ts] server stderr (last 2000 chars):');
-    console.log(serverStderr.slice(-2000));
+    console.log(serverStderr.slice(-2000).replace(/^/gm, '[ts] | '));
 }
-process.exit(exitCode);
+process.exit(checks.summary());
