@@ -9,10 +9,11 @@
 //   node22 .../inspector/clients/launcher/build/index.js --cli --format json \
 //       --method tools/call --tool-name NAME --tool-arg k=v ... -- <once> --workspace <dir> mcp
 //
-// (tools/list runs with --strict too, which the CLI allows with tools/list only; the launcher is the package's `mcp-inspector` bin; `--` keeps the server's own flags away from the
-// Inspector's parser). Exit codes of the CLI (core/cli/error-handler.ts EXIT_CODES): 0 ok, 1 usage,
-// 4 unreachable, 5 the tool returned isError, 6 --strict found an unportable tool schema.
-// With --format json, stdout is one JSON object, {"result": <the MCP result>}.
+// and tools/list also with --strict (the CLI accepts --strict with tools/list only). The launcher is the
+// package's `mcp-inspector` bin; `--` keeps the server's own flags away from the Inspector's parser.
+// Exit codes of the CLI (core/cli/error-handler.ts EXIT_CODES): 0 ok, 1 usage, 4 unreachable, 5 the
+// tool returned isError, 6 --strict found an unportable tool schema. With --format json, stdout is one
+// JSON object, {"result": <the MCP result>}.
 //
 // Prints one line per check and ends with `N passed, N failed`; exits 1 on any failure.
 
