@@ -21,7 +21,9 @@ pub use graph::{GraphAnswer, GraphMode, GraphNode, GraphQuery, graph};
 pub use schema::{SchemaQuery, schema};
 pub use target::{CapabilityDetail, ManifestLocation, TargetDetail, TargetQuery, target};
 pub use targets::{TargetRow, TargetsPage, TargetsQuery, targets};
-pub use workspace::{Counts, KindUse, ManifestInfo, WorkspaceInfo, WorkspaceQuery, workspace};
+pub use workspace::{
+    Counts, KindUse, ManifestInfo, MemoryCounts, WorkspaceInfo, WorkspaceQuery, workspace,
+};
 
 /// The queries, for asking their schemas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -46,6 +46,18 @@ pub struct KindUse {
     pub targets: u32,
 }
 
+/// Sizes of project memory. Computed outside this crate (by `once-memory`), so the graph
+/// overview leaves it unknown and the caller that owns both fills it in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryCounts {
+    /// Entries that parse.
+    pub entries: u32,
+    /// Entries whose linked files or targets changed since they were written.
+    pub stale: u32,
+    /// Entry files that do not parse.
+    pub broken: u32,
+}
+
 /// Overview of a workspace.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkspaceInfo {
@@ -65,6 +77,8 @@ pub struct WorkspaceInfo {
     pub targets: Vec<TargetRow>,
     /// Cursor for `targets` to get the next page; null when all are shown.
     pub next_cursor: Option<String>,
+    /// Project memory sizes; null when unknown.
+    pub memory: Option<MemoryCounts>,
 }
 
 fn n(v: usize) -> u32 {
@@ -105,6 +119,7 @@ pub fn workspace(ws: &Workspace) -> WorkspaceInfo {
         diagnostics: ws.diagnostics().to_vec(),
         next_cursor: page.as_ref().and_then(|p| p.next_cursor.clone()),
         targets: page.map(|p| p.targets).unwrap_or_default(),
+        memory: None,
     }
 }
 
@@ -179,6 +194,17 @@ pub(crate) fn output_schema() -> Value {
             (
                 "next_cursor",
                 nullable(string("Pass as `cursor` to once_query_targets for more")),
+            ),
+            (
+                "memory",
+                nullable(record(
+                    "Project memory sizes",
+                    vec![
+                        ("entries", integer("Entries that parse")),
+                        ("stale", integer("Entries whose linked files or targets changed")),
+                        ("broken", integer("Entry files that do not parse")),
+                    ],
+                )),
             ),
         ],
     )
