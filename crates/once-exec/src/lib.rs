@@ -1,0 +1,72 @@
+//! Running the commands of `once` safely: one command, one process group, one deadline, one log.
+//!
+//! This crate knows nothing about targets, capabilities or the graph; it must never depend on
+//! `once-graph` or `once-mcp`, never print, and never install signal handlers (only the binary
+//! owns signals). A scheduler that decides *what* to run sits on top of it.
+//!
+//! # Theory of operation
+//!
+//! [`run`] takes a [`CommandSpec`] and blocks until the command is over. It spawns `sh -c
+//! COMMAND` as the leader of a new process group, with stdin from `/dev/null`, stdout and stderr
+//! on pipes, and an environment rebuilt from scratch: the documented [`BASE_ENV`] names passed
+//! through from our own environment (see [`base_env`]), then the spec's declared variables on
+//! top. Between `fork` and `exec` the child clears its signal mask (the `once` binary blocks
+//! SIGINT, SIGTERM and SIGHUP in every thread, and a mask survives `exec`), resets SIGPIPE to its
+//! default (Rust ignores it), and asks the kernel for SIGKILL when its parent dies
+//! (`PR_SET_PDEATHSIG`), then checks that the parent is still the one that forked it, which
+//! closes the race where the parent died before the request.
+//!
+//! Two capture threads, one per pipe, read as fast as the child writes, so the child never
+//! blocks on a full pipe. They append whole lines to the log file in arrival order and keep only
+//! the last [`CommandSpec::tail_lines`] lines, each cut to [`LINE_CAP`] bytes, in memory; a
+//! command may write gigabytes and memory stays bounded.
+//!
+//! A waiter thread blocks in `waitid(WNOWAIT)` for the leader and reports through a channel.
+//! The calling thread sleeps on that channel with a timeout, never spinning. The same channel
+//! is woken by a [`Cancel`] token and by [`Registry::stop_all`]. The state machine is:
+//!
+//! ```text
+//!   running ──deadline──► terminating (SIGTERM to the group) ──grace──► killed (SIGKILL)
+//!      │     ──cancel/stop_all──►  │                                      │
+//!      └────────── leader exits ───┴──────────────────────────────────────┴──► finished
+//! ```
+//!
+//! Whichever way the leader ends, the whole group gets SIGKILL before the leader is reaped
+//! (`WNOWAIT` keeps it a zombie, so its pid, which is the group id, cannot be reused by an
+//! unrelated process while we signal it): no grandchild outlives its action, and the pipes close
+//! so the capture threads finish. Their join is still bounded, because a process that left the
+//! group (`setsid`) could keep a pipe open.
+//!
+//! The [`Registry`] knows every live group and every other long-lived [`Runtime`]. A signal
+//! thread calls [`Registry::stop_all`]: in-flight runs return [`Status::Cancelled`], groups that
+//! ignore SIGTERM get SIGKILL after the grace, and later runs are refused with
+//! [`Error::ShuttingDown`].
+//!
+//! # Limits
+//!
+//! If `once` itself is killed with SIGKILL, nothing of ours runs: only the direct child gets its
+//! death signal; grandchildren in its group survive unless they watch their own parent. Linux
+//! offers nothing stronger without a subreaper or a cgroup: a long-lived `once serve` could make
+//! itself a `PR_SET_CHILD_SUBREAPER` and kill orphans as they are reparented to it, or put each
+//! run in its own cgroup and kill that.
+
+mod cancel;
+mod capture;
+mod env;
+mod error;
+mod group;
+mod outcome;
+mod registry;
+mod run;
+mod spawn;
+mod spec;
+mod wake;
+
+pub use cancel::Cancel;
+pub use capture::LINE_CAP;
+pub use env::{BASE_ENV, base_env};
+pub use error::Error;
+pub use outcome::{Outcome, Status};
+pub use registry::{Registration, Registry, Runtime};
+pub use run::run;
+pub use spec::CommandSpec;

@@ -1,0 +1,70 @@
+//! Starting `sh -c COMMAND` as the leader of its own process group, with a clean environment, a
+//! clean signal state and a death signal tied to its parent.
+//!
+//! The code between `fork` and `exec` runs in a copy of a multi-threaded process, so it must
+//! never allocate, lock or log: only async-signal-safe system calls. `PR_SET_PDEATHSIG` fires
+//! when the *thread* that forked exits, not the process; that is safe here because
+//! [`run`](crate::run) forks on the caller's thread and blocks it until the leader is reaped.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+
+use crate::env::command_env;
+use crate::spec::CommandSpec;
+
+/// The shell; POSIX places it here, and an absolute path does not depend on the child's `PATH`.
+const SHELL: &str = "/bin/sh";
+
+/// Spawns the command; when this returns `Ok`, the child has exec'd and leads its own group,
+/// whose id is its pid.
+pub(crate) fn spawn(spec: &CommandSpec) -> io::Result<Child> {
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    let mut command = Command::new(SHELL);
+    command
+        .arg("-c")
+        .arg(&spec.command)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(command_env(&spec.env))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: `prepare_child` only makes async-signal-safe calls and touches no shared memory.
+    unsafe {
+        command.pre_exec(move || prepare_child(parent));
+    }
+    command.spawn()
+}
+
+/// Runs in the child between `fork` and `exec`.
+fn prepare_child(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: every call below is async-signal-safe and only passes pointers to this stack frame.
+    unsafe {
+        // A group of its own, so one signal reaches the command and everything it starts.
+        if libc::setpgid(0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // `once` blocks its stop signals in every thread and a mask survives exec; a child that
+        // inherited it could not be stopped with SIGTERM.
+        let mut empty = MaybeUninit::<libc::sigset_t>::zeroed();
+        libc::sigemptyset(empty.as_mut_ptr());
+        if libc::sigprocmask(libc::SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // Rust ignores SIGPIPE and an ignored disposition survives exec; `yes | head` must end.
+        if libc::signal(libc::SIGPIPE, libc::SIG_DFL) == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // The parent may have died between fork and prctl; then no death signal will ever come.
+        if libc::getppid() != parent {
+            libc::_exit(127);
+        }
+    }
+    Ok(())
+}
