@@ -80,6 +80,187 @@ Examples:
   once mcp --workspace ~/code/shop --allow-run    Also let the agent run capabilities
   claude mcp add once -- once --workspace \"$PWD\" mcp")]
     Mcp(McpArgs),
+
+    /// Project memory: notes about the workspace that people and agents share
+    #[command(
+        subcommand,
+        after_help = "\
+Entries are Markdown files with TOML front matter under `.once/memory/`, reviewed and shared
+through version control like code. `--json` prints the value the MCP tool `once_query_memory`
+returns.
+
+Examples:
+  once memory add --title 'Release builds vendor OpenSSL' --kind gotcha --path Cargo.toml --body '…'
+  once memory search openssl
+  once memory show 20250131-093000-4f2a9c1e
+  once memory check"
+    )]
+    Memory(MemoryCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Write a new entry; prints its id
+    #[command(after_help = "\
+Examples:
+  once memory add --title 'Use thiserror in libraries' --kind convention --tag errors --body 'anyhow only in the binary'
+  once memory add --title 'CI needs perl' --kind gotcha --target core --path build.rs --file notes.md
+  git log -1 --format=%B | once memory add --title 'Why we pinned serde' --kind decision --file -")]
+    Add(AddArgs),
+
+    /// Change an entry: in $EDITOR on a terminal, else with flags
+    #[command(after_help = "\
+Examples:
+  once memory edit 20250131-093000-4f2a9c1e                      Open it in $EDITOR
+  once memory edit 20250131-093000-4f2a9c1e --revision 3 --body 'new text'
+  once memory edit 20250131-093000-4f2a9c1e --tag build --tag ci
+
+With `--revision`, the change is refused (exit 1, the current text on stderr) when the entry
+changed since you read that revision.")]
+    Edit(EditArgs),
+
+    /// One entry with its body and staleness
+    #[command(after_help = "Example:\n  once memory show 20250131-093000-4f2a9c1e --json")]
+    Show {
+        /// The entry's id
+        id: String,
+        /// Print JSON (the `once_query_memory` value)
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// List entries, newest first, filtered and paged
+    #[command(after_help = "\
+Examples:
+  once memory list --kind decision
+  once memory list --target web --json
+  once memory list --cursor 1a2b3c4d-20")]
+    List(ListArgs),
+
+    /// Ranked full-text search over titles, tags and bodies
+    #[command(after_help = "\
+Examples:
+  once memory search openssl vendored
+  once memory search 'release build' --kind gotcha --json")]
+    Search {
+        /// The words to look for
+        #[arg(required = true)]
+        words: Vec<String>,
+        #[command(flatten)]
+        list: ListArgs,
+    },
+
+    /// Remove an entry
+    #[command(after_help = "Example:\n  once memory forget 20250131-093000-4f2a9c1e --revision 2")]
+    Forget {
+        /// The entry's id
+        id: String,
+        /// Refuse unless the entry is still at this revision
+        #[arg(long)]
+        revision: Option<u64>,
+    },
+
+    /// Report stale entries (a linked file changed or vanished, a linked target is gone) and
+    /// broken entry files
+    #[command(after_help = "\
+Examples:
+  once memory check
+  once memory check --json
+
+Exit status: 0 when every entry is fresh and parses, 1 otherwise.")]
+    Check {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// One line that says what the entry is about
+    #[arg(long)]
+    pub title: String,
+    /// decision, convention, gotcha, howto or note
+    #[arg(long, default_value = "note")]
+    pub kind: String,
+    /// A tag (repeat for more)
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// A target the entry is about (repeat for more)
+    #[arg(long = "target", value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// A file the entry is about, relative to the current folder (repeat for more)
+    #[arg(long = "path", value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// The body text
+    #[arg(long, conflicts_with = "file")]
+    pub body: Option<String>,
+    /// Read the body from this file (`-` for stdin)
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Print the new entry as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    /// The entry's id
+    pub id: String,
+    /// Refuse unless the entry is still at this revision
+    #[arg(long)]
+    pub revision: Option<u64>,
+    /// New title
+    #[arg(long)]
+    pub title: Option<String>,
+    /// New kind
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Replace the tags (repeat for more)
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Option<Vec<String>>,
+    /// Replace the linked targets (repeat for more)
+    #[arg(long = "target", value_name = "TARGET")]
+    pub targets: Option<Vec<String>>,
+    /// Replace the linked files (repeat for more)
+    #[arg(long = "path", value_name = "PATH")]
+    pub paths: Option<Vec<String>>,
+    /// New body
+    #[arg(long, conflicts_with = "file")]
+    pub body: Option<String>,
+    /// Read the new body from this file (`-` for stdin)
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Open $EDITOR even when stdin is not a terminal
+    #[arg(long)]
+    pub editor: bool,
+    /// Print the entry as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only entries of this kind
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Only entries with this tag
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Only entries linked to this target
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only entries linked to this file (relative to the workspace root)
+    #[arg(long)]
+    pub path: Option<String>,
+    /// Include bodies
+    #[arg(long)]
+    pub body: bool,
+    /// Print JSON (the `once_query_memory` value)
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub page: PageArgs,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod exit;
 mod output;
+mod overview;
 mod signals;
 mod stdout_guard;
 

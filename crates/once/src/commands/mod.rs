@@ -3,6 +3,7 @@
 
 mod check;
 mod mcp;
+mod memory;
 mod query;
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Check { json } => check::run(cli.workspace.as_deref(), json),
         Command::Query(query) => query::run(cli.workspace.as_deref(), query),
         Command::Mcp(args) => mcp::run(cli.workspace.as_deref(), args),
+        Command::Memory(command) => memory::run(cli.workspace.as_deref(), command),
     };
     match result {
         Ok(outcome) => outcome,

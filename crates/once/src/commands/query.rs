@@ -17,7 +17,7 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
     // manifest (then with exit status 2); every other query needs a valid graph.
     if let Query::Workspace = request {
         super::report_diagnostics(&loaded);
-        output::json(&query::workspace(&loaded))?;
+        output::json(&crate::overview::workspace_overview(&loaded))?;
         return Ok(if loaded.has_errors() {
             Outcome::Invalid
         } else {

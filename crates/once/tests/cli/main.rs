@@ -3,5 +3,6 @@
 
 mod check;
 mod mcp;
+mod memory;
 mod query;
 mod support;
