@@ -24,6 +24,7 @@ import json
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,15 @@ async def classic_session(binary: str, workspace: str, errlog: Any) -> None:
                 init.capabilities.tools is not None,
                 lambda: f"capabilities: {init.capabilities!r}",
             )
+            # A server that declares the logging capability must accept logging/setLevel.
+            if init.capabilities.logging is not None:
+                try:
+                    with anyio.fail_after(REQUEST_S), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # deprecated only from 2026-07-28 on
+                        await session.set_logging_level("warning")
+                    checks.ok("logging/setLevel (the server declares logging)")
+                except Exception as err:  # noqa: BLE001
+                    checks.fail("logging/setLevel (the server declares logging)", explain(err))
             try:
                 with anyio.fail_after(REQUEST_S):
                     await session.send_ping()

@@ -65,6 +65,14 @@ async function main() {
     checks.check('server declares the tools capability', Boolean(client.getServerCapabilities()?.tools), () =>
         `capabilities: ${JSON.stringify(client.getServerCapabilities())}`);
 
+    // A server that declares the logging capability must accept logging/setLevel.
+    if (client.getServerCapabilities()?.logging) {
+        await checks.attempt('logging/setLevel (the server declares logging)', async () => {
+            await client.setLoggingLevel('warning', { timeout: REQUEST_MS });
+            checks.ok('logging/setLevel (the server declares logging)');
+        });
+    }
+
     await checks.attempt('ping', async () => {
         const pong = await client.ping({ timeout: REQUEST_MS });
         checks.check('ping', pong && typeof pong === 'object', () => `got ${JSON.stringify(pong)}`);
