@@ -44,6 +44,10 @@
 //!
 //! # Limits
 //!
+//! A process that leaves the group (`setsid`, `setpgid`, a daemon that double-forks into a new
+//! session) is out of reach of group signals; if it keeps a pipe open, the run stops waiting for
+//! that pipe after a bound and returns without it.
+//!
 //! If `once` itself is killed with SIGKILL, nothing of ours runs: only the direct child gets its
 //! death signal; grandchildren in its group survive unless they watch their own parent. Linux
 //! offers nothing stronger without a subreaper or a cgroup: a long-lived `once serve` could make

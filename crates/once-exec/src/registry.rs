@@ -193,15 +193,16 @@ pub struct Registration {
 }
 
 impl Registration {
-    /// Records the group of an admitted run, now that it exists; if `stop_all` has begun, the
-    /// group gets its SIGTERM here, since `stop_all` could not address it before.
+    /// Records the group of an admitted run, now that it exists. If `stop_all` began while the
+    /// run was spawning, the group gets SIGKILL at once: it has done no work worth a grace, and
+    /// `stop_all` may already be past its own SIGKILL pass, which could not address it.
     pub(crate) fn set_group(&self, pgid: i32) {
         let mut state = self.registry.lock();
         let shutting_down = state.shutting_down;
         if let Some(group) = state.groups.get_mut(&self.id) {
             group.pgid = Some(pgid);
             if shutting_down {
-                group::signal(pgid, libc::SIGTERM);
+                group::signal(pgid, libc::SIGKILL);
             }
         }
     }

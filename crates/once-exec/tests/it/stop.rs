@@ -190,3 +190,27 @@ fn act_as_parent(mark: &str) {
         let _ = running.join();
     });
 }
+
+#[test]
+fn a_process_that_left_the_group_cannot_hold_the_run_open() {
+    let fixture = Fixture::new();
+    // `setsid` moves a sleep to a session of its own, out of reach of group signals, with our
+    // stdout still open; the fifo makes the shell wait until it has moved. The documented limit:
+    // the run stops waiting for that pipe after a bound, and the escapee lives on.
+    let command =
+        "mkfifo moved; setsid sh -c 'echo > moved; exec sleep 30' & read x < moved; echo left";
+    let outcome = run(&fixture.spec(command), &Registry::new(), &Cancel::new()).unwrap();
+    assert_eq!(outcome.status, Status::Exited { code: 0 });
+    assert_eq!(outcome.tail, ["left"]);
+    assert!(outcome.duration < BOUND, "{outcome:?}");
+    let escaped = crate::marked_pids(&fixture.mark);
+    assert_eq!(
+        escaped.len(),
+        1,
+        "the escapee should have survived the group's SIGKILL"
+    );
+    for pid in escaped {
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    fixture.assert_none_left();
+}
