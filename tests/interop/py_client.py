@@ -10,7 +10,8 @@ child only a whitelist of environment variables, mcp/client/stdio.py DEFAULT_INH
    calls.json. `ClientSession.call_tool` validates structuredContent against the tool's outputSchema
    (mcp/client/session.py, `validate_tool_result`, with jsonschema) for every result that is not
    isError, from the schemas that `list_tools` cached; cursor pages only ever add to that cache.
-2. The high-level `mcp.Client`, whose default `mode="auto"` first probes `server/discover` (the
+2. The same, offering each older protocol version of calls.json in turn.
+3. The high-level `mcp.Client`, whose default `mode="auto"` first probes `server/discover` (the
    2026-07-28 era; mcp/client/_probe.py `negotiate_auto`) and falls back to `initialize` on any
    JSON-RPC error. The probe waits DISCOVER_TIMEOUT_SECONDS (10 s) for an answer, so a server that
    ignored it would connect only after 10 s: the check asserts a prompt connection and a -32601 answer.
@@ -346,6 +347,52 @@ async def auto_client(binary: str, workspace: str, errlog: Any) -> None:
         session_module.ClientSession.send_discover = original  # type: ignore[method-assign]
 
 
+async def older_versions(binary: str, workspace: str, errlog: Any) -> None:
+    """The same ClientSession offering each older protocol version the server supports.
+
+    The SDK always offers its newest handshake version (mcp/client/session.py `initialize` reads the
+    module constant LATEST_HANDSHAKE_VERSION), so the constant is swapped for the duration of one
+    handshake. The server must agree to a version it supports, counter-offer its newest for one it
+    does not know, and still list and answer tools.
+    """
+    newest = session_module.LATEST_HANDSHAKE_VERSION
+    first = TABLE["calls"][0]
+    # An unknown version must get the server's preferred one as its counter-offer (the spec's rule).
+    offers = [(v, v) for v in TABLE["protocol_versions"][1:]] + [("2099-01-01", TABLE["protocol_versions"][0])]
+    for version, expected in offers:
+        name = f"protocol {version}"
+        session_module.LATEST_HANDSHAKE_VERSION = version  # type: ignore[misc]
+        try:
+            with anyio.fail_after(REQUEST_S):
+                async with stdio_client(server_params(binary, workspace), errlog=errlog) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        init = await session.initialize()
+                        session_module.LATEST_HANDSHAKE_VERSION = newest  # type: ignore[misc]
+                        checks.check(
+                            f"{name}: the server answers {expected}",
+                            init.protocol_version == expected,
+                            lambda: f"server chose {init.protocol_version}",
+                        )
+                        listing = await session.list_tools()
+                        checks.check(f"{name}: tools/list", listing.tools, "no tools")
+                        result = await session.call_tool(first["tool"], first["args"])
+                        text = text_of(result)
+                        try:
+                            json.loads(text)
+                            is_json = True
+                        except ValueError:
+                            is_json = False
+                        checks.check(
+                            f"{name}: {describe(first['tool'], first['args'])} answers JSON text",
+                            not result.is_error and is_json,
+                            lambda: f"isError: {result.is_error}, text: {text[:200]}",
+                        )
+        except Exception as err:  # noqa: BLE001
+            checks.fail(name, explain(err))
+        finally:
+            session_module.LATEST_HANDSHAKE_VERSION = newest  # type: ignore[misc]
+
+
 async def main(binary: str, workspace: str) -> int:
     import mcp
 
@@ -354,6 +401,7 @@ async def main(binary: str, workspace: str) -> int:
         try:
             with anyio.fail_after(240):
                 await classic_session(binary, workspace, errlog)
+                await older_versions(binary, workspace, errlog)
                 await auto_client(binary, workspace, errlog)
         except Exception as err:  # noqa: BLE001
             checks.fail("run", explain(err))
