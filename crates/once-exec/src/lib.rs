@@ -73,4 +73,4 @@ pub use error::Error;
 pub use outcome::{Outcome, Status};
 pub use registry::{Registration, Registry, Runtime};
 pub use run::run;
-pub use spec::CommandSpec;
+pub use spec::{CommandSpec, DEFAULT_DEADLINE, DEFAULT_GRACE, DEFAULT_TAIL_LINES};
