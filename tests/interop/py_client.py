@@ -3,7 +3,7 @@
 
     python py_client.py <absolute path to once> <workspace dir>
 
-Two connections, each spawning the server over stdio the way a real host does (stdio_client hands the
+Several connections, each spawning the server over stdio the way a real host does (stdio_client hands the
 child only a whitelist of environment variables, mcp/client/stdio.py DEFAULT_INHERITED_ENV_VARS):
 
 1. `ClientSession` over `stdio_client` with the classic `initialize` handshake, running every check of
