@@ -4,6 +4,7 @@
 //! A tool module only adapts: it turns arguments into a library call and returns the library's
 //! value unchanged. It must never compute a value the CLI would compute differently.
 
+mod memory;
 mod query;
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};
@@ -12,7 +13,8 @@ use once_graph::Workspace;
 
 use crate::tool::Gates;
 
-pub use query::query_tools;
+pub use memory::memory_tools;
+pub use query::{Overview, query_tools};
 
 /// A workspace that reloads itself when a manifest's content changes.
 #[derive(Debug)]
@@ -75,7 +77,14 @@ pub fn instructions(root: &str, gates: Gates) -> String {
          `cursor` with the same filters. Ask for details only when you need them.\n\
          \n\
          Freshness: the graph reloads by itself when a manifest changes; there is nothing to \
-         refresh.\n"
+         refresh.\n\
+         \n\
+         Project memory holds notes people and agents wrote about this workspace. Before you \
+         change an area, search it with once_query_memory (`query`, or filter by `target` or \
+         `path`) and read the entries that matter (`id`); an entry with a non-empty `stale` \
+         list may no longer be true. Search before you write: update an existing entry rather \
+         than adding a duplicate. To update, pass the `revision` you last read to \
+         once_remember; a refusal carries the current text, so merge and call again.\n"
     );
     text.push_str(if gates.allow_run {
         "\nRunning capabilities is enabled.\n"

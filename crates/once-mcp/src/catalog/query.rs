@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use once_graph::Workspace;
-use once_graph::query::{self, QueryName};
+use once_graph::query::{self, QueryName, WorkspaceInfo};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -15,8 +15,12 @@ use serde_json::{Map, Value};
 use super::LiveWorkspace;
 use crate::tool::{Annotations, CallContext, Gate, Tool, ToolResult};
 
+/// The function that computes the workspace overview. The binary injects it, because the value
+/// joins the graph with project memory and must be the one `once query workspace` prints.
+pub type Overview = Arc<dyn Fn(&Workspace) -> WorkspaceInfo + Send + Sync>;
+
 /// Every query tool. They are read-only and always enabled.
-pub fn query_tools(live: &Arc<LiveWorkspace>) -> Vec<Tool> {
+pub fn query_tools(live: &Arc<LiveWorkspace>, overview: Overview) -> Vec<Tool> {
     vec![
         query_tool(
             live,
@@ -25,9 +29,10 @@ pub fn query_tools(live: &Arc<LiveWorkspace>) -> Vec<Tool> {
             "Workspace overview",
             "Start here. The workspace root, its manifests with content hashes, counts of targets, \
              capabilities and edges, the kinds in use, every manifest diagnostic (file, line, \
-             column, what was expected), and the first page of targets. When `next_cursor` is \
+             column, what was expected), the first page of targets, and project memory counts \
+             (entries, stale, broken). When `next_cursor` is \
              set, call once_query_targets with that cursor for more.",
-            |workspace, _: query::WorkspaceQuery| Ok(query::workspace(workspace)),
+            move |workspace, _: query::WorkspaceQuery| Ok(overview(workspace)),
         ),
         query_tool(
             live,
@@ -81,7 +86,7 @@ fn query_tool<Q, V>(
     tool: &'static str,
     title: &'static str,
     description: &str,
-    answer: fn(&Workspace, Q) -> Result<V, query::QueryError>,
+    answer: impl Fn(&Workspace, Q) -> Result<V, query::QueryError> + Send + Sync + 'static,
 ) -> Tool
 where
     Q: DeserializeOwned + 'static,

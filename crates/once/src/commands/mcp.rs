@@ -48,7 +48,9 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
     config.instructions = once_mcp::instructions(&root_text, gates);
     config.workspace_root = Some(root_text);
     config.gates = gates;
-    config.tools = once_mcp::query_tools(&live);
+    let overview: once_mcp::Overview = Arc::new(crate::overview::workspace_overview);
+    config.tools = once_mcp::query_tools(&live, overview);
+    config.tools.extend(once_mcp::memory_tools(&live));
     let refresh = Arc::clone(&live);
     config.before_request = Some(Arc::new(move || refresh.refresh()));
 

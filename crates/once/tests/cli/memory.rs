@@ -390,3 +390,107 @@ fn help_teaches_with_examples() {
         );
     }
 }
+
+/// The structured value of a successful tool result.
+fn result(reply: &Value) -> &Value {
+    assert_ne!(reply["result"]["isError"], true, "{reply}");
+    &reply["result"]["structuredContent"]["result"]
+}
+
+#[test]
+fn mcp_remember_query_and_forget_with_revisions() {
+    let ws = workspace();
+    let root = ws.path();
+    let mut server = crate::support::Mcp::spawn(root, &["--allow-edit"]);
+    let init = server.initialize();
+    let instructions = init["result"]["instructions"]
+        .as_str()
+        .expect("instructions");
+    assert!(instructions.contains("once_query_memory") && instructions.contains("revision"));
+    let tools = server.request(1, "tools/list", serde_json::json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for name in ["once_query_memory", "once_remember", "once_forget"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let forget = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "once_forget")
+        .expect("once_forget");
+    assert_eq!(forget["annotations"]["destructiveHint"], true);
+
+    let created = server.call(
+        2,
+        "once_remember",
+        serde_json::json!({"title": "Vendored OpenSSL", "kind": "gotcha", "paths": ["src/lib.rs"], "body": "one\n"}),
+    );
+    let id = result(&created)["id"].as_str().expect("an id").to_string();
+    assert_eq!(result(&created)["revision"], 1);
+    let found = server.call(
+        3,
+        "once_query_memory",
+        serde_json::json!({"query": "openssl"}),
+    );
+    assert_eq!(result(&found)["entries"][0]["id"], id.as_str());
+    // The CLI prints the very same value.
+    let cli = json(&once(root, &["memory", "search", "openssl", "--json"]));
+    assert_eq!(&cli, result(&found));
+
+    let updated = server.call(
+        4,
+        "once_remember",
+        serde_json::json!({"id": id, "revision": 1, "body": "two\n"}),
+    );
+    assert_eq!(result(&updated)["revision"], 2);
+    let stale = server.call(
+        5,
+        "once_remember",
+        serde_json::json!({"id": id, "revision": 1, "body": "lost?\n"}),
+    );
+    assert_eq!(stale["result"]["isError"], true);
+    let text = stale["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(
+        text.contains("revision 2, not 1") && text.contains("two\n"),
+        "{text}"
+    );
+    let overview = server.call(6, "once_query_workspace", serde_json::json!({}));
+    assert_eq!(
+        result(&overview)["memory"],
+        serde_json::json!({"entries": 1, "stale": 0, "broken": 0})
+    );
+    let gone = server.call(
+        7,
+        "once_forget",
+        serde_json::json!({"id": id, "revision": 2}),
+    );
+    assert_eq!(result(&gone)["title"], "Vendored OpenSSL");
+    let empty = server.call(8, "once_query_memory", serde_json::json!({}));
+    assert_eq!(result(&empty)["total"], 0);
+}
+
+#[test]
+fn mcp_without_allow_edit_cannot_write_memory() {
+    let ws = workspace();
+    let mut server = crate::support::Mcp::spawn(ws.path(), &[]);
+    server.initialize();
+    let tools = server.request(1, "tools/list", serde_json::json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"once_query_memory"), "{names:?}");
+    assert!(!names.contains(&"once_remember") && !names.contains(&"once_forget"));
+    let refused = server.call(2, "once_remember", serde_json::json!({"title": "x"}));
+    assert!(refused.to_string().contains("--allow-edit"), "{refused}");
+    assert!(!ws.path().join(".once/memory").exists());
+}
