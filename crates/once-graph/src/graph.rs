@@ -300,6 +300,15 @@ impl Graph {
     }
 }
 
+impl crate::Workspace {
+    /// The action graph. Its target indices are positions in
+    /// [`Workspace::targets`](crate::Workspace::targets), its capability indices
+    /// positions in each target's `capabilities`; a runner plans with it.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+}
+
 fn reverse(adj: &[Vec<u32>]) -> Vec<Vec<u32>> {
     let mut r = vec![Vec::new(); adj.len()];
     for (from, tos) in adj.iter().enumerate() {
