@@ -9,8 +9,8 @@ use serde::Serialize;
 pub enum QueryError {
     /// No target has this name.
     #[error(
-        "no target named `{name}`{}; call once_query_targets to list targets",
-        did_you_mean(near)
+        "no target named `{name}`{}",
+        next_step(near, "call once_query_targets to list targets")
     )]
     NoSuchTarget {
         /// The name asked for.
@@ -20,8 +20,8 @@ pub enum QueryError {
     },
     /// The target exists but lacks the capability.
     #[error(
-        "target `{target}` has no capability `{capability}`{}; call once_query_target with name `{target}` to see its capabilities",
-        did_you_mean(near)
+        "target `{target}` has no capability `{capability}`{}",
+        next_step(near, &format!("call once_query_target with name `{target}` to see its capabilities"))
     )]
     NoSuchCapability {
         /// The target.
@@ -33,8 +33,8 @@ pub enum QueryError {
     },
     /// Not a built-in kind.
     #[error(
-        "unknown kind `{kind}`{}; call once_query_schema without `kind` to see every kind",
-        did_you_mean(near)
+        "unknown kind `{kind}`{}",
+        next_step(near, "call once_query_schema without `kind` to see every kind")
     )]
     UnknownKind {
         /// The kind asked for.
@@ -55,12 +55,19 @@ pub enum QueryError {
     },
 }
 
-fn did_you_mean(near: &[String]) -> String {
+/// `; did you mean `x`? Call …` with a suggestion, else `; call …`: a question
+/// ends its sentence, so the next one starts with a capital.
+fn next_step(near: &[String], next: &str) -> String {
+    let mut call = next.chars();
+    let capitalized = match call.next() {
+        Some(c) => c.to_uppercase().chain(call).collect::<String>(),
+        None => String::new(),
+    };
     match near {
-        [] => String::new(),
-        [one] => format!("; did you mean `{one}`?"),
+        [] => format!("; {next}"),
+        [one] => format!("; did you mean `{one}`? {capitalized}"),
         many => format!(
-            "; did you mean one of {}?",
+            "; did you mean one of {}? {capitalized}",
             many.iter()
                 .map(|n| format!("`{n}`"))
                 .collect::<Vec<_>>()

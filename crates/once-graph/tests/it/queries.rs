@@ -248,7 +248,7 @@ fn target_query() {
     );
     assert_eq!(
         err.to_string(),
-        "no target named `webb`; did you mean `web`?; call once_query_targets to list targets"
+        "no target named `webb`; did you mean `web`? Call once_query_targets to list targets"
     );
 }
 
