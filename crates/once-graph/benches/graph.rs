@@ -61,7 +61,9 @@ fn targets_first_page() -> query::TargetsPage {
 
 #[divan::bench]
 fn target_lookup() -> query::TargetDetail {
-    let q = TargetQuery { name: "pkg-05000".into() };
+    let q = TargetQuery {
+        name: "pkg-05000".into(),
+    };
     query::target(loaded(), divan::black_box(&q)).expect("answers")
 }
 

@@ -5,11 +5,12 @@
 //! never disagree. This module must never contain validation logic of its own:
 //! it only describes.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
-use crate::model::{Param, ParamType};
+use crate::manifest::DEFAULT_DEADLINE;
+use crate::model::{Capability, Origin, Param, ParamType};
 
 /// The type of a kind's field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -92,6 +93,10 @@ pub struct Kind {
     pub fields: Vec<FieldSpec>,
     /// Default capabilities, sorted by name.
     pub capabilities: Vec<CapabilitySpec>,
+    /// `capabilities` as resolved capabilities (default deadline), built once:
+    /// every target of the kind shares their texts instead of copying them.
+    #[serde(skip)]
+    pub(crate) defaults: Vec<Capability>,
 }
 
 impl Kind {
@@ -187,7 +192,7 @@ fn build_kinds() -> Vec<Kind> {
         flag: None,
     });
 
-    let kinds = vec![
+    let mut kinds = vec![
         Kind {
             name: "cargo-package".into(),
             description: "A Rust package built with cargo".into(),
@@ -201,6 +206,7 @@ fn build_kinds() -> Vec<Kind> {
                     description: "Cargo features of the package".into(),
                 },
             ],
+            defaults: Vec::new(),
             capabilities: sorted(vec![
                 cargo_build,
                 cargo_test,
@@ -232,6 +238,7 @@ fn build_kinds() -> Vec<Kind> {
             description: "Arbitrary commands; every capability is declared in the manifest".into(),
             fields: Vec::new(),
             capabilities: Vec::new(),
+            defaults: Vec::new(),
         },
         Kind {
             name: "go-module".into(),
@@ -243,6 +250,7 @@ fn build_kinds() -> Vec<Kind> {
                 default: FieldDefault::TargetName,
                 description: "Go module path; defaults to the target name".into(),
             }],
+            defaults: Vec::new(),
             capabilities: sorted(vec![
                 cap(
                     "build",
@@ -261,6 +269,7 @@ fn build_kinds() -> Vec<Kind> {
             name: "npm-package".into(),
             description: "A JavaScript/TypeScript package driven by npm scripts".into(),
             fields: vec![package_field("npm package name")],
+            defaults: Vec::new(),
             capabilities: sorted(vec![
                 cap(
                     "build",
@@ -291,6 +300,7 @@ fn build_kinds() -> Vec<Kind> {
             name: "python-project".into(),
             description: "A Python project (pytest, ruff, mypy, build)".into(),
             fields: vec![package_field("Python distribution name")],
+            defaults: Vec::new(),
             capabilities: sorted(vec![
                 cap("test", "Run pytest", "python3 -m pytest", PY_IN, &[]),
                 cap("lint", "Lint with ruff", "ruff check .", PY_IN, &[]),
@@ -312,6 +322,23 @@ fn build_kinds() -> Vec<Kind> {
             ]),
         },
     ];
+    for k in &mut kinds {
+        k.defaults = k
+            .capabilities
+            .iter()
+            .map(|c| Capability {
+                name: Arc::from(c.name.as_str()),
+                description: Some(Arc::from(c.description.as_str())),
+                command: Arc::from(c.command.as_str()),
+                params: Arc::from(c.params.as_slice()),
+                inputs: Arc::from(c.inputs.as_slice()),
+                outputs: Arc::from(c.outputs.as_slice()),
+                env: Default::default(),
+                deadline: DEFAULT_DEADLINE,
+                origin: Origin::Kind,
+            })
+            .collect();
+    }
     kinds
 }
 

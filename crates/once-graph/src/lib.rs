@@ -9,6 +9,7 @@ pub mod diagnostic;
 pub mod duration;
 mod error;
 pub mod graph;
+mod hash;
 pub mod kind;
 pub mod manifest;
 pub mod model;

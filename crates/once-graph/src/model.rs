@@ -4,6 +4,7 @@
 //! TOML spans or raw values, so queries can use it without re-checking.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -52,20 +53,24 @@ pub enum Origin {
 }
 
 /// A resolved capability of a target.
+///
+/// The text parts are shared (`Arc`): a kind's defaults are held once and every
+/// target of the kind points at them, as do equal names, commands and glob lists
+/// read from the manifests; cloning a capability never copies text.
 #[derive(Debug, Clone)]
 pub struct Capability {
     /// Name (`build`, `test`, …).
-    pub name: String,
+    pub name: Arc<str>,
     /// What it does.
-    pub description: Option<String>,
+    pub description: Option<Arc<str>>,
     /// Command template, run by `sh -c` in the target folder.
-    pub command: String,
+    pub command: Arc<str>,
     /// Parameters, sorted by name.
-    pub params: Vec<Param>,
+    pub params: Arc<[Param]>,
     /// Input globs relative to the target folder.
-    pub inputs: Vec<String>,
+    pub inputs: Arc<[String]>,
     /// Output globs relative to the target folder.
-    pub outputs: Vec<String>,
+    pub outputs: Arc<[String]>,
     /// Environment variables.
     pub env: BTreeMap<String, String>,
     /// Deadline (the workspace default when not declared).
@@ -89,8 +94,9 @@ pub struct Target {
     pub tags: Vec<String>,
     /// Kind fields with defaults applied.
     pub fields: BTreeMap<String, serde_json::Value>,
-    /// Capabilities sorted by name.
-    pub capabilities: Vec<Capability>,
+    /// Capabilities sorted by name; shared with the kind's defaults (and every
+    /// target using just those) unless the manifest changes them.
+    pub capabilities: Arc<[Capability]>,
     /// Index of the manifest file that declares it.
     pub(crate) file: usize,
     /// Byte offset of the target's key in that file.
@@ -101,7 +107,7 @@ impl Target {
     /// The capability named `name`.
     pub fn capability(&self, name: &str) -> Option<&Capability> {
         self.capabilities
-            .binary_search_by(|c| c.name.as_str().cmp(name))
+            .binary_search_by(|c| (*c.name).cmp(name))
             .ok()
             .and_then(|i| self.capabilities.get(i))
     }

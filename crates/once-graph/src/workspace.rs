@@ -6,11 +6,12 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
-use crate::graph::Graph;
-use crate::manifest::{self, PendingTarget, Settings};
-use crate::model::Target;
+use crate::graph::{ActionId, Graph};
+use crate::manifest::{self, DepRef, PendingTarget, Settings, Shared};
+use crate::model::{Capability, Target};
 use crate::{Error, MANIFEST_FILE, suggest};
 
 /// Manifests larger than this are rejected unparsed.
@@ -74,6 +75,7 @@ impl Workspace {
         let mut manifests = Vec::new();
         let mut pending: Vec<PendingTarget> = Vec::new();
         let mut declared: Vec<String> = Vec::new();
+        let mut shared = Shared::default();
 
         let root_manifest = root.join(MANIFEST_FILE);
         let bytes = read_limited(&root_manifest).map_err(|source| Error::Io {
@@ -88,9 +90,9 @@ impl Workspace {
         let settings = match decode(MANIFEST_FILE, bytes, &mut diags) {
             Some(src) => {
                 let (settings, targets, names) =
-                    manifest::parse_file(&src, 0, "", None, &mut diags);
-                pending.extend(targets);
-                declared.extend(names);
+                    manifest::parse_file(&src, 0, "", None, &mut shared, &mut diags);
+                append(&mut pending, targets);
+                append(&mut declared, names);
                 files.push(src);
                 settings
             }
@@ -145,10 +147,16 @@ impl Workspace {
                 hash: blake3::hash(&bytes),
             });
             if let Some(src) = decode(&rel, bytes, &mut diags) {
-                let (_, targets, names) =
-                    manifest::parse_file(&src, files.len(), dir, Some(&settings), &mut diags);
-                pending.extend(targets);
-                declared.extend(names);
+                let (_, targets, names) = manifest::parse_file(
+                    &src,
+                    files.len(),
+                    dir,
+                    Some(&settings),
+                    &mut shared,
+                    &mut diags,
+                );
+                append(&mut pending, targets);
+                append(&mut declared, names);
                 files.push(src);
             }
         }
@@ -158,7 +166,7 @@ impl Workspace {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default()
         });
-        let (targets, graph) = resolve(pending, &declared, &files, &mut diags);
+        let (targets, graph) = resolve(pending, &declared, &files, &shared, &mut diags);
 
         // Deterministic order: by file (root first), then position.
         diags.sort_by(|a, b| {
@@ -240,13 +248,26 @@ impl Workspace {
     }
 }
 
+/// Appends `more` to `all`, taking it whole when `all` is empty (no copy).
+fn append<T>(all: &mut Vec<T>, mut more: Vec<T>) {
+    if all.is_empty() {
+        *all = more;
+    } else {
+        all.append(&mut more);
+    }
+}
+
 /// Reads at most `MAX_MANIFEST_BYTES + 1` bytes, so a huge file is detected
 /// without reading all of it.
 fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_MANIFEST_BYTES + 1)
-        .read_to_end(&mut out)?;
+    let file = std::fs::File::open(path)?;
+    // Sized up front: growing a megabytes-long buffer by doubling costs copies and page faults.
+    let len = file
+        .metadata()
+        .map_or(0, |m| m.len())
+        .min(MAX_MANIFEST_BYTES + 1);
+    let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
+    file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut out)?;
     Ok(out)
 }
 
@@ -365,89 +386,98 @@ fn resolve(
     pending: Vec<PendingTarget>,
     declared: &[String],
     files: &[SourceFile],
+    shared: &Shared,
     diags: &mut Vec<Diagnostic>,
 ) -> (Vec<Target>, Graph) {
-    // Duplicates: the first declaration wins; point at the later one.
-    let mut first: std::collections::HashMap<String, (usize, usize)> =
-        std::collections::HashMap::with_capacity(pending.len());
-    let mut kept: Vec<PendingTarget> = Vec::with_capacity(pending.len());
-    for p in pending {
-        let t = &p.target;
-        if let Some(&(file, offset)) = first.get(&t.name) {
-            let (Some(src), Some(first_src)) = (files.get(t.file), files.get(file)) else {
-                continue;
-            };
-            let (line, _) = first_src.locate(offset);
-            diags.push(
-                src.error(
-                    t.offset,
-                    "duplicate-target",
-                    format!(
-                        "target `{}` is already declared at {}:{line}",
-                        t.name, first_src.rel
-                    ),
-                )
-                .help("target names are unique across all manifests; rename one"),
-            );
+    // Sort indices, not the big records; ties keep declaration order, so among
+    // duplicates (adjacent after sorting) the first declaration wins.
+    let mut order: Vec<usize> = (0..pending.len()).collect();
+    order.sort_unstable_by(|&a, &b| {
+        pending[a]
+            .target
+            .name
+            .cmp(&pending[b].target.name)
+            .then(a.cmp(&b))
+    });
+    let mut keep: Vec<usize> = Vec::with_capacity(order.len());
+    for &i in &order {
+        let t = &pending[i].target;
+        let Some(&first) = keep.last().filter(|&&k| pending[k].target.name == t.name) else {
+            keep.push(i);
             continue;
-        }
-        first.insert(t.name.clone(), (t.file, t.offset));
-        kept.push(p);
+        };
+        let first = &pending[first].target;
+        let (Some(src), Some(first_src)) = (files.get(t.file), files.get(first.file)) else {
+            continue;
+        };
+        let (line, _) = first_src.locate(first.offset);
+        diags.push(
+            src.error(
+                t.offset,
+                "duplicate-target",
+                format!(
+                    "target `{}` is already declared at {}:{line}",
+                    t.name, first_src.rel
+                ),
+            )
+            .help("target names are unique across all manifests; rename one"),
+        );
     }
-    drop(first);
-    kept.sort_by(|a, b| a.target.name.cmp(&b.target.name));
-    let counts: Vec<usize> = kept.iter().map(|p| p.target.capabilities.len()).collect();
+    drop(order);
+    let mut slots: Vec<Option<PendingTarget>> = pending.into_iter().map(Some).collect();
+    let mut targets: Vec<Target> = Vec::with_capacity(keep.len());
+    let mut deps: Vec<Deps> = Vec::with_capacity(keep.len());
+    let mut name_ids: Vec<u32> = Vec::with_capacity(keep.len());
+    for p in keep
+        .iter()
+        .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+    {
+        name_ids.push(p.name_id);
+        targets.push(p.target);
+        deps.push(Deps {
+            target: p.target_deps,
+            caps: p.cap_deps,
+        });
+    }
+    drop(slots);
+    drop(keep);
+
+    let counts: Vec<usize> = targets.iter().map(|t| t.capabilities.len()).collect();
     let mut graph = Graph::new(&counts);
-    // A hash index: binary search over the big `PendingTarget`s costs a cache miss per probe.
-    let index: std::collections::HashMap<&str, usize> = kept
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.target.name.as_str(), i))
-        .collect();
-    let find = |name: &str| index.get(name).copied();
-    // Capability names interned to small ids so matching deps compares integers
-    // in a small contiguous list instead of chasing strings.
-    let mut intern: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
-    let mut interned_names: Vec<&str> = Vec::new();
-    let cap_ids: Vec<Vec<u32>> = kept
-        .iter()
-        .map(|p| {
-            p.target
-                .capabilities
-                .iter()
-                .map(|c| {
-                    *intern.entry(c.name.as_str()).or_insert_with(|| {
-                        interned_names.push(c.name.as_str());
-                        u32::try_from(interned_names.len() - 1).unwrap_or(u32::MAX)
-                    })
-                })
-                .collect()
-        })
-        .collect();
-    // Edges with where they were declared, for cycle diagnostics.
-    let mut origins: Vec<(u32, u32, usize, usize)> = Vec::new();
+    // Names were interned while reading: a name's id leads to its target.
+    let mut by_id: Vec<u32> = vec![u32::MAX; shared.len()];
+    for (i, &id) in name_ids.iter().enumerate() {
+        if let Some(slot) = by_id.get_mut(id as usize) {
+            *slot = u32::try_from(i).unwrap_or(u32::MAX);
+        }
+    }
+    let by_id = |id: u32| {
+        by_id
+            .get(id as usize)
+            .copied()
+            .filter(|&i| i != u32::MAX)
+            .map(|i| i as usize)
+    };
+    let find = |name: &str| shared.id(name).and_then(by_id);
     let is_declared = |name: &str| declared.iter().any(|d| d == name);
 
-    for (ti, p) in kept.iter().enumerate() {
-        let t = &p.target;
+    for (ti, (t, d)) in targets.iter().zip(&deps).enumerate() {
         let Some(src) = files.get(t.file) else {
             continue;
         };
-        for dep in &p.target_deps {
-            match find(&dep.text) {
+        for dep in &d.target {
+            match by_id(dep.id) {
                 Some(di) => {
                     graph.add_target_edge(ti, di);
-                    // Both id lists follow capability-name order: a merge walk pairs them.
-                    let (mine, theirs) = (&cap_ids[ti], &cap_ids[di]);
+                    // Both lists are sorted by capability name: a merge walk pairs them.
+                    let (mine, theirs) = (&t.capabilities, &targets[di].capabilities);
                     let (mut i, mut j) = (0, 0);
-                    while let (Some(&x), Some(&y)) = (mine.get(i), theirs.get(j)) {
-                        match interned_names[x as usize].cmp(interned_names[y as usize]) {
+                    while let (Some(x), Some(y)) = (mine.get(i), theirs.get(j)) {
+                        match cmp_names(&x.name, &y.name) {
                             std::cmp::Ordering::Less => i += 1,
                             std::cmp::Ordering::Greater => j += 1,
                             std::cmp::Ordering::Equal => {
-                                let (a, b) = (graph.action(ti, i), graph.action(di, j));
-                                graph.add_edge(a, b);
-                                origins.push((a, b, t.file, dep.offset));
+                                graph.add_edge(graph.action(ti, i), graph.action(di, j));
                                 i += 1;
                                 j += 1;
                             }
@@ -460,34 +490,26 @@ fn resolve(
                     dep.offset,
                     &dep.text,
                     &format!("target `{}`", t.name),
-                    &kept,
+                    &targets,
                 )),
             }
         }
-        for (ci, (c, deps)) in t.capabilities.iter().zip(&p.cap_deps).enumerate() {
-            for dep in deps {
-                let (tname, cname) = match dep.text.split_once(':') {
-                    Some(("", c)) => (t.name.as_str(), c),
-                    Some((tn, c)) => (tn, c),
-                    None => (dep.text.as_str(), c.name.as_str()),
-                };
-                let ctx = format!("capability `{}` of target `{}`", c.name, t.name);
+        for (ci, (c, cdeps)) in t.capabilities.iter().zip(&d.caps).enumerate() {
+            for dep in cdeps {
+                let (tname, cname) = split_dep(&dep.text, t, c);
+                let ctx = || format!("capability `{}` of target `{}`", c.name, t.name);
                 let Some(di) = find(tname) else {
                     if !is_declared(tname) {
-                        diags.push(unknown_target(src, dep.offset, tname, &ctx, &kept));
+                        diags.push(unknown_target(src, dep.offset, tname, &ctx(), &targets));
                     }
                     continue;
                 };
-                let dt = &kept[di].target;
-                match dt.capabilities.iter().position(|x| x.name == cname) {
-                    Some(dci) => {
-                        let (a, b) = (graph.action(ti, ci), graph.action(di, dci));
-                        graph.add_edge(a, b);
-                        origins.push((a, b, t.file, dep.offset));
-                    }
+                let dt = &targets[di];
+                match dt.capabilities.iter().position(|x| &*x.name == cname) {
+                    Some(dci) => graph.add_edge(graph.action(ti, ci), graph.action(di, dci)),
                     None => {
-                        let names: Vec<&str> =
-                            dt.capabilities.iter().map(|x| x.name.as_str()).collect();
+                        let ctx = ctx();
+                        let names: Vec<&str> = dt.capabilities.iter().map(|x| &*x.name).collect();
                         diags.push(
                             src.error(dep.offset, "unknown-capability", format!("{ctx} depends on `{tname}:{cname}`, but target `{tname}` has no capability `{cname}`"))
                                 .expected(format!("one of {}", names.iter().map(|n| format!("`{tname}:{n}`")).collect::<Vec<_>>().join(", ")))
@@ -500,30 +522,60 @@ fn resolve(
         }
     }
     graph.finish();
-    drop(index);
 
-    let targets: Vec<Target> = kept.into_iter().map(|p| p.target).collect();
+    // Where an edge was declared: the first target-level dep that yields it,
+    // else the first dep of the capability naming it. Looked up only for cycles.
+    let origin = |from: ActionId, to: ActionId| -> Option<(usize, usize, bool)> {
+        let ((tf, cf), (tt, ct)) = (graph.split(from), graph.split(to));
+        let (t, d) = (targets.get(tf)?, deps.get(tf)?);
+        let (c, dc) = (
+            t.capabilities.get(cf)?,
+            targets.get(tt)?.capabilities.get(ct)?,
+        );
+        if c.name == dc.name
+            && let Some(dep) = d.target.iter().find(|dep| by_id(dep.id) == Some(tt))
+        {
+            return Some((t.file, dep.offset, true));
+        }
+        d.caps.get(cf)?.iter().find_map(|dep| {
+            let (tname, cname) = split_dep(&dep.text, t, c);
+            (find(tname) == Some(tt) && cname == &*dc.name).then_some((t.file, dep.offset, false))
+        })
+    };
+    let label = |a: ActionId| {
+        let (t, c) = graph.split(a);
+        let t = &targets[t];
+        format!(
+            "{}:{}",
+            t.name,
+            t.capabilities.get(c).map_or("?", |c| &*c.name)
+        )
+    };
+    // A cycle made only of target-level `deps` repeats for every capability the
+    // targets share: report it once per target cycle.
+    let mut target_cycles: Vec<(Vec<usize>, Vec<&str>, ActionId, ActionId)> = Vec::new();
     for cycle in graph.cycles() {
-        let label = |a: u32| {
-            let (t, c) = graph.split(a);
-            let t = &targets[t];
-            format!(
-                "{}:{}",
-                t.name,
-                t.capabilities.get(c).map_or("?", |c| c.name.as_str())
-            )
-        };
+        let n = cycle.len();
+        let (from, to) = (cycle[n.saturating_sub(2)], cycle[n - 1]);
+        let target_level = cycle
+            .windows(2)
+            .all(|w| origin(w[0], w[1]).is_some_and(|o| o.2));
+        if target_level {
+            let tcycle: Vec<usize> = cycle.iter().map(|&a| graph.split(a).0).collect();
+            let (t, c) = graph.split(cycle[0]);
+            let cap = targets[t].capabilities.get(c).map_or("?", |c| &*c.name);
+            match target_cycles.iter_mut().find(|g| g.0 == tcycle) {
+                Some(g) => g.1.push(cap),
+                None => target_cycles.push((tcycle, vec![cap], from, to)),
+            }
+            continue;
+        }
         let text = cycle
             .iter()
             .map(|&a| label(a))
             .collect::<Vec<_>>()
             .join(" → ");
-        let n = cycle.len();
-        let (from, to) = (cycle[n.saturating_sub(2)], cycle[n - 1]);
-        let (file, offset) = origins
-            .iter()
-            .find(|o| o.0 == from && o.1 == to)
-            .map_or((0, 0), |o| (o.2, o.3));
+        let (file, offset, _) = origin(from, to).unwrap_or((0, 0, false));
         if let Some(src) = files.get(file) {
             diags.push(
                 src.error(
@@ -539,7 +591,68 @@ fn resolve(
             );
         }
     }
+    for (tcycle, mut caps, from, to) in target_cycles {
+        caps.sort_unstable();
+        caps.dedup();
+        let name = |t: usize| targets[t].name.as_str();
+        let text = tcycle
+            .iter()
+            .map(|&t| name(t))
+            .collect::<Vec<_>>()
+            .join(" → ");
+        let (file, offset, _) = origin(from, to).unwrap_or((0, 0, false));
+        if let Some(src) = files.get(file) {
+            let (tf, tt) = (graph.split(from).0, graph.split(to).0);
+            diags.push(
+                src.error(
+                    offset,
+                    "dependency-cycle",
+                    format!(
+                        "dependency cycle: {text} (target-level `deps`; it holds for {} {})",
+                        if caps.len() == 1 {
+                            "capability"
+                        } else {
+                            "capabilities"
+                        },
+                        caps.join(", ")
+                    ),
+                )
+                .help(format!(
+                    "remove one of these dependencies, e.g. this one ({} → {})",
+                    name(tf),
+                    name(tt)
+                )),
+            );
+        }
+    }
     (targets, graph)
+}
+
+/// The `deps` of one target, parallel to the targets.
+struct Deps {
+    /// Target-level `deps`.
+    target: Vec<DepRef>,
+    /// Capability `deps`, parallel to the capabilities (empty when none declares any).
+    caps: Vec<Vec<DepRef>>,
+}
+
+/// Capability names are shared, so equal names are usually the same pointer.
+fn cmp_names(a: &Arc<str>, b: &Arc<str>) -> std::cmp::Ordering {
+    if Arc::ptr_eq(a, b) {
+        std::cmp::Ordering::Equal
+    } else {
+        (**a).cmp(&**b)
+    }
+}
+
+/// `(target, capability)` named by a capability dep of `c` of `t`:
+/// `t2:c2`, `:c2` (same target) or `t2` (same capability).
+fn split_dep<'a>(text: &'a str, t: &'a Target, c: &'a Capability) -> (&'a str, &'a str) {
+    match text.split_once(':') {
+        Some(("", cn)) => (t.name.as_str(), cn),
+        Some((tn, cn)) => (tn, cn),
+        None => (text, &*c.name),
+    }
 }
 
 fn unknown_target(
@@ -547,7 +660,7 @@ fn unknown_target(
     offset: usize,
     name: &str,
     ctx: &str,
-    kept: &[PendingTarget],
+    targets: &[Target],
 ) -> Diagnostic {
     src.error(
         offset,
@@ -556,8 +669,5 @@ fn unknown_target(
     )
     .expected("the name of a target declared in this workspace")
     .found(format!("`{name}`"))
-    .did_you_mean(suggest::best(
-        name,
-        kept.iter().map(|p| p.target.name.as_str()),
-    ))
+    .did_you_mean(suggest::best(name, targets.iter().map(|t| t.name.as_str())))
 }

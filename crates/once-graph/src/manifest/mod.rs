@@ -46,7 +46,8 @@ use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::duration::parse_duration;
-pub(crate) use target::PendingTarget;
+pub(crate) use target::{DepRef, PendingTarget};
+pub(crate) use value::Shared;
 use value::{Cx, key_name};
 
 /// Default deadline of capabilities when neither they nor the workspace declare one.
@@ -78,6 +79,7 @@ pub(crate) fn parse_file(
     file: usize,
     dir_rel: &str,
     settings: Option<&Settings>,
+    shared: &mut Shared,
     diags: &mut Vec<Diagnostic>,
 ) -> (Settings, Vec<PendingTarget>, Vec<String>) {
     let (doc, errors) = DeTable::parse_recoverable(&src.text);
@@ -89,7 +91,7 @@ pub(crate) fn parse_file(
             format!("invalid TOML: {}", e.message().trim()),
         ));
     }
-    let mut cx = Cx { src, diags };
+    let mut cx = Cx { src, diags, shared };
     let is_root = settings.is_none();
     let mut own = Settings::default();
     let doc = doc.get_ref();
@@ -114,9 +116,11 @@ pub(crate) fn parse_file(
         match k.get_ref().as_ref() {
             "workspace" => {}
             "targets" => {
-                let Some(table) = cx.table(v, "`targets`") else {
+                let Some(table) = cx.table(v, format_args!("`targets`")) else {
                     continue;
                 };
+                targets.reserve(table.len());
+                declared.reserve(table.len());
                 for (name, tv) in table.iter() {
                     declared.push(key_name(name).to_string());
                     if let Some(t) =
@@ -134,15 +138,19 @@ pub(crate) fn parse_file(
 
 fn parse_workspace(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Settings {
     let mut s = Settings::default();
-    let Some(table) = cx.table(v, "`workspace`") else {
+    let Some(table) = cx.table(v, format_args!("`workspace`")) else {
         return s;
     };
     let t: &DeTable<'_> = table;
     for (k, v) in t.iter() {
         match key_name(k) {
-            "name" => s.name = cx.string(v, "`workspace.name`").map(str::to_string),
+            "name" => {
+                s.name = cx
+                    .string(v, format_args!("`workspace.name`"))
+                    .map(str::to_string)
+            }
             "members" => {
-                if let Some(list) = cx.string_list(v, "`workspace.members`") {
+                if let Some(list) = cx.string_list(v, format_args!("`workspace.members`")) {
                     s.members = list
                         .into_iter()
                         .map(|(g, at)| (g.to_string(), at))
@@ -150,7 +158,7 @@ fn parse_workspace(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Settings 
                 }
             }
             "default-deadline" => {
-                if let Some(text) = cx.string(v, "`workspace.default-deadline`") {
+                if let Some(text) = cx.string(v, format_args!("`workspace.default-deadline`")) {
                     match parse_duration(text) {
                         Ok(d) => s.default_deadline = d,
                         Err(e) => cx.diags.push(
@@ -189,6 +197,17 @@ pub fn valid_name(name: &str) -> bool {
 pub(crate) fn join_path(dir_rel: &str, path: &str) -> Result<String, &'static str> {
     if path.starts_with('/') || path.starts_with('\\') || path.as_bytes().get(1) == Some(&b':') {
         return Err("absolute-path");
+    }
+    // Common case: a plain relative path already in normal form.
+    let plain = |p: &str| {
+        !p.is_empty() && !p.contains('\\') && p.split('/').all(|c| !matches!(c, "" | "." | ".."))
+    };
+    if plain(path) && (dir_rel.is_empty() || plain(dir_rel)) {
+        return Ok(if dir_rel.is_empty() {
+            path.to_string()
+        } else {
+            format!("{dir_rel}/{path}")
+        });
     }
     let mut parts: Vec<&str> = dir_rel
         .split('/')

@@ -5,6 +5,8 @@
 //! beyond the one target table it is given.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
 
 use super::value::{Cx, Key, Val, found, key_name, to_json};
 use super::{Settings, join_path, valid_name};
@@ -16,7 +18,10 @@ use crate::{suggest, template};
 /// A dependency string as written, with its location.
 #[derive(Debug, Clone)]
 pub(crate) struct DepRef {
-    pub text: String,
+    /// Shared: a target named in many `deps` is held once.
+    pub text: Arc<str>,
+    /// Id of `text` in the load's [`super::Shared`] texts.
+    pub id: u32,
     pub offset: usize,
 }
 
@@ -24,9 +29,12 @@ pub(crate) struct DepRef {
 #[derive(Debug)]
 pub(crate) struct PendingTarget {
     pub target: Target,
+    /// Id of the name in the load's [`super::Shared`] texts.
+    pub name_id: u32,
     /// Target-level `deps`.
     pub target_deps: Vec<DepRef>,
-    /// Capability `deps`, parallel to `target.capabilities`.
+    /// Capability `deps`, parallel to `target.capabilities`; empty when no
+    /// capability declares any.
     pub cap_deps: Vec<Vec<DepRef>>,
 }
 
@@ -69,7 +77,7 @@ pub(crate) fn parse_target(
                 .found(format!("`{name}`")),
         );
     }
-    let table = cx.table(v, &format!("target `{name}`"))?;
+    let table = cx.table(v, format_args!("target `{name}`"))?;
 
     // The kind decides which other keys are allowed, so read it first.
     let kind: Option<&'static Kind> = match table.get("kind") {
@@ -82,7 +90,7 @@ pub(crate) fn parse_target(
             );
             None
         }
-        Some(kv) => match cx.string(kv, &format!("`kind` of target `{name}`")) {
+        Some(kv) => match cx.string(kv, format_args!("`kind` of target `{name}`")) {
             None => None,
             Some(k) => {
                 let found_kind = find_kind(k);
@@ -107,7 +115,7 @@ pub(crate) fn parse_target(
         },
     };
 
-    let mut path = dir_rel_or_dot(dir_rel);
+    let mut path = None;
     let mut description = None;
     let mut tags = Vec::new();
     let mut target_deps = Vec::new();
@@ -118,9 +126,9 @@ pub(crate) fn parse_target(
         match key {
             "kind" => {}
             "path" => {
-                if let Some(p) = cx.string(val, &format!("`path` of target `{name}`")) {
+                if let Some(p) = cx.string(val, format_args!("`path` of target `{name}`")) {
                     match join_path(dir_rel, p) {
-                        Ok(j) => path = j,
+                        Ok(j) => path = Some(j),
                         Err(code) => {
                             let msg = if code == "absolute-path" {
                                 format!("`path` of target `{name}` is absolute")
@@ -139,27 +147,27 @@ pub(crate) fn parse_target(
             }
             "description" => {
                 description = cx
-                    .string(val, &format!("`description` of target `{name}`"))
+                    .string(val, format_args!("`description` of target `{name}`"))
                     .map(str::to_string)
             }
             "tags" => {
-                if let Some(l) = cx.string_list(val, &format!("`tags` of target `{name}`")) {
+                if let Some(l) = cx.string_list(val, format_args!("`tags` of target `{name}`")) {
                     tags = l.into_iter().map(|(s, _)| s.to_string()).collect();
                 }
             }
             "deps" => {
-                if let Some(l) = cx.string_list(val, &format!("`deps` of target `{name}`")) {
+                if let Some(l) = cx.string_list(val, format_args!("`deps` of target `{name}`")) {
                     target_deps = l
                         .into_iter()
-                        .map(|(s, offset)| DepRef {
-                            text: s.to_string(),
-                            offset,
+                        .map(|(s, offset)| {
+                            let (text, id) = cx.shared.text_id(s);
+                            DepRef { text, id, offset }
                         })
                         .collect();
                 }
             }
             "capabilities" => {
-                cap_tables = cx.table(val, &format!("`capabilities` of target `{name}`"))
+                cap_tables = cx.table(val, format_args!("`capabilities` of target `{name}`"))
             }
             _ => {
                 // Without a known kind we cannot tell fields from typos; the kind error suffices.
@@ -170,7 +178,7 @@ pub(crate) fn parse_target(
                                 cx,
                                 val,
                                 spec.ty,
-                                &format!("field `{key}` of target `{name}`"),
+                                format_args!("field `{key}` of target `{name}`"),
                             ) {
                                 fields.insert(key.to_string(), j);
                             }
@@ -221,40 +229,36 @@ pub(crate) fn parse_target(
     }
 
     // Kind defaults first, then manifest capabilities override/extend them.
-    let mut caps: BTreeMap<String, (Capability, Vec<super::target::DepRef>)> = kind
-        .capabilities
-        .iter()
-        .map(|c| {
-            let cap = Capability {
-                name: c.name.clone(),
-                description: Some(c.description.clone()),
-                command: c.command.clone(),
-                params: c.params.clone(),
-                inputs: c.inputs.clone(),
-                outputs: c.outputs.clone(),
-                env: BTreeMap::new(),
-                deadline: settings.default_deadline,
-                origin: Origin::Kind,
-            };
-            (c.name.clone(), (cap, Vec::new()))
-        })
-        .collect();
+    // A target that only uses its kind's capabilities shares the kind's list.
+    let mut capabilities: Arc<[Capability]> = cx.shared.kind_capabilities(kind, settings);
+    // Left empty (no allocation) when the manifest declares no capability.
+    let mut cap_deps: Vec<Vec<DepRef>> = Vec::new();
     if let Some(ct) = cap_tables {
+        // Sorted by name (the kind's list is); the texts stay shared.
+        let mut caps = capabilities.to_vec();
+        cap_deps.resize_with(caps.len(), Vec::new);
         for (ck, cv) in ct.iter() {
-            parse_capability(cx, name, kind, &fields, settings, ck, cv, &mut caps);
+            parse_capability(
+                cx,
+                name,
+                kind,
+                &fields,
+                settings,
+                ck,
+                cv,
+                &mut caps,
+                &mut cap_deps,
+            );
         }
+        capabilities = caps.into();
     }
-    let mut capabilities = Vec::with_capacity(caps.len());
-    let mut cap_deps = Vec::with_capacity(caps.len());
-    for (_, (c, d)) in caps {
-        capabilities.push(c);
-        cap_deps.push(d);
-    }
+    let name_id = cx.shared.text_id(name).1;
     Some(PendingTarget {
+        name_id,
         target: Target {
             name: name.to_string(),
             kind: kind.name.clone(),
-            path,
+            path: path.unwrap_or_else(|| dir_rel_or_dot(dir_rel)),
             description,
             tags,
             fields,
@@ -287,7 +291,7 @@ fn field_value(
     cx: &mut Cx<'_>,
     v: &Val<'_>,
     ty: FieldType,
-    what: &str,
+    what: fmt::Arguments<'_>,
 ) -> Option<serde_json::Value> {
     match ty {
         FieldType::String => cx
@@ -320,7 +324,8 @@ fn parse_capability(
     settings: &Settings,
     ck: &Key<'_>,
     cv: &Val<'_>,
-    caps: &mut BTreeMap<String, (Capability, Vec<DepRef>)>,
+    caps: &mut Vec<Capability>,
+    cap_deps: &mut Vec<Vec<DepRef>>,
 ) {
     let cname = key_name(ck);
     let at = ck.span().start;
@@ -337,62 +342,65 @@ fn parse_capability(
         );
         return;
     }
-    let ctx = format!("capability `{cname}` of target `{target}`");
-    let Some(table) = cx.table(cv, &ctx) else {
+    let ctx = CapCtx { cname, target };
+    let Some(table) = cx.table(cv, format_args!("{ctx}")) else {
         return;
     };
-    let from_kind = caps.contains_key(cname);
-    let (mut cap, mut deps) = caps.remove(cname).unwrap_or_else(|| {
-        (
+    // `caps` is sorted by name; a kind default is taken out while the manifest overrides it.
+    let pos = caps.binary_search_by(|c| (*c.name).cmp(cname));
+    let (mut cap, mut deps) = match pos {
+        Ok(i) => {
+            let mut cap = caps.remove(i);
+            cap.origin = Origin::KindAndManifest;
+            (cap, cap_deps.remove(i))
+        }
+        Err(_) => (
             Capability {
-                name: cname.to_string(),
+                name: cx.shared.text(cname),
                 description: None,
-                command: String::new(),
-                params: Vec::new(),
-                inputs: Vec::new(),
-                outputs: Vec::new(),
+                command: Arc::from(""),
+                params: Arc::new([]),
+                inputs: Arc::new([]),
+                outputs: Arc::new([]),
                 env: BTreeMap::new(),
                 deadline: settings.default_deadline,
                 origin: Origin::Manifest,
             },
             Vec::new(),
-        )
-    });
-    if from_kind {
-        cap.origin = Origin::KindAndManifest;
-    }
+        ),
+    };
     let mut command_at = None;
     let mut broken: Vec<String> = Vec::new();
     for (k, v) in table.iter() {
         match key_name(k) {
             "command" => {
-                if let Some(c) = cx.string(v, &format!("`command` of {ctx}")) {
-                    cap.command = c.to_string();
+                if let Some(c) = cx.string(v, format_args!("`command` of {ctx}")) {
+                    cap.command = cx.shared.text(c);
                     command_at = Some(v.span());
                 }
             }
             "description" => {
                 cap.description = cx
-                    .string(v, &format!("`description` of {ctx}"))
-                    .map(str::to_string)
+                    .string(v, format_args!("`description` of {ctx}"))
+                    .map(Arc::from)
             }
             "inputs" => {
-                if let Some(g) = globs(cx, v, &format!("`inputs` of {ctx}")) {
+                if let Some(g) = globs(cx, v, format_args!("`inputs` of {ctx}")) {
                     cap.inputs = g;
                 }
             }
             "outputs" => {
-                if let Some(g) = globs(cx, v, &format!("`outputs` of {ctx}")) {
+                if let Some(g) = globs(cx, v, format_args!("`outputs` of {ctx}")) {
                     cap.outputs = g;
                 }
             }
             "env" => {
-                if let Some(t) = cx.table(v, &format!("`env` of {ctx}")) {
+                if let Some(t) = cx.table(v, format_args!("`env` of {ctx}")) {
                     let mut env = BTreeMap::new();
                     for (ek, ev) in t.iter() {
                         if let Some(s) = cx.string(
                             ev,
-                            &format!("environment variable `{}` of {ctx}", key_name(ek)),
+                            format_args!("environment variable `{}` of {ctx}", key_name(ek)),
                         ) {
                             env.insert(key_name(ek).to_string(), s.to_string());
                         }
@@ -401,7 +409,7 @@ fn parse_capability(
                 }
             }
             "deadline" => {
-                if let Some(text) = cx.string(v, &format!("`deadline` of {ctx}")) {
+                if let Some(text) = cx.string(v, format_args!("`deadline` of {ctx}")) {
                     match parse_duration(text) {
                         Ok(d) => cap.deadline = d,
                         Err(e) => cx.diags.push(
@@ -418,30 +426,32 @@ fn parse_capability(
                 }
             }
             "deps" => {
-                if let Some(l) = cx.string_list(v, &format!("`deps` of {ctx}")) {
+                if let Some(l) = cx.string_list(v, format_args!("`deps` of {ctx}")) {
                     deps = l
                         .into_iter()
-                        .map(|(s, offset)| DepRef {
-                            text: s.to_string(),
-                            offset,
+                        .map(|(s, offset)| {
+                            let (text, id) = cx.shared.text_id(s);
+                            DepRef { text, id, offset }
                         })
                         .collect();
                 }
             }
             "params" => {
-                if let Some(pt) = cx.table(v, &format!("`params` of {ctx}")) {
+                if let Some(pt) = cx.table(v, format_args!("`params` of {ctx}")) {
+                    let mut params = cap.params.to_vec();
                     for (pk, pv) in pt.iter() {
                         // A broken param is still declared: don't also flag its `{placeholder}`.
                         broken.push(key_name(pk).to_string());
                         if let Some(p) = parse_param(cx, &ctx, pk, pv) {
                             broken.pop();
-                            match cap.params.iter_mut().find(|q| q.name == p.name) {
+                            match params.iter_mut().find(|q| q.name == p.name) {
                                 Some(q) => *q = p,
-                                None => cap.params.push(p),
+                                None => params.push(p),
                             }
                         }
                     }
-                    cap.params.sort_by(|a, b| a.name.cmp(&b.name));
+                    params.sort_by(|a, b| a.name.cmp(&b.name));
+                    cap.params = params.into();
                 }
             }
             _ => cx.unknown_key(k, CAP_KEYS, &format!("in {ctx}")),
@@ -469,7 +479,35 @@ fn parse_capability(
     if let Some(span) = command_at {
         check_placeholders(cx, &cap, fields, &broken, span, &ctx);
     }
-    caps.insert(cname.to_string(), (cap, deps));
+    let i = caps
+        .binary_search_by(|c| (*c.name).cmp(cname))
+        .unwrap_or_else(|i| i);
+    caps.insert(i, cap);
+    cap_deps.insert(i, deps);
+}
+
+/// "capability `C` of target `T`", formatted only when a diagnostic needs it.
+struct CapCtx<'a> {
+    cname: &'a str,
+    target: &'a str,
+}
+
+impl fmt::Display for CapCtx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "capability `{}` of target `{}`", self.cname, self.target)
+    }
+}
+
+/// "param `P` of capability `C` of target `T`", formatted only when needed.
+struct ParamCtx<'a> {
+    pname: &'a str,
+    cap: &'a CapCtx<'a>,
+}
+
+impl fmt::Display for ParamCtx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "param `{}` of {}", self.pname, self.cap)
+    }
 }
 
 fn check_placeholders(
@@ -478,17 +516,17 @@ fn check_placeholders(
     fields: &BTreeMap<String, serde_json::Value>,
     broken: &[String],
     span: std::ops::Range<usize>,
-    ctx: &str,
+    ctx: &CapCtx<'_>,
 ) {
     // Point inside the string when the literal is plain (no escapes), else at its start.
     let raw = cx.src.text.get(span.clone()).unwrap_or("");
     let inner = raw.get(1..raw.len().saturating_sub(1)).unwrap_or("");
-    let base = if inner == cap.command {
+    let base = if inner == &*cap.command {
         span.start + 1
     } else {
         span.start
     };
-    let exact = inner == cap.command;
+    let exact = inner == &*cap.command;
     match template::placeholders(&cap.command) {
         Err((off, msg)) => cx.diags.push(cx.src.error(
             if exact { base + off } else { base },
@@ -533,10 +571,16 @@ fn check_placeholders(
     }
 }
 
-fn globs(cx: &mut Cx<'_>, v: &Val<'_>, what: &str) -> Option<Vec<String>> {
+/// A glob list, each glob checked; equal lists read before are shared (and
+/// not checked again).
+fn globs(cx: &mut Cx<'_>, v: &Val<'_>, what: fmt::Arguments<'_>) -> Option<Arc<[String]>> {
     let list = cx.string_list(v, what)?;
+    if let Some(known) = cx.shared.known_list(&list) {
+        return Some(known);
+    }
     let mut out = Vec::with_capacity(list.len());
-    for (g, at) in list {
+    let mut all_valid = true;
+    for (g, at) in list.iter().copied() {
         let pattern = g.strip_prefix('!').unwrap_or(g);
         if let Err(e) = globset::Glob::new(pattern) {
             cx.diags.push(
@@ -549,17 +593,22 @@ fn globs(cx: &mut Cx<'_>, v: &Val<'_>, what: &str) -> Option<Vec<String>> {
                     .expected("a glob like `src/**/*.rs`; prefix `!` to exclude")
                     .found(format!("`{g}`")),
             );
+            all_valid = false;
             continue;
         }
         out.push(g.to_string());
     }
-    Some(out)
+    Some(if all_valid {
+        cx.shared.add_list(&list)
+    } else {
+        out.into()
+    })
 }
 
-fn parse_param(cx: &mut Cx<'_>, ctx: &str, pk: &Key<'_>, pv: &Val<'_>) -> Option<Param> {
+fn parse_param(cx: &mut Cx<'_>, ctx: &CapCtx<'_>, pk: &Key<'_>, pv: &Val<'_>) -> Option<Param> {
     let pname = key_name(pk);
     let at = pk.span().start;
-    let pctx = format!("param `{pname}` of {ctx}");
+    let pctx = ParamCtx { pname, cap: ctx };
     if !valid_name(pname) {
         cx.diags.push(
             cx.src
@@ -573,12 +622,12 @@ fn parse_param(cx: &mut Cx<'_>, ctx: &str, pk: &Key<'_>, pv: &Val<'_>) -> Option
         );
         return None;
     }
-    let table = cx.table(pv, &pctx)?;
+    let table = cx.table(pv, format_args!("{pctx}"))?;
     let mut ok = true;
     let mut ty_name = "string";
     let mut ty_at = at;
     if let Some(tv) = table.get("type") {
-        match cx.string(tv, &format!("`type` of {pctx}")) {
+        match cx.string(tv, format_args!("`type` of {pctx}")) {
             Some(t) if PARAM_TYPES.contains(&t) => {
                 ty_name = PARAM_TYPES
                     .iter()
@@ -613,10 +662,10 @@ fn parse_param(cx: &mut Cx<'_>, ctx: &str, pk: &Key<'_>, pv: &Val<'_>) -> Option
             "type" => {}
             "description" => {
                 description = cx
-                    .string(v, &format!("`description` of {pctx}"))
+                    .string(v, format_args!("`description` of {pctx}"))
                     .map(str::to_string)
             }
-            "values" => match cx.string_list(v, &format!("`values` of {pctx}")) {
+            "values" => match cx.string_list(v, format_args!("`values` of {pctx}")) {
                 Some(l) => {
                     if ty_name != "enum" {
                         cx.diags.push(
@@ -631,7 +680,7 @@ fn parse_param(cx: &mut Cx<'_>, ctx: &str, pk: &Key<'_>, pv: &Val<'_>) -> Option
                 None => ok = false,
             },
             "flag" => {
-                if let Some(f) = cx.string(v, &format!("`flag` of {pctx}")) {
+                if let Some(f) = cx.string(v, format_args!("`flag` of {pctx}")) {
                     if ty_name == "boolean" {
                         flag = Some(f.to_string());
                     } else {

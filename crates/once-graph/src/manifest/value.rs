@@ -4,20 +4,140 @@
 //! callers just skip the value; they must never panic or abort the parse.
 
 use std::borrow::Cow;
+use std::fmt;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::Arc;
 
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::hash::{FxBuild, FxHashMap};
+use crate::kind::{Kind, builtin_kinds};
+use crate::manifest::Settings;
+use crate::model::Capability;
 use crate::suggest;
 
 pub(crate) type Key<'i> = Spanned<Cow<'i, str>>;
 pub(crate) type Val<'i> = Spanned<DeValue<'i>>;
 
-/// The parse context: the file and the diagnostics sink.
+/// The parse context: the file, the diagnostics sink and the shared texts.
 pub(crate) struct Cx<'a> {
     pub src: &'a SourceFile,
     pub diags: &'a mut Vec<Diagnostic>,
+    pub shared: &'a mut Shared,
+}
+
+/// Texts shared by every target of a load: equal names, commands and glob
+/// lists are held once. Seeded with the kinds' capability names, so a name is
+/// the same `Arc` whether it comes from a kind or a manifest.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Each text with its id (ids are dense, in first-seen order).
+    strs: FxHashMap<Arc<str>, u32>,
+    /// Valid glob lists by the hash of their items.
+    lists: FxHashMap<u64, Vec<Arc<[String]>>>,
+    /// Each kind's default capabilities with the load's default deadline.
+    kind_caps: Vec<(&'static str, std::time::Duration, Arc<[Capability]>)>,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        let mut strs = FxHashMap::default();
+        for k in builtin_kinds() {
+            for c in &k.defaults {
+                let id = u32::try_from(strs.len()).unwrap_or(u32::MAX);
+                strs.entry(c.name.clone()).or_insert(id);
+            }
+        }
+        Shared {
+            strs,
+            lists: FxHashMap::default(),
+            kind_caps: Vec::new(),
+        }
+    }
+}
+
+impl Shared {
+    /// The shared copy of `s`.
+    pub fn text(&mut self, s: &str) -> Arc<str> {
+        self.text_id(s).0
+    }
+
+    /// The shared copy of `s` and its id.
+    pub fn text_id(&mut self, s: &str) -> (Arc<str>, u32) {
+        if let Some((a, &id)) = self.strs.get_key_value(s) {
+            return (a.clone(), id);
+        }
+        let a: Arc<str> = Arc::from(s);
+        let id = u32::try_from(self.strs.len()).unwrap_or(u32::MAX);
+        self.strs.insert(a.clone(), id);
+        (a, id)
+    }
+
+    /// The id of `s` if it was seen.
+    pub fn id(&self, s: &str) -> Option<u32> {
+        self.strs.get(s).copied()
+    }
+
+    /// One more than the largest id.
+    pub fn len(&self) -> usize {
+        self.strs.len()
+    }
+
+    /// `kind`'s default capabilities, built once per load.
+    pub fn kind_capabilities(
+        &mut self,
+        kind: &'static Kind,
+        settings: &Settings,
+    ) -> Arc<[Capability]> {
+        let deadline = settings.default_deadline;
+        if let Some((_, _, caps)) = self
+            .kind_caps
+            .iter()
+            .find(|(k, d, _)| *k == kind.name && *d == deadline)
+        {
+            return caps.clone();
+        }
+        let caps: Arc<[Capability]> = kind
+            .defaults
+            .iter()
+            .map(|c| Capability {
+                deadline,
+                ..c.clone()
+            })
+            .collect();
+        self.kind_caps
+            .push((kind.name.as_str(), deadline, caps.clone()));
+        caps
+    }
+
+    fn list_hash(items: &[(&str, usize)]) -> u64 {
+        let mut h = FxBuild::default().build_hasher();
+        for (s, _) in items {
+            s.hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// A glob list seen (and validated) before with exactly these items.
+    pub fn known_list(&self, items: &[(&str, usize)]) -> Option<Arc<[String]>> {
+        self.lists
+            .get(&Self::list_hash(items))?
+            .iter()
+            .find(|l| l.len() == items.len() && l.iter().zip(items).all(|(a, (b, _))| a == b))
+            .cloned()
+    }
+
+    /// Remembers a valid glob list.
+    pub fn add_list(&mut self, items: &[(&str, usize)]) -> Arc<[String]> {
+        let list: Arc<[String]> = items.iter().map(|(s, _)| (*s).to_string()).collect();
+        self.lists
+            .entry(Self::list_hash(items))
+            .or_default()
+            .push(list.clone());
+        list
+    }
 }
 
 pub(crate) fn key_name<'k>(k: &'k Key<'_>) -> &'k str {
@@ -35,7 +155,7 @@ pub(crate) fn found(v: &DeValue<'_>) -> String {
 }
 
 impl<'a> Cx<'a> {
-    pub fn wrong_type(&mut self, v: &Val<'_>, what: &str, expected: &str) {
+    pub fn wrong_type(&mut self, v: &Val<'_>, what: fmt::Arguments<'_>, expected: &str) {
         self.diags.push(
             self.src
                 .error(
@@ -68,7 +188,11 @@ impl<'a> Cx<'a> {
         );
     }
 
-    pub fn table<'v, 'i>(&mut self, v: &'v Val<'i>, what: &str) -> Option<&'v DeTable<'i>> {
+    pub fn table<'v, 'i>(
+        &mut self,
+        v: &'v Val<'i>,
+        what: fmt::Arguments<'_>,
+    ) -> Option<&'v DeTable<'i>> {
         let t = v.get_ref().as_table();
         if t.is_none() {
             self.wrong_type(v, what, "a table");
@@ -76,7 +200,7 @@ impl<'a> Cx<'a> {
         t
     }
 
-    pub fn string<'v>(&mut self, v: &'v Val<'_>, what: &str) -> Option<&'v str> {
+    pub fn string<'v>(&mut self, v: &'v Val<'_>, what: fmt::Arguments<'_>) -> Option<&'v str> {
         let s = v.get_ref().as_str();
         if s.is_none() {
             self.wrong_type(v, what, "a string");
@@ -84,7 +208,7 @@ impl<'a> Cx<'a> {
         s
     }
 
-    pub fn boolean(&mut self, v: &Val<'_>, what: &str) -> Option<bool> {
+    pub fn boolean(&mut self, v: &Val<'_>, what: fmt::Arguments<'_>) -> Option<bool> {
         let b = v.get_ref().as_bool();
         if b.is_none() {
             self.wrong_type(v, what, "a boolean");
@@ -93,7 +217,11 @@ impl<'a> Cx<'a> {
     }
 
     /// A list of strings with each element's byte offset.
-    pub fn string_list<'v>(&mut self, v: &'v Val<'_>, what: &str) -> Option<Vec<(&'v str, usize)>> {
+    pub fn string_list<'v>(
+        &mut self,
+        v: &'v Val<'_>,
+        what: fmt::Arguments<'_>,
+    ) -> Option<Vec<(&'v str, usize)>> {
         let Some(arr) = v.get_ref().as_array() else {
             self.wrong_type(v, what, "a list of strings");
             return None;
@@ -104,7 +232,7 @@ impl<'a> Cx<'a> {
             match item.get_ref().as_str() {
                 Some(s) => out.push((s, item.span().start)),
                 None => {
-                    self.wrong_type(item, &format!("each element of {what}"), "a string");
+                    self.wrong_type(item, format_args!("each element of {what}"), "a string");
                     ok = false;
                 }
             }

@@ -118,18 +118,15 @@ fn parse_node(ws: &Workspace, text: &str, capability: Option<&str>) -> Result<No
             Some(
                 t.capabilities
                     .iter()
-                    .position(|x| x.name == c)
+                    .position(|x| &*x.name == c)
                     .ok_or_else(|| QueryError::NoSuchCapability {
                         target: t.name.clone(),
                         capability: c.to_string(),
                         near: {
-                            let n = crate::suggest::near(
-                                c,
-                                t.capabilities.iter().map(|x| x.name.as_str()),
-                                3,
-                            );
+                            let n =
+                                crate::suggest::near(c, t.capabilities.iter().map(|x| &*x.name), 3);
                             if n.is_empty() {
-                                t.capabilities.iter().map(|x| x.name.clone()).collect()
+                                t.capabilities.iter().map(|x| x.name.to_string()).collect()
                             } else {
                                 n
                             }
@@ -273,7 +270,7 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
                 let caps: Vec<&str> = ws.targets[start.target]
                     .capabilities
                     .iter()
-                    .map(|c| c.name.as_str())
+                    .map(|c| &*c.name)
                     .collect();
                 return Err(QueryError::InvalidArgument {
                     message: format!(

@@ -103,7 +103,7 @@ pub(crate) fn action_name(ws: &crate::Workspace, a: crate::graph::ActionId) -> S
         Some(t) => format!(
             "{}:{}",
             t.name,
-            t.capabilities.get(c).map_or("?", |c| c.name.as_str())
+            t.capabilities.get(c).map_or("?", |c| &*c.name)
         ),
         None => String::from("?"),
     }

@@ -129,13 +129,13 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
                 .collect();
             deps.sort();
             CapabilityDetail {
-                name: c.name.clone(),
-                description: c.description.clone(),
-                command: c.command.clone(),
+                name: c.name.to_string(),
+                description: c.description.as_deref().map(str::to_string),
+                command: c.command.to_string(),
                 params_schema: params_schema(&c.params),
                 deps,
-                inputs: c.inputs.clone(),
-                outputs: c.outputs.clone(),
+                inputs: c.inputs.to_vec(),
+                outputs: c.outputs.to_vec(),
                 env: c.env.clone(),
                 deadline_ms: u64::try_from(c.deadline.as_millis()).unwrap_or(u64::MAX),
                 origin: c.origin,

@@ -62,7 +62,7 @@ pub(crate) fn row(ws: &Workspace, index: usize, t: &Target) -> TargetRow {
         name: t.name.clone(),
         kind: t.kind.clone(),
         path: t.path.clone(),
-        capabilities: t.capabilities.iter().map(|c| c.name.clone()).collect(),
+        capabilities: t.capabilities.iter().map(|c| c.name.to_string()).collect(),
         deps: u32::try_from(ws.graph.target_adjacency().get(index).map_or(0, Vec::len))
             .unwrap_or(u32::MAX),
     }

@@ -201,7 +201,10 @@ pub(crate) fn output_schema() -> Value {
                     "Project memory sizes",
                     vec![
                         ("entries", integer("Entries that parse")),
-                        ("stale", integer("Entries whose linked files or targets changed")),
+                        (
+                            "stale",
+                            integer("Entries whose linked files or targets changed"),
+                        ),
                         ("broken", integer("Entry files that do not parse")),
                     ],
                 )),

@@ -82,14 +82,16 @@ const CASES: &[Case] = &[
         "cycle",
         "[targets.a]\nkind = \"go-module\"\ndeps = [\"b\"]\n[targets.b]\nkind = \"go-module\"\ndeps = [\"a\"]\n",
         &[],
-        &[
-            "once.toml:6:9 dependency-cycle",
-            "once.toml:6:9 dependency-cycle",
-            "once.toml:6:9 dependency-cycle",
-            "once.toml:6:9 dependency-cycle",
-            "once.toml:6:9 dependency-cycle",
-        ],
-        "a:build → b:build → a:build",
+        // Once per target cycle, not once per shared capability.
+        &["once.toml:6:9 dependency-cycle"],
+        "dependency cycle: a → b → a (target-level `deps`; it holds for capabilities build, check, fmt, lint, test)",
+    ),
+    (
+        "capability-cycle",
+        "[targets.a]\nkind = \"go-module\"\n[targets.a.capabilities.build]\ndeps = [\"b:test\"]\n[targets.b]\nkind = \"go-module\"\n[targets.b.capabilities.test]\ndeps = [\"a:build\"]\n",
+        &[],
+        &["once.toml:8:9 dependency-cycle"],
+        "dependency cycle: a:build → b:test → a:build",
     ),
     (
         "duplicate",
