@@ -7,11 +7,13 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::graph::{ActionId, Graph};
 use crate::manifest::{self, DepRef, PendingTarget, Settings, Shared};
 use crate::model::{Capability, Target};
+use crate::stamp::Stamp;
 use crate::{Error, MANIFEST_FILE, suggest};
 
 /// Manifests larger than this are rejected unparsed.
@@ -23,6 +25,8 @@ pub(crate) struct ManifestRecord {
     pub rel: String,
     pub abs: PathBuf,
     pub hash: blake3::Hash,
+    /// Its metadata when read; `None` when it could not be taken.
+    pub stamp: Option<Stamp>,
 }
 
 /// A loaded, validated workspace: targets, graph and diagnostics.
@@ -78,7 +82,7 @@ impl Workspace {
         let mut shared = Shared::default();
 
         let root_manifest = root.join(MANIFEST_FILE);
-        let bytes = read_limited(&root_manifest).map_err(|source| Error::Io {
+        let (bytes, stamp) = read_limited(&root_manifest).map_err(|source| Error::Io {
             path: root_manifest.clone(),
             source,
         })?;
@@ -86,6 +90,7 @@ impl Workspace {
             rel: MANIFEST_FILE.into(),
             abs: root_manifest,
             hash: blake3::hash(&bytes),
+            stamp,
         });
         let settings = match decode(MANIFEST_FILE, bytes, &mut diags) {
             Some(src) => {
@@ -130,7 +135,7 @@ impl Workspace {
         for dir in &member_dirs {
             let rel = format!("{dir}/{MANIFEST_FILE}");
             let abs = root.join(&rel);
-            let bytes = match read_limited(&abs) {
+            let (bytes, stamp) = match read_limited(&abs) {
                 Ok(b) => b,
                 Err(e) => {
                     diags.push(files[0].error(
@@ -145,6 +150,7 @@ impl Workspace {
                 rel: rel.clone(),
                 abs,
                 hash: blake3::hash(&bytes),
+                stamp,
             });
             if let Some(src) = decode(&rel, bytes, &mut diags) {
                 let (_, targets, names) = manifest::parse_file(
@@ -205,12 +211,16 @@ impl Workspace {
     }
 
     /// Whether a manifest changed, appeared or disappeared since loading.
-    /// Cheap: hashes bytes and re-expands member globs; never parses.
+    /// Cheap: a `stat` per manifest proves most of them unchanged; the rest are hashed (never
+    /// parsed); member globs are re-expanded to catch added or removed members.
     pub fn is_stale(&self) -> bool {
-        let changed = self
-            .manifests
-            .iter()
-            .any(|m| read_limited(&m.abs).map_or(true, |b| blake3::hash(&b) != m.hash));
+        let changed = self.manifests.iter().any(|m| {
+            let proven = m
+                .stamp
+                .as_ref()
+                .is_some_and(|stamp| stamp.proves_unchanged(&m.abs));
+            !proven && read_limited(&m.abs).map_or(true, |(b, _)| blake3::hash(&b) != m.hash)
+        });
         changed || expand_members(&self.root, &self.member_globs).0 != self.member_dirs
     }
 
@@ -258,17 +268,16 @@ fn append<T>(all: &mut Vec<T>, mut more: Vec<T>) {
 }
 
 /// Reads at most `MAX_MANIFEST_BYTES + 1` bytes, so a huge file is detected
-/// without reading all of it.
-fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
+/// without reading all of it, with the file's stamp taken before the read.
+fn read_limited(path: &Path) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
     let file = std::fs::File::open(path)?;
+    let metadata = file.metadata().ok();
+    let stamp = metadata.as_ref().map(|m| Stamp::new(m, SystemTime::now()));
     // Sized up front: growing a megabytes-long buffer by doubling costs copies and page faults.
-    let len = file
-        .metadata()
-        .map_or(0, |m| m.len())
-        .min(MAX_MANIFEST_BYTES + 1);
+    let len = metadata.map_or(0, |m| m.len()).min(MAX_MANIFEST_BYTES + 1);
     let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
     file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut out)?;
-    Ok(out)
+    Ok((out, stamp))
 }
 
 /// Checks size and UTF-8; `None` (with a diagnostic) when the file can't be parsed.
