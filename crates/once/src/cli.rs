@@ -17,6 +17,7 @@ Examples:
   once query schema cargo-package         JSON Schema of a kind's fields and parameters
   once query graph order web:test         The actions `web:test` needs, in the order they run
   once -C ~/code/shop mcp                 Serve the graph to a coding agent over stdio
+  once serve                              Keep a live session; agents join with `once mcp --attach`
 
 The workspace is the nearest folder, upwards from here, that holds a `once.toml`;
 `-C DIR` or `--workspace DIR` names it instead, before or after the subcommand.";
@@ -80,6 +81,32 @@ Examples:
   once mcp --workspace ~/code/shop --allow-run    Also let the agent run capabilities
   claude mcp add once -- once --workspace \"$PWD\" mcp")]
     Mcp(McpArgs),
+
+    /// Keep a live session of the workspace and serve it over MCP on 127.0.0.1
+    #[command(after_help = "\
+The session loads the graph once and keeps it fresh, holds the runs it starts, and serves one MCP
+client at a time on a loopback port the OS picks. Clients reach it through `once mcp --attach`,
+which finds it in `$XDG_STATE_HOME/once/mcp/` (else `~/.local/state/once/mcp/`) and presents its
+secret token. A ready line `listening on 127.0.0.1:PORT` goes to stderr. It stops on SIGTERM,
+SIGINT or SIGHUP, stopping every run it started and removing its entry.
+
+Examples:
+  once -C ~/code/shop serve                 Read-only: query the graph
+  once serve --allow-run                    Also let the attached agent run capabilities
+  once serve --status                       The live sessions (same as `once sessions`)
+  claude mcp add once -- once mcp --attach \"$PWD\"")]
+    Serve(ServeArgs),
+
+    /// List the live sessions of `once serve`: pid, workspace, port, uptime
+    #[command(after_help = "\
+Examples:
+  once sessions
+  once sessions --json")]
+    Sessions {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
 
     /// Project memory: notes about the workspace that people and agents share
     #[command(
@@ -271,6 +298,26 @@ pub struct McpArgs {
     /// Enable the tools that run and cancel capabilities
     #[arg(long)]
     pub allow_run: bool,
+    /// Bridge stdio to the live `once serve` session of DIR (default: the only live session);
+    /// the session's own flags decide which tools exist
+    #[arg(long, value_name = "DIR", num_args = 0..=1, conflicts_with_all = ["allow_edit", "allow_run"])]
+    pub attach: Option<Option<PathBuf>>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Enable the tools that edit project memory and materialize examples
+    #[arg(long)]
+    pub allow_edit: bool,
+    /// Enable the tools that run and cancel capabilities
+    #[arg(long)]
+    pub allow_run: bool,
+    /// List the live sessions instead of starting one
+    #[arg(long, conflicts_with_all = ["allow_edit", "allow_run"])]
+    pub status: bool,
+    /// With `--status`: print JSON
+    #[arg(long, requires = "status")]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -408,6 +455,21 @@ mod tests {
     }
 
     #[test]
+    fn attach_takes_an_optional_folder() {
+        let attach = |argv: &[&str]| match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Mcp(args) => args.attach,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(attach(&["once", "mcp"]), None);
+        assert_eq!(attach(&["once", "mcp", "--attach"]), Some(None));
+        assert_eq!(
+            attach(&["once", "mcp", "--attach", "/w"]),
+            Some(Some(PathBuf::from("/w")))
+        );
+        assert!(Cli::try_parse_from(["once", "mcp", "--attach", "--allow-run"]).is_err());
+    }
+
+    #[test]
     fn workspace_flag_is_accepted_before_and_after_the_subcommand() {
         for argv in [
             &["once", "-C", "/w", "mcp"][..],
@@ -415,6 +477,7 @@ mod tests {
             &["once", "--workspace", "/w", "mcp"],
             &["once", "mcp", "--workspace", "/w"],
             &["once", "query", "target", "web", "--workspace", "/w"],
+            &["once", "serve", "-C", "/w"],
         ] {
             let cli = Cli::try_parse_from(argv).expect("parses");
             assert_eq!(cli.workspace, Some(PathBuf::from("/w")), "{argv:?}");

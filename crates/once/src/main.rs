@@ -7,6 +7,7 @@ mod commands;
 mod exit;
 mod output;
 mod overview;
+mod session;
 mod signals;
 mod stdout_guard;
 

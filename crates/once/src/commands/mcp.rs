@@ -1,4 +1,5 @@
-//! `once mcp`: serve the workspace over the Model Context Protocol on stdio.
+//! `once mcp`: serve the workspace over the Model Context Protocol on stdio, or, with
+//! `--attach`, bridge stdio to a live `once serve` session.
 //!
 //! The order of the first steps matters. Signals are blocked before any thread exists (so the
 //! watcher thread alone receives them), then stdout is moved aside (so no thread, library or child
@@ -14,9 +15,14 @@ use once_mcp::{Gates, LiveWorkspace, ServeOptions, ServerConfig};
 
 use crate::cli::McpArgs;
 use crate::exit::Outcome;
+use crate::session::bridge;
+use crate::session::registry::Registry;
 use crate::{signals, stdout_guard};
 
 pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
+    if let Some(dir) = args.attach {
+        return attach(bridge::requested_dir(dir, workspace).as_deref());
+    }
     let options = ServeOptions::default();
     let shutdown = options.shutdown.clone();
     signals::install(move |signal| {
@@ -30,7 +36,47 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
     let protocol_out = stdout_guard::take().context("cannot set stdout aside for the protocol")?;
 
     let root = super::find_root(workspace)?;
-    let loaded = Workspace::load(&root)
+    let gates = Gates {
+        allow_edit: args.allow_edit,
+        allow_run: args.allow_run,
+    };
+    let config = server_config(&root, gates)?;
+
+    tracing::info!("serving {} over stdio", root.display());
+    once_mcp::serve_with(Arc::new(config), io::stdin().lock(), protocol_out, options)
+        .context("the MCP connection failed")?;
+    Ok(Outcome::Success)
+}
+
+/// `once mcp --attach [DIR]`: bridge stdio to a live session. No signal handlers: the default
+/// action ends the bridge, which closes the socket, which ends the session's connection.
+fn attach(dir: Option<&Path>) -> Result<Outcome> {
+    let protocol_out = stdout_guard::take().context("cannot set stdout aside for the protocol")?;
+    let registry = Registry::open()?;
+    registry.reap(&registry.lock()?)?;
+    let entry = bridge::choose(&registry.live()?, dir)?;
+    if entry.version != env!("CARGO_PKG_VERSION") {
+        tracing::warn!(
+            "the session of `{}` runs once {}, this is {}",
+            entry.workspace.display(),
+            entry.version,
+            env!("CARGO_PKG_VERSION")
+        );
+    }
+    tracing::info!(
+        "attaching to pid {} on port {} for {}",
+        entry.pid,
+        entry.port,
+        entry.workspace.display()
+    );
+    bridge::run(&entry, protocol_out)?;
+    Ok(Outcome::Success)
+}
+
+/// The server both doors share: stdio (`once mcp`) and the live session (`once serve`) build
+/// their catalog, instructions and gates here, so an agent sees the same tools through either.
+pub fn server_config(root: &Path, gates: Gates) -> Result<ServerConfig> {
+    let loaded = Workspace::load(root)
         .with_context(|| format!("cannot load the workspace at `{}`", root.display()))?;
     if loaded.has_errors() {
         // The server still starts: the agent sees the diagnostics in once_query_workspace and
@@ -39,10 +85,6 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
     }
     let live = Arc::new(LiveWorkspace::new(loaded));
 
-    let gates = Gates {
-        allow_edit: args.allow_edit,
-        allow_run: args.allow_run,
-    };
     let root_text = root.display().to_string();
     let mut config = ServerConfig::new(env!("CARGO_PKG_VERSION"));
     config.instructions = once_mcp::instructions(&root_text, gates);
@@ -53,9 +95,5 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
     config.tools.extend(once_mcp::memory_tools(&live));
     let refresh = Arc::clone(&live);
     config.before_request = Some(Arc::new(move || refresh.refresh()));
-
-    tracing::info!("serving {} over stdio", root.display());
-    once_mcp::serve_with(Arc::new(config), io::stdin().lock(), protocol_out, options)
-        .context("the MCP connection failed")?;
-    Ok(Outcome::Success)
+    Ok(config)
 }

@@ -5,6 +5,8 @@ mod check;
 mod mcp;
 mod memory;
 mod query;
+mod serve;
+mod sessions;
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +24,8 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Query(query) => query::run(cli.workspace.as_deref(), query),
         Command::Mcp(args) => mcp::run(cli.workspace.as_deref(), args),
         Command::Memory(command) => memory::run(cli.workspace.as_deref(), command),
+        Command::Serve(args) => serve::run(cli.workspace.as_deref(), args),
+        Command::Sessions { json } => sessions::run(json),
     };
     match result {
         Ok(outcome) => outcome,

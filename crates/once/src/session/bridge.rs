@@ -1,0 +1,205 @@
+//! `once mcp --attach`: a stdio client's way into a live session.
+//!
+//! The bridge picks an entry from the registry, connects to its port, presents the token as the
+//! first line, and from then on is a pipe: one thread copies stdin to the socket, another the
+//! socket to the real stdout, chunk by chunk as the bytes arrive, so every line — a malformed one
+//! included — reaches the other side exactly as it was written. It must never parse, re-encode
+//! or buffer a message, and never write anything but the session's bytes to stdout.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, Shutdown, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use super::registry::Entry;
+use super::token::Token;
+
+/// How long the bridge waits for the session to finish answering after stdin closed.
+const LAST_WORDS: Duration = Duration::from_secs(5);
+
+/// The entry to attach to: the one serving `dir` (or the closest workspace enclosing it), or
+/// the only live one when no folder is named.
+pub fn choose(live: &[Entry], dir: Option<&Path>) -> Result<Entry> {
+    let Some(dir) = dir else {
+        return match live {
+            [only] => Ok(only.clone()),
+            [] => bail!(
+                "no live `once serve` session; start one in the workspace with `once serve` \
+                 (or `once -C DIR serve`), then attach with `once mcp --attach`"
+            ),
+            several => bail!(
+                "{} live sessions; name the workspace with `once mcp --attach DIR`:\n{}",
+                several.len(),
+                listing(several)
+            ),
+        };
+    };
+    let wanted = dir
+        .canonicalize()
+        .with_context(|| format!("cannot open `{}`", dir.display()))?;
+    // The deepest workspace that holds the folder: attaching from a subfolder of a workspace
+    // finds it, and a nested workspace wins over the one around it.
+    let best = live
+        .iter()
+        .filter(|entry| wanted.starts_with(&entry.workspace))
+        .max_by_key(|entry| entry.workspace.components().count());
+    match best {
+        Some(entry) => Ok(entry.clone()),
+        None if live.is_empty() => bail!(
+            "no live session serves `{}`; start one with `once -C {} serve`",
+            wanted.display(),
+            wanted.display()
+        ),
+        None => bail!(
+            "no live session serves `{}`; start one with `once -C {} serve`. Live sessions:\n{}",
+            wanted.display(),
+            wanted.display(),
+            listing(live)
+        ),
+    }
+}
+
+fn listing(entries: &[Entry]) -> String {
+    entries
+        .iter()
+        .map(|entry| {
+            format!(
+                "  pid {}  port {}  {}",
+                entry.pid,
+                entry.port,
+                entry.workspace.display()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Connects to `entry`, presents its token, and copies bytes both ways until either side
+/// closes. `stdout` is the real stdout, set aside by `stdout_guard::take`.
+pub fn run(entry: &Entry, stdout: File) -> Result<()> {
+    let mut socket = TcpStream::connect((Ipv4Addr::LOCALHOST, entry.port)).with_context(|| {
+        format!(
+            "cannot connect to the session of `{}` on port {}",
+            entry.workspace.display(),
+            entry.port
+        )
+    })?;
+    // Small messages, answered one at a time: Nagle's delay would dominate every round trip.
+    socket.set_nodelay(true).context("cannot set TCP_NODELAY")?;
+    let token = Token::from_hex(&entry.token).with_context(|| {
+        format!(
+            "the session file of pid {} holds no valid token; stop that session and start it again",
+            entry.pid
+        )
+    })?;
+    let mut first = token.line().into_bytes();
+    first.push(b'\n');
+    socket
+        .write_all(&first)
+        .context("cannot present the session token")?;
+
+    let (done, finished) = mpsc::channel();
+    let upstream = socket.try_clone().context("cannot share the socket")?;
+    let downstream = socket.try_clone().context("cannot share the socket")?;
+    let to_session = done.clone();
+    std::thread::Builder::new()
+        .name("stdin → session".into())
+        .spawn(move || {
+            let result = copy(&mut io::stdin().lock(), &mut &upstream);
+            // The session sees end of input, finishes, and closes: that ends the other copy.
+            let _ = upstream.shutdown(Shutdown::Write);
+            let _ = to_session.send(Side::Stdin(result));
+        })
+        .context("cannot start the bridge")?;
+    std::thread::Builder::new()
+        .name("session → stdout".into())
+        .spawn(move || {
+            let mut stdout = stdout;
+            let result = copy(&mut &downstream, &mut stdout);
+            let _ = done.send(Side::Session(result));
+        })
+        .context("cannot start the bridge")?;
+
+    let first_to_end = finished.recv().context("the bridge threads vanished")?;
+    let session_result = match first_to_end {
+        Side::Session(result) => result,
+        Side::Stdin(result) => {
+            if let Err(error) = result {
+                tracing::warn!("reading stdin failed: {error}");
+            }
+            match finished.recv_timeout(LAST_WORDS) {
+                Ok(Side::Session(result)) => result,
+                _ => {
+                    tracing::warn!("the session did not close within {LAST_WORDS:?} of stdin");
+                    Ok(())
+                }
+            }
+        }
+    };
+    // Either way we are done; a thread still blocked reading stdin ends with the process.
+    let _ = socket.shutdown(Shutdown::Both);
+    session_result.context("the connection to the session failed")
+}
+
+enum Side {
+    Stdin(io::Result<()>),
+    Session(io::Result<()>),
+}
+
+/// Copies until end of input, writing each chunk as soon as it is read.
+fn copy(from: &mut impl Read, to: &mut impl Write) -> io::Result<()> {
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buffer) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        to.write_all(&buffer[..n])?;
+        to.flush()?;
+    }
+}
+
+/// A folder to compare with workspaces, from `--attach DIR` or the global `--workspace`.
+pub fn requested_dir(attach: Option<PathBuf>, workspace: Option<&Path>) -> Option<PathBuf> {
+    attach.or_else(|| workspace.map(Path::to_path_buf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(pid: u32, workspace: &Path) -> Entry {
+        Entry {
+            pid,
+            start_time: 0,
+            port: 4000 + u16::try_from(pid).expect("small"),
+            workspace: workspace.to_path_buf(),
+            version: "0".into(),
+            token: "00".repeat(16),
+            started_at: 0,
+        }
+    }
+
+    #[test]
+    fn the_deepest_enclosing_workspace_wins() {
+        let tmp = std::env::temp_dir()
+            .canonicalize()
+            .expect("temp")
+            .join(format!("once-bridge-{}", std::process::id()));
+        let inner = tmp.join("outer/inner");
+        std::fs::create_dir_all(inner.join("src")).expect("mkdir");
+        let outer = tmp.join("outer");
+        let live = [entry(1, &outer), entry(2, &inner)];
+        let pick = |dir: &Path| choose(&live, Some(dir)).map(|e| e.pid).ok();
+        assert_eq!(pick(&inner.join("src")), Some(2));
+        assert_eq!(pick(&outer), Some(1));
+        assert_eq!(pick(&tmp), None);
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+}

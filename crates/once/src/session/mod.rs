@@ -1,0 +1,147 @@
+//! The live session of a workspace: `once serve` on one side, `once mcp --attach` on the other.
+//!
+//! # Theory of operation
+//!
+//! [`Session::start`] takes the registry folder's lock, reaps dead entries, refuses to start a
+//! second session for a workspace that already has a live one (two would make `--attach DIR`
+//! ambiguous), binds 127.0.0.1 on an OS-picked port, draws a token, and publishes its entry.
+//! [`Session::serve`] then accepts connections for the life of the process (`listener.rs`).
+//! A session stops in one of two ways: a signal, where the signal thread calls
+//! [`Stopper::stop`] (remove the entry, stop every run) and exits; or a fatal error, where the
+//! entry's guard removes the file as the error unwinds and the caller stops the runtime.
+//!
+//! The session owns everything that outlives one client: the graph (inside the server config's
+//! tools), the runtime registry of runs, and later the evaluators, which belong next to it.
+//! This module must never accept a connection before its entry is published, nor leave the
+//! entry behind when it stops.
+
+pub mod bridge;
+mod listener;
+mod peer;
+pub mod registry;
+mod token;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use once_mcp::ServerConfig;
+
+use registry::{Entry, Published, Registry};
+use token::Token;
+
+/// How long runs get to stop after SIGTERM before SIGKILL, when the session stops.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// A published, listening session.
+#[derive(Debug)]
+pub struct Session {
+    listener: TcpListener,
+    token: Token,
+    config: Arc<ServerConfig>,
+    published: Arc<Published>,
+    runtime: once_exec::Registry,
+    port: u16,
+}
+
+/// What the signal thread needs to stop the session; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Stopper {
+    published: Arc<Published>,
+    runtime: once_exec::Registry,
+}
+
+impl Stopper {
+    /// Removes the entry first (so nobody attaches to a session on its way out), then stops
+    /// every run and runtime the session started.
+    pub fn stop(&self) {
+        self.published.remove();
+        self.runtime.stop_all(STOP_GRACE);
+    }
+}
+
+impl Session {
+    /// Publishes a session of `workspace` (canonical) that will serve `config`; runs started
+    /// through its tools register with `runtime`.
+    pub fn start(
+        registry: &Registry,
+        workspace: &Path,
+        config: Arc<ServerConfig>,
+        runtime: once_exec::Registry,
+    ) -> Result<Session> {
+        let pid = std::process::id();
+        let start_time = registry::start_time(pid).context("cannot read our own /proc entry")?;
+        let lock = registry.lock()?;
+        registry.reap(&lock)?;
+        if let Some(other) = registry
+            .live()?
+            .into_iter()
+            .find(|entry| entry.workspace == workspace)
+        {
+            bail!(
+                "a session already serves `{}` (pid {}, port {}); attach to it with \
+                 `once mcp --attach`, or stop it first",
+                workspace.display(),
+                other.pid,
+                other.port
+            );
+        }
+        let listener = listener::bind().context("cannot listen on 127.0.0.1")?;
+        let port = listener
+            .local_addr()
+            .context("cannot read our port")?
+            .port();
+        let token = Token::generate().context("cannot draw a session token")?;
+        let entry = Entry {
+            pid,
+            start_time,
+            port,
+            workspace: workspace.to_path_buf(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            token: token.to_hex(),
+            started_at: unix_now(),
+        };
+        let published = Arc::new(registry.publish(&entry, &lock)?);
+        Ok(Session {
+            listener,
+            token,
+            config,
+            published,
+            runtime,
+            port,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn entry_path(&self) -> PathBuf {
+        self.published.path().to_path_buf()
+    }
+
+    pub fn stopper(&self) -> Stopper {
+        Stopper {
+            published: Arc::clone(&self.published),
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    /// Serves clients, one at a time, until the process is stopped; returns only on a fatal
+    /// error, after stopping everything and removing the entry.
+    pub fn serve(self) -> Result<()> {
+        let stopper = self.stopper();
+        let result = listener::run(self.listener, self.token, self.config);
+        stopper.stop();
+        result.context("the session's listener failed")
+    }
+}
+
+/// Seconds since the Unix epoch (0 for a clock set before it).
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}

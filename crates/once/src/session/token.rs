@@ -1,0 +1,146 @@
+//! The secret that proves a connection comes from the person who owns the session.
+//!
+//! A session draws 128 bits from the kernel's CSPRNG when it starts and writes them, as hex, into
+//! its registry file, which only its owner can read. A client presents the token as the first
+//! line of a connection, `{"once_token":"<32 hex digits>"}`, and the listener compares it in
+//! constant time. This module must never log or print a token, and never compare one with `==`.
+
+use std::fmt;
+use std::io;
+
+/// Bytes of entropy in a token.
+const TOKEN_BYTES: usize = 16;
+
+/// A session's token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token([u8; TOKEN_BYTES]);
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A token in a log is a token given away.
+        f.write_str("Token(…)")
+    }
+}
+
+impl Token {
+    /// A fresh token from `getrandom(2)`, which blocks only until the kernel's pool is seeded
+    /// once after boot, and never returns predictable bytes.
+    pub fn generate() -> io::Result<Token> {
+        let mut bytes = [0u8; TOKEN_BYTES];
+        let mut filled = 0;
+        while filled < TOKEN_BYTES {
+            let rest = &mut bytes[filled..];
+            // SAFETY: `rest` is a valid, writable buffer of `rest.len()` bytes.
+            let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+            if n < 0 {
+                let error = io::Error::last_os_error();
+                if error.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error);
+            }
+            filled += usize::try_from(n).unwrap_or(0);
+        }
+        Ok(Token(bytes))
+    }
+
+    /// Parses 32 hex digits (either case); anything else is `None`.
+    pub fn from_hex(text: &str) -> Option<Token> {
+        let digits = text.as_bytes();
+        if digits.len() != TOKEN_BYTES * 2 {
+            return None;
+        }
+        let mut bytes = [0u8; TOKEN_BYTES];
+        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+            *byte = (hex_value(pair[0])? << 4) | hex_value(pair[1])?;
+        }
+        Some(Token(bytes))
+    }
+
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    /// Whether `presented` is this token, in time that does not depend on where they differ,
+    /// so a local attacker cannot learn it a byte at a time from response times.
+    pub fn matches(&self, presented: &Token) -> bool {
+        let mut difference = 0u8;
+        for (a, b) in self.0.iter().zip(presented.0.iter()) {
+            difference |= a ^ b;
+        }
+        // Keep the optimiser from turning the fold back into an early-exit comparison.
+        std::hint::black_box(difference) == 0
+    }
+
+    /// The first line a client sends, without its newline.
+    pub fn line(&self) -> String {
+        format!("{{\"once_token\":\"{}\"}}", self.to_hex())
+    }
+
+    /// Reads the token out of a first line; `None` when the line is not exactly that object.
+    pub fn from_line(line: &[u8]) -> Option<Token> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct FirstLine {
+            once_token: String,
+        }
+        let first: FirstLine = serde_json::from_slice(line).ok()?;
+        Token::from_hex(&first.once_token)
+    }
+}
+
+fn hex_value(digit: u8) -> Option<u8> {
+    match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => Some(digit - b'a' + 10),
+        b'A'..=b'F' => Some(digit - b'A' + 10),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_fresh_and_survive_hex() {
+        let a = Token::generate().expect("a token");
+        let b = Token::generate().expect("a token");
+        assert_ne!(a, b, "two tokens drawn from the CSPRNG are equal");
+        assert_eq!(a.to_hex().len(), 32);
+        assert_eq!(Token::from_hex(&a.to_hex()), Some(a.clone()));
+        assert_eq!(Token::from_hex(&a.to_hex().to_uppercase()), Some(a));
+    }
+
+    #[test]
+    fn matching_tells_every_differing_byte() {
+        let token = Token::from_hex("00112233445566778899aabbccddeeff").expect("hex");
+        assert!(token.matches(&token.clone()));
+        for position in 0..TOKEN_BYTES {
+            let mut other = token.0;
+            other[position] ^= 1;
+            assert!(!token.matches(&Token(other)), "byte {position}");
+        }
+    }
+
+    #[test]
+    fn the_first_line_is_one_exact_object() {
+        let token = Token::generate().expect("a token");
+        assert_eq!(
+            Token::from_line(token.line().as_bytes()),
+            Some(token.clone())
+        );
+        for bad in [
+            "",
+            "{}",
+            r#"{"once_token":"abc"}"#,
+            r#"{"once_token":"00112233445566778899aabbccddeefg"}"#,
+            r#"{"once_token":"00112233445566778899aabbccddeeff","x":1}"#,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize"}"#,
+            "GET / HTTP/1.1",
+        ] {
+            assert_eq!(Token::from_line(bad.as_bytes()), None, "{bad}");
+        }
+        assert!(!format!("{token:?}").contains(&token.to_hex()));
+    }
+}
