@@ -1,0 +1,231 @@
+//! The action cache under `.once/cache/`, in the layout of Bazel's remote cache: `ac/<key>` is
+//! an action's result and `cas/<digest>` the bytes of one output file, named by its BLAKE3.
+//!
+//! Every object is written atomically and named by a hash, so concurrent writers of one object
+//! write identical bytes and readers never see a torn one; no lock is needed. A result that
+//! cannot be read, or whose outputs are missing from `cas/`, is a miss, never an error. This
+//! module must never record a failed run.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::fsio::{temp_path, write_atomic};
+use crate::key::{Key, hash_file};
+
+/// What `ac/<key>` holds: enough to replay a run without running it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionResult {
+    pub action: String,
+    pub exit_code: i32,
+    pub duration_ms: u64,
+    /// The last lines the command printed.
+    pub tail: Vec<String>,
+    pub outputs: Vec<OutputFile>,
+}
+
+/// One output file, relative to the target's folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputFile {
+    pub path: String,
+    /// BLAKE3 of the content, hex; the name of its object in `cas/`.
+    pub digest: String,
+    pub size: u64,
+    pub executable: bool,
+}
+
+/// The cache of one workspace.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+}
+
+impl Cache {
+    /// The cache of the workspace at `workspace_root`.
+    pub fn new(workspace_root: &Path) -> Cache {
+        Cache {
+            root: workspace_root.join(".once").join("cache"),
+        }
+    }
+
+    fn ac(&self, key: &Key) -> PathBuf {
+        self.root.join("ac").join(key.to_hex())
+    }
+
+    fn cas(&self, digest: &str) -> PathBuf {
+        self.root.join("cas").join(digest)
+    }
+
+    /// The recorded result of `key`, if any and readable.
+    pub fn lookup(&self, key: &Key) -> Option<ActionResult> {
+        let bytes = fs::read(self.ac(key)).ok()?;
+        match serde_json::from_slice(&bytes) {
+            Ok(result) => Some(result),
+            Err(error) => {
+                tracing::warn!(key = %key.to_hex(), %error, "unreadable cache entry: treated as a miss");
+                None
+            }
+        }
+    }
+
+    /// Puts every output of `result` back under `dir`, byte for byte; files already identical
+    /// are left alone. Fails (and the caller runs the action) when an object is missing.
+    pub fn restore(
+        &self,
+        dir: &Path,
+        result: &ActionResult,
+        buffer: &mut [u8],
+    ) -> Result<(), Error> {
+        for output in &result.outputs {
+            let dest = dir.join(&output.path);
+            let same = fs::metadata(&dest).is_ok_and(|m| m.len() == output.size)
+                && hash_file(&dest, buffer).is_ok_and(|d| d.to_hex().as_str() == output.digest);
+            if same {
+                continue;
+            }
+            let source = self.cas(&output.digest);
+            if let Some(parent) = dest.parent() {
+                fs::create_dir_all(parent).map_err(Error::io(parent))?;
+            }
+            let temp = temp_path(&dest);
+            let copied = fs::copy(&source, &temp).and_then(|_| {
+                let mode = if output.executable { 0o755 } else { 0o644 };
+                fs::set_permissions(&temp, fs::Permissions::from_mode(mode))?;
+                fs::rename(&temp, &dest)
+            });
+            if let Err(error) = copied {
+                let _ = fs::remove_file(&temp);
+                return Err(Error::Io {
+                    path: source,
+                    source: error,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores the outputs of a successful run of `action` in `dir` (the files matching the
+    /// `outputs` globs, ignored files included) and its result under `key`.
+    pub fn record(
+        &self,
+        key: &Key,
+        action: &str,
+        dir: &Path,
+        outputs: &[String],
+        duration_ms: u64,
+        tail: Vec<String>,
+    ) -> Result<ActionResult, Error> {
+        let mut files = Vec::new();
+        for relative in output_files(action, dir, outputs)? {
+            let path = dir.join(&relative);
+            let (digest, size) = self.store_object(&path)?;
+            let executable = fs::metadata(&path)
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false);
+            files.push(OutputFile {
+                path: relative,
+                digest,
+                size,
+                executable,
+            });
+        }
+        let result = ActionResult {
+            action: action.to_owned(),
+            exit_code: 0,
+            duration_ms,
+            tail,
+            outputs: files,
+        };
+        let path = self.ac(key);
+        let bytes = serde_json::to_vec(&result).map_err(|e| Error::Io {
+            path: path.clone(),
+            source: io::Error::other(e),
+        })?;
+        write_atomic(&path, &bytes).map_err(Error::io(&path))?;
+        Ok(result)
+    }
+
+    /// Copies `path` into `cas/`, hashing while copying so the name matches the bytes stored
+    /// even if the file changes meanwhile. Returns the digest and size.
+    fn store_object(&self, path: &Path) -> Result<(String, u64), Error> {
+        let folder = self.root.join("cas");
+        fs::create_dir_all(&folder).map_err(Error::io(&folder))?;
+        let temp = temp_path(&folder.join("object"));
+        let copy = || -> io::Result<(String, u64)> {
+            let mut source = File::open(path)?;
+            let mut sink = File::create(&temp)?;
+            let mut hasher = blake3::Hasher::new();
+            let mut buffer = vec![0u8; 64 * 1024];
+            let mut size = 0u64;
+            loop {
+                let n = source.read(&mut buffer)?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buffer[..n]);
+                sink.write_all(&buffer[..n])?;
+                size += n as u64;
+            }
+            let digest = hasher.finalize().to_hex().to_string();
+            let dest = self.cas(&digest);
+            if dest.exists() {
+                // Content-addressed: the object is already there, with these very bytes.
+                drop(sink);
+                fs::remove_file(&temp)?;
+            } else {
+                sink.sync_all()?;
+                fs::rename(&temp, &dest)?;
+            }
+            Ok((digest, size))
+        };
+        copy().map_err(|source| {
+            let _ = fs::remove_file(&temp);
+            Error::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        })
+    }
+}
+
+/// The files under `dir` matching `outputs`, sorted; ignored files count (outputs usually are).
+fn output_files(action: &str, dir: &Path, outputs: &[String]) -> Result<Vec<String>, Error> {
+    if outputs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut builder = GlobSetBuilder::new();
+    for text in outputs {
+        builder.add(Glob::new(text).map_err(|e| Error::Glob {
+            action: action.to_owned(),
+            glob: text.clone(),
+            message: e.kind().to_string(),
+        })?);
+    }
+    let set = builder.build().map_err(|e| Error::Glob {
+        action: action.to_owned(),
+        glob: outputs.join(", "),
+        message: e.to_string(),
+    })?;
+    let walker = ignore::WalkBuilder::new(dir)
+        .standard_filters(false)
+        .filter_entry(|entry| {
+            let name = entry.file_name();
+            !(entry.depth() > 0 && (name == ".git" || name == ".once"))
+        })
+        .build();
+    let mut files: Vec<String> = walker
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|entry| {
+            let relative = entry.path().strip_prefix(dir).ok()?.to_str()?.to_owned();
+            set.is_match(&relative).then_some(relative)
+        })
+        .collect();
+    files.sort_unstable();
+    Ok(files)
+}

@@ -1,0 +1,88 @@
+//! The one error type of the crate.
+//!
+//! Most variants describe a bad request, found before anything runs, and say what was expected
+//! so that a person or an agent can fix the call; [`Error::is_bad_request`] tells them apart from
+//! the few that mean `once` itself could not do its part (a file it could not read or write).
+//! What a command did, including failing, is never an error: it is in the report.
+
+use std::io;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "nothing to run: name a target (`TARGET` or `TARGET:CAPABILITY`) or use `--all CAPABILITY`"
+    )]
+    EmptyRequest,
+    #[error("invalid action `{text}`: expected `TARGET` or `TARGET:CAPABILITY`")]
+    BadAction { text: String },
+    #[error("invalid parameter `{text}`: expected `NAME=VALUE`")]
+    BadParamSyntax { text: String },
+    #[error("no target named `{name}`{}", near.as_ref().map(|n| format!("; did you mean `{n}`?")).unwrap_or_default())]
+    UnknownTarget { name: String, near: Option<String> },
+    #[error("target `{target}` has no capability `{capability}`; it has: {available}")]
+    UnknownCapability {
+        target: String,
+        capability: String,
+        available: String,
+    },
+    #[error(
+        "target `{target}` has several capabilities ({available}); name one as `{target}:CAPABILITY`"
+    )]
+    AmbiguousCapability { target: String, available: String },
+    #[error("no target has the capability `{capability}`")]
+    NoTargetHas { capability: String },
+    #[error("unknown parameter `{name}` for `{action}`; expected one of: {accepted}")]
+    UnknownParam {
+        action: String,
+        name: String,
+        accepted: String,
+    },
+    #[error("parameter `{name}` of `{action}` is required: expected {expected}")]
+    MissingParam {
+        action: String,
+        name: String,
+        expected: String,
+    },
+    #[error("parameter `{name}` of `{action}`: expected {expected}, found {found}")]
+    BadParam {
+        action: String,
+        name: String,
+        expected: String,
+        found: String,
+    },
+    #[error(
+        "the command of `{action}` names `{{{name}}}`, which is neither a parameter, a field nor `target`/`path`"
+    )]
+    Render { action: String, name: String },
+    #[error("dependency cycle through {actions}; run `once check`")]
+    Cycle { actions: String },
+    #[error("bad glob `{glob}` in `{action}`: {message}")]
+    Glob {
+        action: String,
+        glob: String,
+        message: String,
+    },
+    #[error("no run with id `{id}`")]
+    UnknownRun { id: String },
+    #[error("run `{run}` has no action `{action}` with a log")]
+    UnknownLog { run: String, action: String },
+    #[error("`{}`: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+impl Error {
+    /// True when the request itself was wrong (exit status 2 in the CLI); false when `once`
+    /// could not read or write something.
+    pub fn is_bad_request(&self) -> bool {
+        !matches!(
+            self,
+            Error::Io { .. } | Error::UnknownRun { .. } | Error::UnknownLog { .. }
+        )
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Io { path, source }
+    }
+}

@@ -1,0 +1,53 @@
+//! Running the actions of a `once` workspace: what was asked, with which parameters, in which
+//! order, which results can be replayed, and where each run is recorded.
+//!
+//! This crate decides *what* runs; `once-exec` runs each command. It must never print, never
+//! install signal handlers, never know about terminals or the MCP protocol, and never start a
+//! process except through `once_exec::run`, so every process it causes has a process group, a
+//! deadline and a place in the caller's [`Registry`](once_exec::Registry).
+//!
+//! # Theory of operation
+//!
+//! A run is a pipeline you can read in the module list:
+//!
+//! ```text
+//! request (TARGET[:CAP], --all CAP, k=v) ─► params (typed, checked) ─► plan (actions + deps, topological)
+//!     ─► schedule: for each action whose deps succeeded, on a pool of `jobs` threads:
+//!            key (BLAKE3 of command, params, env, inputs, dep keys) ─► cache hit? restore outputs
+//!                                                                  └─► miss: once_exec::run ─► record
+//!     ─► report (RunReport, written to .once/runs/<id>/run.json by the store)
+//! ```
+//!
+//! Everything that can be wrong with a request (an unknown target, a capability it lacks, a
+//! parameter of the wrong type) is found while planning, before anything runs. The scheduler is
+//! dynamic: an action starts the moment its last dependency succeeds, not when a whole wave is
+//! done. The first failure stops new starts (running actions finish) unless `keep_going`; the
+//! actions left behind are reported as skipped.
+//!
+//! The cache follows the layout of Bazel's remote cache: `ac/<key>` holds an action's result
+//! (exit code, duration, tail, output files with their digests) and `cas/<digest>` the output
+//! files' bytes. Every object is written to a temporary file in the same folder, synced, and
+//! renamed into place, and its name is its content's (or its inputs') hash, so two processes
+//! writing the same object at once write the same bytes and the last rename wins harmlessly.
+//! Only successful runs are recorded.
+
+mod cache;
+mod error;
+mod fsio;
+mod key;
+mod params;
+mod plan;
+mod report;
+mod request;
+mod schedule;
+mod store;
+
+pub use cache::{ActionResult, Cache, OutputFile};
+pub use error::Error;
+pub use key::{Key, hash_file};
+pub use params::resolve as resolve_params;
+pub use plan::{Plan, Step, plan};
+pub use report::{ActionReport, ActionStatus, Counts, RunReport, RunStatus};
+pub use request::{Request, parse_action, parse_param};
+pub use schedule::{Event, Options, execute};
+pub use store::{LogPage, RunDir, RunStore};

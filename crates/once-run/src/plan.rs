@@ -1,0 +1,283 @@
+//! The plan: the requested actions plus everything they transitively depend on, in an order
+//! where each action comes after its dependencies, each with its command rendered.
+//!
+//! A plan is built entirely before anything runs, so every mistake in a request is reported
+//! while nothing has happened yet. This module must never run anything or touch files.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use once_graph::Workspace;
+use once_graph::graph::ActionId;
+use once_graph::model::{Capability, Target};
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::params;
+use crate::request::{Request, parse_action};
+
+/// Everything to run, dependencies first.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Topologically ordered: every dependency index is smaller than its dependent's.
+    pub steps: Vec<Step>,
+}
+
+/// One action of a plan.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// `target:capability`.
+    pub action: String,
+    /// The rendered command, run as `sh -c` in `dir`.
+    pub command: String,
+    /// The target's folder.
+    pub dir: PathBuf,
+    /// The target's folder relative to the workspace root (part of the cache key).
+    pub path: String,
+    /// Declared environment.
+    pub env: BTreeMap<String, String>,
+    pub deadline: Duration,
+    /// Input globs relative to `dir`; `!` excludes.
+    pub inputs: Arc<[String]>,
+    /// Output globs relative to `dir`.
+    pub outputs: Arc<[String]>,
+    /// Every parameter's value, defaults filled in.
+    pub params: BTreeMap<String, Value>,
+    /// Indices in [`Plan::steps`] of the direct dependencies.
+    pub deps: Vec<usize>,
+    /// Asked for by the request (not only needed by another action).
+    pub requested: bool,
+}
+
+/// Resolves `request` against `ws` into a plan, or says what is wrong with the request.
+pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
+    let targets = ws.targets();
+    let graph = ws.graph();
+    let mut roots: Vec<ActionId> = Vec::new();
+    for text in &request.actions {
+        let (name, capability) = parse_action(text)?;
+        let t = find_target(targets, name)?;
+        let target = &targets[t];
+        let c = match capability {
+            Some(capability) => target
+                .capabilities
+                .iter()
+                .position(|c| &*c.name == capability)
+                .ok_or_else(|| Error::UnknownCapability {
+                    target: name.to_owned(),
+                    capability: capability.to_owned(),
+                    available: capability_list(target),
+                })?,
+            None => default_capability(target)?,
+        };
+        roots.push(graph.action(t, c));
+    }
+    if let Some(capability) = &request.all {
+        let before = roots.len();
+        for (t, target) in targets.iter().enumerate() {
+            if let Some(c) = target
+                .capabilities
+                .iter()
+                .position(|c| &*c.name == capability.as_str())
+            {
+                roots.push(graph.action(t, c));
+            }
+        }
+        if roots.len() == before {
+            return Err(Error::NoTargetHas {
+                capability: capability.clone(),
+            });
+        }
+    }
+    if roots.is_empty() {
+        return Err(Error::EmptyRequest);
+    }
+
+    // The closure over dependencies, then Kahn's algorithm over it: iterative, linear.
+    let mut index: HashMap<ActionId, usize> = HashMap::new();
+    let mut nodes: Vec<ActionId> = Vec::new();
+    let mut stack: Vec<ActionId> = roots.clone();
+    while let Some(a) = stack.pop() {
+        if index.contains_key(&a) {
+            continue;
+        }
+        index.insert(a, nodes.len());
+        nodes.push(a);
+        stack.extend_from_slice(graph.action_deps(a));
+    }
+    // Graph order (targets by name, then capabilities) breaks ties, so a plan is the same for
+    // the same request every time.
+    nodes.sort_unstable();
+    for (i, &a) in nodes.iter().enumerate() {
+        index.insert(a, i);
+    }
+    let mut pending: Vec<usize> = nodes.iter().map(|&a| graph.action_deps(a).len()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, &a) in nodes.iter().enumerate() {
+        for d in graph.action_deps(a) {
+            dependents[index[d]].push(i);
+        }
+    }
+    let mut ready: VecDeque<usize> = (0..nodes.len()).filter(|&i| pending[i] == 0).collect();
+    let mut order: Vec<usize> = Vec::with_capacity(nodes.len());
+    while let Some(i) = ready.pop_front() {
+        order.push(i);
+        for &j in &dependents[i] {
+            pending[j] -= 1;
+            if pending[j] == 0 {
+                ready.push_back(j);
+            }
+        }
+    }
+    if order.len() < nodes.len() {
+        let stuck: Vec<String> = (0..nodes.len())
+            .filter(|&i| pending[i] > 0)
+            .take(5)
+            .map(|i| action_name(ws, nodes[i]))
+            .collect();
+        return Err(Error::Cycle {
+            actions: stuck.join(", "),
+        });
+    }
+
+    let mut position = vec![0usize; nodes.len()];
+    for (p, &i) in order.iter().enumerate() {
+        position[i] = p;
+    }
+    let mut steps = Vec::with_capacity(order.len());
+    for &i in &order {
+        let a = nodes[i];
+        let (t, c) = graph.split(a);
+        let target = &targets[t];
+        let capability = &target.capabilities[c];
+        let requested = roots.contains(&a);
+        let action = format!("{}:{}", target.name, capability.name);
+        let empty = BTreeMap::new();
+        let given = if requested { &request.params } else { &empty };
+        let values = params::resolve(&action, &capability.params, given)?;
+        let command = render(&action, target, capability, &values)?;
+        let mut deps: Vec<usize> = graph
+            .action_deps(a)
+            .iter()
+            .map(|d| position[index[d]])
+            .collect();
+        deps.sort_unstable();
+        steps.push(Step {
+            command,
+            dir: ws.root().join(&target.path),
+            path: target.path.clone(),
+            env: capability.env.clone(),
+            deadline: request.deadline.unwrap_or(capability.deadline),
+            inputs: Arc::clone(&capability.inputs),
+            outputs: Arc::clone(&capability.outputs),
+            params: values,
+            deps,
+            requested,
+            action,
+        });
+    }
+    Ok(Plan { steps })
+}
+
+fn find_target(targets: &[Target], name: &str) -> Result<usize, Error> {
+    targets
+        .binary_search_by(|t| t.name.as_str().cmp(name))
+        .map_err(|_| Error::UnknownTarget {
+            name: name.to_owned(),
+            near: near(targets, name),
+        })
+}
+
+/// The closest target name, when it is close enough to be a typo.
+fn near(targets: &[Target], name: &str) -> Option<String> {
+    targets
+        .iter()
+        .map(|t| (distance(&t.name, name), &t.name))
+        .filter(|(d, _)| *d <= (name.len() / 3).max(2))
+        .min()
+        .map(|(_, n)| n.clone())
+}
+
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
+}
+
+fn capability_list(target: &Target) -> String {
+    if target.capabilities.is_empty() {
+        return "none".to_owned();
+    }
+    target
+        .capabilities
+        .iter()
+        .map(|c| format!("`{}`", c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `TARGET` alone means its only capability, or `build`.
+fn default_capability(target: &Target) -> Result<usize, Error> {
+    if target.capabilities.len() == 1 {
+        return Ok(0);
+    }
+    target
+        .capabilities
+        .iter()
+        .position(|c| &*c.name == "build")
+        .ok_or_else(|| Error::AmbiguousCapability {
+            target: target.name.clone(),
+            available: capability_list(target),
+        })
+}
+
+fn action_name(ws: &Workspace, a: ActionId) -> String {
+    let (t, c) = ws.graph().split(a);
+    let target = &ws.targets()[t];
+    format!("{}:{}", target.name, target.capabilities[c].name)
+}
+
+/// The command with parameters, then the kind's fields, then `{target}` and `{path}` filled in.
+fn render(
+    action: &str,
+    target: &Target,
+    capability: &Capability,
+    values: &BTreeMap<String, Value>,
+) -> Result<String, Error> {
+    once_graph::template::render(&capability.command, |name| {
+        if let (Some(value), Some(param)) = (
+            values.get(name),
+            capability.params.iter().find(|p| p.name == name),
+        ) {
+            return Some(params::render(param, value));
+        }
+        if let Some(field) = target.fields.get(name) {
+            return Some(match field {
+                Value::String(text) => params::shell_word(text),
+                other => params::shell_word(&other.to_string()),
+            });
+        }
+        match name {
+            "target" => Some(params::shell_word(&target.name)),
+            "path" => Some(params::shell_word(&target.path)),
+            _ => None,
+        }
+    })
+    .map_err(|name| Error::Render {
+        action: action.to_owned(),
+        name,
+    })
+}

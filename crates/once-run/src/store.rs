@@ -1,0 +1,251 @@
+//! The run store under `.once/runs/`: one folder per run, named by its id, holding `run.json`
+//! (the report) and one log per action that ran. Only the newest runs are kept.
+//!
+//! Ids sort by start time, so "newest" is a name sort and pruning needs no index. An id given
+//! from outside (an agent) is checked before it becomes a path: this module must never open a
+//! file outside the store.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::fsio::write_atomic;
+use crate::report::RunReport;
+
+/// How many runs the store keeps by default.
+pub const KEEP_RUNS: usize = 50;
+
+/// The runs of one workspace.
+#[derive(Debug, Clone)]
+pub struct RunStore {
+    root: PathBuf,
+    keep: usize,
+}
+
+/// The folder of one run.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub id: String,
+    pub path: PathBuf,
+}
+
+/// A page of one action's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogPage {
+    pub run_id: String,
+    pub action: String,
+    pub log: PathBuf,
+    /// Index of the first line of `lines` (0-based).
+    pub offset: usize,
+    pub lines: Vec<String>,
+    /// Lines in the whole log.
+    pub total_lines: usize,
+    /// Pass as `offset` for the next page; absent at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+}
+
+impl RunStore {
+    pub fn new(workspace_root: &Path) -> RunStore {
+        RunStore {
+            root: workspace_root.join(".once").join("runs"),
+            keep: KEEP_RUNS,
+        }
+    }
+
+    /// Keeps only the newest `keep` runs.
+    pub fn keeping(mut self, keep: usize) -> RunStore {
+        self.keep = keep.max(1);
+        self
+    }
+
+    /// Makes the folder of a new run and prunes the oldest runs beyond the limit.
+    pub fn create(&self) -> Result<RunDir, Error> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let id = format!(
+            "{}-{:03}-{:07}-{:06}",
+            timestamp(now.as_secs()),
+            now.subsec_millis(),
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = self.root.join(&id);
+        fs::create_dir_all(&path).map_err(Error::io(&path))?;
+        self.prune();
+        Ok(RunDir { id, path })
+    }
+
+    /// Run ids, newest first.
+    pub fn ids(&self) -> Vec<String> {
+        let Ok(entries) = fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| valid_id(name))
+            .collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids
+    }
+
+    fn prune(&self) {
+        for id in self.ids().into_iter().skip(self.keep) {
+            let path = self.root.join(&id);
+            if let Err(error) = fs::remove_dir_all(&path) {
+                tracing::debug!(path = %path.display(), %error, "cannot prune an old run");
+            }
+        }
+    }
+
+    /// The report of run `id` (as far as it got, if it is still running).
+    pub fn read(&self, id: &str) -> Result<RunReport, Error> {
+        let unknown = || Error::UnknownRun { id: id.to_owned() };
+        if !valid_id(id) {
+            return Err(unknown());
+        }
+        let bytes = fs::read(self.root.join(id).join("run.json")).map_err(|_| unknown())?;
+        serde_json::from_slice(&bytes).map_err(|_| unknown())
+    }
+
+    /// Lines `offset..offset + limit` of the log of `action` in run `id`.
+    pub fn log_page(
+        &self,
+        id: &str,
+        action: &str,
+        offset: usize,
+        limit: usize,
+    ) -> Result<LogPage, Error> {
+        let report = self.read(id)?;
+        let log = report
+            .actions
+            .iter()
+            .find(|a| a.action == action)
+            .and_then(|a| a.log.clone())
+            .ok_or_else(|| Error::UnknownLog {
+                run: id.to_owned(),
+                action: action.to_owned(),
+            })?;
+        let file = fs::File::open(&log).map_err(Error::io(&log))?;
+        let mut lines = Vec::new();
+        let mut total = 0;
+        for line in BufReader::new(file).split(b'\n') {
+            let line = line.map_err(Error::io(&log))?;
+            if total >= offset && lines.len() < limit {
+                let mut text = String::from_utf8_lossy(&line).into_owned();
+                if text.len() > once_exec::LINE_CAP {
+                    let mut cut = once_exec::LINE_CAP;
+                    while !text.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    text.truncate(cut);
+                }
+                lines.push(text);
+            }
+            total += 1;
+        }
+        let end = offset + lines.len();
+        Ok(LogPage {
+            run_id: id.to_owned(),
+            action: action.to_owned(),
+            log,
+            offset,
+            lines,
+            total_lines: total,
+            next_offset: (end < total).then_some(end),
+        })
+    }
+}
+
+impl RunDir {
+    /// Where the log of `action` goes.
+    pub fn log_path(&self, action: &str) -> PathBuf {
+        let name: String = action
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.path.join(format!("{name}.log"))
+    }
+
+    /// Writes `run.json` atomically, so a reader never sees half a report.
+    pub fn write_report(&self, report: &RunReport) -> Result<(), Error> {
+        let path = self.path.join("run.json");
+        let bytes = serde_json::to_vec_pretty(report).map_err(|e| Error::Io {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        write_atomic(&path, &bytes).map_err(Error::io(&path))
+    }
+}
+
+/// Only names this store makes: digits and dashes.
+fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() < 64 && id.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC, from seconds since the Unix epoch.
+fn timestamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rest = secs % 86_400;
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_utc_calendar_dates() {
+        assert_eq!(timestamp(0), "19700101-000000");
+        assert_eq!(timestamp(951_782_400 + 3661), "20000229-010101");
+        assert_eq!(timestamp(1_735_689_599), "20241231-235959");
+    }
+
+    #[test]
+    fn ids_from_outside_cannot_escape_the_store() {
+        assert!(valid_id("20250101-000000-001-42-0"));
+        for bad in ["", "..", "../x", "a", "1/2"] {
+            assert!(!valid_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_store_keeps_the_newest_runs() {
+        let dir = std::env::temp_dir().join(format!("once-run-store-{}", std::process::id()));
+        let store = RunStore::new(&dir).keeping(2);
+        let first = store.create().unwrap();
+        let second = store.create().unwrap();
+        let third = store.create().unwrap();
+        assert_eq!(store.ids(), vec![third.id.clone(), second.id.clone()]);
+        assert!(!first.path.exists());
+        fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,148 @@
+//! The cache: hits run nothing, changes re-run exactly what is downstream, outputs come back
+//! byte for byte.
+
+use std::fs;
+
+use once_run::{Options, RunStatus};
+
+use super::{Fixture, serial, statuses};
+
+/// `lib` builds from `src/`; `app` depends on `lib`; `docs` is independent. Each run of a
+/// command appends its name to `runs`, so the file says exactly what ran.
+const WORKSPACE: &str = r#"
+[targets.lib]
+kind = "command"
+path = "lib"
+[targets.lib.capabilities.build]
+command = "echo lib >> ../runs; mkdir -p out; cat src/* > out/lib.bin; printf '\\000\\377' >> out/lib.bin"
+inputs = ["src/**", "!src/*.tmp"]
+outputs = ["out/**"]
+
+[targets.app]
+kind = "command"
+path = "app"
+deps = ["lib"]
+[targets.app.capabilities.build]
+command = "echo app >> ../runs; cat ../lib/out/lib.bin main.txt > app.bin; chmod +x app.bin"
+inputs = ["main.txt"]
+outputs = ["app.bin"]
+
+[targets.docs]
+kind = "command"
+path = "docs"
+[targets.docs.capabilities.build]
+command = "echo docs >> ../runs"
+"#;
+
+fn fixture() -> Fixture {
+    let ws = Fixture::new(WORKSPACE);
+    ws.file("lib/src/a.txt", "alpha\n")
+        .file("lib/src/b.txt", "beta\n")
+        .file("app/main.txt", "main\n")
+        .file("docs/index.md", "# docs\n");
+    ws
+}
+
+fn all() -> [&'static str; 2] {
+    ["app", "docs"]
+}
+
+#[test]
+fn a_hit_runs_nothing_and_restores_outputs_byte_for_byte() {
+    let ws = fixture();
+    let first = ws.run(&all(), &Options::default());
+    assert_eq!(first.status, RunStatus::Succeeded);
+    assert_eq!(first.counts.ran, 3);
+    let runs = ws.read("runs");
+    let lib = fs::read(ws.root.join("lib/out/lib.bin")).unwrap();
+    let app = fs::read(ws.root.join("app/app.bin")).unwrap();
+
+    let second = ws.run(&all(), &Options::default());
+    assert_eq!(second.status, RunStatus::Succeeded);
+    assert_eq!(second.counts.cached, 3);
+    assert_eq!(second.counts.ran, 0);
+    assert_eq!(ws.read("runs"), runs, "a cache hit ran a command");
+
+    // Outputs deleted or damaged come back identical, mode included, still without running.
+    fs::remove_dir_all(ws.root.join("lib/out")).unwrap();
+    fs::write(ws.root.join("app/app.bin"), "damaged").unwrap();
+    let third = ws.run(&all(), &Options::default());
+    assert_eq!(third.counts.cached, 3);
+    assert_eq!(ws.read("runs"), runs);
+    assert_eq!(fs::read(ws.root.join("lib/out/lib.bin")).unwrap(), lib);
+    assert_eq!(fs::read(ws.root.join("app/app.bin")).unwrap(), app);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(ws.root.join("app/app.bin"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_ne!(mode & 0o100, 0, "the executable bit was not restored");
+
+    // `force` runs everything again.
+    let forced = ws.run(
+        &all(),
+        &Options {
+            force: true,
+            ..serial()
+        },
+    );
+    assert_eq!(forced.counts.ran, 3);
+}
+
+#[test]
+fn a_changed_input_reruns_exactly_what_is_downstream() {
+    let ws = fixture();
+    ws.run(&all(), &serial());
+    fs::write(ws.root.join("runs"), "").unwrap();
+
+    // An excluded file and a file outside the inputs change nothing.
+    ws.file("lib/src/scratch.tmp", "x").file("lib/README", "x");
+    let report = ws.run(&all(), &serial());
+    assert_eq!(report.counts.cached, 3);
+    assert_eq!(ws.read("runs"), "");
+
+    ws.file("lib/src/b.txt", "beta, changed\n");
+    let report = ws.run(&all(), &serial());
+    assert_eq!(ws.read("runs"), "lib\napp\n");
+    assert_eq!(
+        statuses(&report),
+        [
+            ("app:build", "succeeded"),
+            ("docs:build", "succeeded (cached)"),
+            ("lib:build", "succeeded"),
+        ]
+        .into_iter()
+        .map(|(a, s)| (a.to_owned(), s.to_owned()))
+        .collect()
+    );
+
+    // A file ignored by .gitignore is not an input.
+    fs::write(ws.root.join("runs"), "").unwrap();
+    ws.file("docs/.gitignore", "draft.md\n")
+        .file("docs/draft.md", "wip");
+    ws.run(&all(), &serial());
+    assert_eq!(
+        ws.read("runs"),
+        "docs\n",
+        "adding .gitignore itself is a change"
+    );
+    ws.file("docs/draft.md", "more wip");
+    ws.run(&all(), &serial());
+    assert_eq!(ws.read("runs"), "docs\n", "an ignored file re-ran docs");
+}
+
+#[test]
+fn failed_runs_are_not_cached() {
+    let ws = Fixture::new(
+        r#"
+[targets.flaky]
+kind = "command"
+[targets.flaky.capabilities.build]
+command = "echo try >> tries; test -e ok"
+inputs = ["ok", "once.toml"]
+"#,
+    );
+    assert_eq!(ws.run(&["flaky"], &serial()).status, RunStatus::Failed);
+    assert_eq!(ws.run(&["flaky"], &serial()).status, RunStatus::Failed);
+    assert_eq!(ws.read("tries"), "try\ntry\n");
+}
