@@ -195,7 +195,7 @@ fn near(targets: &[Target], name: &str) -> Option<String> {
     targets
         .iter()
         .map(|t| (distance(&t.name, name), &t.name))
-        .filter(|(d, _)| *d <= (name.len() / 3).max(2))
+        .filter(|(d, _)| *d <= (name.len() / 3).max(1))
         .min()
         .map(|(_, n)| n.clone())
 }

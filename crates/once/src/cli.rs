@@ -108,6 +108,24 @@ Examples:
         json: bool,
     },
 
+    /// Run capabilities: dependencies first, in parallel, each once until its inputs change
+    #[command(after_help = "\
+Examples:
+  once run web:test                       web's tests, after everything they depend on
+  once run core web --jobs 4              Several targets (each's `build`, or its only capability)
+  once run --all lint --keep-going        Every target's lint; go on past failures
+  once run docs:build --param out=site    Set a typed parameter (checked before anything runs)
+  once run web:test --force --json        Ignore the cache; print the report as JSON
+
+An action whose command, parameters, environment, inputs and dependencies are unchanged is not
+run again: its result is replayed from `.once/cache/` and its outputs restored. Logs are under
+`.once/runs/<id>/`.
+
+Exit status: 0 when every action succeeded, 1 when one failed or timed out, 2 for a bad request
+(unknown target or capability, a bad parameter, an invalid manifest), 130 or 143 when
+interrupted (every process it started is stopped first).")]
+    Run(RunArgs),
+
     /// Project memory: notes about the workspace that people and agents share
     #[command(
         subcommand,
@@ -288,6 +306,34 @@ pub struct ListArgs {
     pub json: bool,
     #[command(flatten)]
     pub page: PageArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// `TARGET` or `TARGET:CAPABILITY` (repeat for more)
+    #[arg(value_name = "TARGET[:CAPABILITY]")]
+    pub actions: Vec<String>,
+    /// Also run this capability of every target that has it
+    #[arg(long, value_name = "CAPABILITY")]
+    pub all: Option<String>,
+    /// A parameter of the named actions, `NAME=VALUE` (repeat for more)
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    /// Replace every action's deadline (`90s`, `5m`, `1h30m`)
+    #[arg(long, value_name = "DURATION")]
+    pub deadline: Option<String>,
+    /// How many actions run at once (default: the number of cores)
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Run even what the cache could replay
+    #[arg(long)]
+    pub force: bool,
+    /// After a failure, go on with everything that does not depend on it
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Print the report as JSON on stdout (the value the MCP tool `once_run` returns)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,8 @@ pub enum Outcome {
     Failure,
     /// A manifest is invalid or the command line was wrong: exit 2.
     Invalid,
+    /// A signal stopped the command (after everything it started was stopped): exit 128 + N.
+    Signal(i32),
 }
 
 impl From<Outcome> for ExitCode {
@@ -20,6 +22,7 @@ impl From<Outcome> for ExitCode {
             Outcome::Success => ExitCode::SUCCESS,
             Outcome::Failure => ExitCode::from(1),
             Outcome::Invalid => ExitCode::from(2),
+            Outcome::Signal(signal) => ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)),
         }
     }
 }

@@ -5,6 +5,7 @@ mod check;
 mod mcp;
 mod memory;
 mod query;
+mod run;
 mod serve;
 mod sessions;
 
@@ -24,6 +25,7 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Query(query) => query::run(cli.workspace.as_deref(), query),
         Command::Mcp(args) => mcp::run(cli.workspace.as_deref(), args),
         Command::Memory(command) => memory::run(cli.workspace.as_deref(), command),
+        Command::Run(args) => run::run(cli.workspace.as_deref(), args),
         Command::Serve(args) => serve::run(cli.workspace.as_deref(), args),
         Command::Sessions { json } => sessions::run(json),
     };
