@@ -22,7 +22,8 @@ pub use schema::{SchemaQuery, schema};
 pub use target::{CapabilityDetail, ManifestLocation, TargetDetail, TargetQuery, target};
 pub use targets::{TargetRow, TargetsPage, TargetsQuery, targets};
 pub use workspace::{
-    Counts, KindUse, ManifestInfo, MemoryCounts, WorkspaceInfo, WorkspaceQuery, workspace,
+    ChangeSetCounts, Counts, KindUse, ManifestInfo, MemoryCounts, WorkspaceInfo, WorkspaceQuery,
+    workspace,
 };
 
 /// The queries, for asking their schemas.

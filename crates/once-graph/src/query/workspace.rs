@@ -58,6 +58,18 @@ pub struct MemoryCounts {
     pub broken: u32,
 }
 
+/// Change sets by decision. Computed outside this crate (by `once-changes`), like
+/// [`MemoryCounts`], and filled in by the caller that owns both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeSetCounts {
+    /// Proposals waiting for a person to apply or reject them.
+    pub pending: u32,
+    /// Proposals applied.
+    pub applied: u32,
+    /// Proposals rejected.
+    pub rejected: u32,
+}
+
 /// Overview of a workspace.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkspaceInfo {
@@ -79,6 +91,8 @@ pub struct WorkspaceInfo {
     pub next_cursor: Option<String>,
     /// Project memory sizes; null when unknown.
     pub memory: Option<MemoryCounts>,
+    /// Change sets by decision; null when unknown.
+    pub change_sets: Option<ChangeSetCounts>,
 }
 
 fn n(v: usize) -> u32 {
@@ -120,6 +134,7 @@ pub fn workspace(ws: &Workspace) -> WorkspaceInfo {
         next_cursor: page.as_ref().and_then(|p| p.next_cursor.clone()),
         targets: page.map(|p| p.targets).unwrap_or_default(),
         memory: None,
+        change_sets: None,
     }
 }
 
@@ -206,6 +221,20 @@ pub(crate) fn output_schema() -> Value {
                             integer("Entries whose linked files or targets changed"),
                         ),
                         ("broken", integer("Entry files that do not parse")),
+                    ],
+                )),
+            ),
+            (
+                "change_sets",
+                nullable(record(
+                    "Change sets proposed by agents, by decision",
+                    vec![
+                        (
+                            "pending",
+                            integer("Waiting for a person: `once changes list`"),
+                        ),
+                        ("applied", integer("Applied")),
+                        ("rejected", integer("Rejected, kept with the decision")),
                     ],
                 )),
             ),
