@@ -50,12 +50,14 @@ pub fn choose(live: &[Entry], dir: Option<&Path>) -> Result<Entry> {
     match best {
         Some(entry) => Ok(entry.clone()),
         None if live.is_empty() => bail!(
-            "no live session serves `{}`; start one with `once -C {} serve`",
+            "no live session serves `{}`; start one with `once serve` in that workspace \
+             (`once -C {} serve`)",
             wanted.display(),
             wanted.display()
         ),
         None => bail!(
-            "no live session serves `{}`; start one with `once -C {} serve`. Live sessions:\n{}",
+            "no live session serves `{}`; start one with `once serve` in that workspace \
+             (`once -C {} serve`). Live sessions:\n{}",
             wanted.display(),
             wanted.display(),
             listing(live)

@@ -5,4 +5,5 @@ mod check;
 mod mcp;
 mod memory;
 mod query;
+mod session;
 mod support;

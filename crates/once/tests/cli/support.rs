@@ -1,7 +1,9 @@
 //! A small fluent builder for running `once` in a fresh workspace, in the style of
-//! `Test::new().manifest(…).args(…).run()`, and a handle on a live `once mcp` process.
+//! `Test::new().manifest(…).args(…).run()`, a handle on a live `once mcp` process, and a guard on
+//! a live `once serve` that kills it when dropped.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -150,16 +152,24 @@ pub struct Mcp {
 
 impl Mcp {
     pub fn spawn(root: &Path, extra: &[&str]) -> Mcp {
-        let mut child = Command::new(once_binary())
-            .arg("--workspace")
-            .arg(root)
-            .arg("mcp")
-            .args(extra)
+        let mut command = Command::new(once_binary());
+        command.arg("--workspace").arg(root).arg("mcp").args(extra);
+        Mcp::from_command(command)
+    }
+
+    /// `once mcp --attach [DIR]`, finding sessions in the state dir `state`.
+    pub fn attach(state: &Path, dir: Option<&Path>) -> Mcp {
+        Mcp::from_command(attach_command(state, dir))
+    }
+
+    /// Runs `command` (any way of starting an MCP server on stdio) with piped stdio.
+    pub fn from_command(mut command: Command) -> Mcp {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawns once mcp");
+            .expect("spawns once");
         let stdin = child.stdin.take();
         // Drain stderr so a chatty server can never block on a full pipe.
         let stderr = child.stderr.take().expect("piped stderr");
@@ -265,4 +275,173 @@ impl Mcp {
     pub fn pid(&self) -> i32 {
         i32::try_from(self.child.id()).expect("a pid fits in i32")
     }
+}
+
+/// `once mcp --attach [DIR]` with `XDG_STATE_HOME` set to `state`.
+pub fn attach_command(state: &Path, dir: Option<&Path>) -> Command {
+    let mut command = Command::new(once_binary());
+    command
+        .args(["mcp", "--attach"])
+        .args(dir)
+        .env("XDG_STATE_HOME", state)
+        .env_remove("ONCE_LOG");
+    command
+}
+
+/// Runs `command` to the end with stdin closed, failing the test after [`PATIENCE`].
+pub fn output_within(mut command: Command) -> Output {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawns once");
+    let pid = child.id();
+    let (sender, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    match done.recv_timeout(PATIENCE) {
+        Ok(output) => output.expect("waits"),
+        Err(_) => {
+            // SAFETY: a signal to the child we spawned, which has not been reaped (its waiter
+            // is still blocked), so the pid is still ours.
+            unsafe { libc::kill(i32::try_from(pid).expect("pid fits"), libc::SIGKILL) };
+            panic!("`once` did not finish within {PATIENCE:?}");
+        }
+    }
+}
+
+/// A live `once serve`, started in a session of its own (`setsid`), so that every process it
+/// spawns can be found by session id after it is gone. Killed when dropped, so a failing test
+/// leaves nothing behind.
+pub struct Serve {
+    child: Option<Child>,
+    pub port: u16,
+    state: PathBuf,
+    /// stderr after the ready line, for a test that fails.
+    stderr: Receiver<String>,
+}
+
+impl Serve {
+    /// Starts `once -C root serve EXTRA` with `XDG_STATE_HOME=state` and waits for the ready
+    /// line `… listening on 127.0.0.1:PORT …` on stderr: the port is bound and the registry
+    /// entry is published by the time it is printed, so no test polls for either.
+    pub fn start(root: &Path, state: &Path, extra: &[&str]) -> Serve {
+        Serve::try_start(root, state, extra)
+            .unwrap_or_else(|stderr| panic!("once serve failed:\n{stderr}"))
+    }
+
+    /// As [`Serve::start`], but returns everything the process wrote to stderr when it exits
+    /// before it is ready.
+    pub fn try_start(root: &Path, state: &Path, extra: &[&str]) -> Result<Serve, String> {
+        let mut command = Command::new(once_binary());
+        command
+            .arg("-C")
+            .arg(root)
+            .arg("serve")
+            .args(extra)
+            .env("XDG_STATE_HOME", state)
+            .env_remove("ONCE_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: setsid is async-signal-safe and touches only the child.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().expect("spawns once serve");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut serve = Serve {
+            child: Some(child),
+            port: 0,
+            state: state.to_path_buf(),
+            stderr: lines,
+        };
+        let mut seen = String::new();
+        loop {
+            match serve.stderr.recv_timeout(PATIENCE) {
+                Ok(line) => {
+                    if let Some(port) = ready_port(&line) {
+                        serve.port = port;
+                        return Ok(serve);
+                    }
+                    seen.push_str(&line);
+                    seen.push('\n');
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(seen),
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!("once serve is not ready:\n{seen}"),
+            }
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        let child = self.child.as_ref().expect("still running");
+        i32::try_from(child.id()).expect("a pid fits in i32")
+    }
+
+    /// Its registry file.
+    pub fn entry_path(&self) -> PathBuf {
+        self.state
+            .join("once/mcp")
+            .join(format!("{}.json", self.pid()))
+    }
+
+    pub fn entry(&self) -> Value {
+        let text = std::fs::read(self.entry_path()).expect("reads the registry entry");
+        serde_json::from_slice(&text).expect("the entry is JSON")
+    }
+
+    /// Sends `signal` and waits for the exit, failing the test after [`PATIENCE`]; returns the
+    /// exit code (`None` when a signal ended it).
+    pub fn stop_with(&mut self, signal: i32) -> Option<i32> {
+        let mut child = self.child.take().expect("still running");
+        let pid = i32::try_from(child.id()).expect("a pid fits in i32");
+        // SAFETY: a signal to our own, not yet reaped child.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "signals once serve");
+        let (sender, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(child.wait());
+        });
+        let status = done
+            .recv_timeout(PATIENCE)
+            .unwrap_or_else(|_| {
+                // SAFETY: as above; the waiter still holds it unreaped.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("once serve did not stop within {PATIENCE:?}")
+            })
+            .expect("waits");
+        status.code()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn ready_port(line: &str) -> Option<u16> {
+    let rest = &line[line.find("listening on 127.0.0.1:")? + "listening on 127.0.0.1:".len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
