@@ -6,6 +6,7 @@
 
 mod memory;
 mod query;
+mod run;
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
@@ -15,6 +16,7 @@ use crate::tool::Gates;
 
 pub use memory::memory_tools;
 pub use query::{Overview, query_tools};
+pub use run::run_tools;
 
 /// A workspace that reloads itself when a manifest's content changes.
 #[derive(Debug)]
@@ -86,8 +88,21 @@ pub fn instructions(root: &str, gates: Gates) -> String {
          than adding a duplicate. To update, pass the `revision` you last read to \
          once_remember; a refusal carries the current text, so merge and call again.\n"
     );
+    text.push_str(
+        "\nRuns: once_query_runs lists recent runs (status, duration, cached or not, exit \
+         codes); with `run_id` it returns a run's report, and with `run_id` and `action` a page \
+         of that action's log (`offset`, `limit`, then `next_offset`). Reports never carry \
+         whole logs: read them here.\n",
+    );
     text.push_str(if gates.allow_run {
-        "\nRunning capabilities is enabled.\n"
+        "\nRunning capabilities is enabled. once_run runs `target:capability` after its \
+         dependencies; pass typed `params` as once_query_target shows them. An action whose \
+         inputs, command, parameters and dependencies are unchanged is replayed from the cache \
+         (`cached: true`), so running again is cheap. once_run waits up to `wait_seconds` \
+         (default 300) for the report; for a long build pass a small value, get \
+         `{run_id, status: \"running\"}`, and poll once_query_runs with that run_id. Stop a \
+         run with once_cancel, or cancel the once_run request itself. A failed action's report \
+         holds the tail of its log; read the rest with once_query_runs.\n"
     } else {
         "\nRunning capabilities (once_run, once_cancel) is disabled: the person must add \
          --allow-run to the server's command line in the client configuration.\n"

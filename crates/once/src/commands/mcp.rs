@@ -25,11 +25,15 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
     }
     let options = ServeOptions::default();
     let shutdown = options.shutdown.clone();
+    // Every process a tool starts is registered here, so both ways out stop them all.
+    let runtime = once_exec::Registry::new();
+    let on_signal = runtime.clone();
     signals::install(move |signal| {
         tracing::info!("signal {signal}: stopping");
         shutdown.cancel();
-        // The serve loop may be blocked reading stdin, which no thread can interrupt; nothing
-        // of ours runs in the background yet, so leaving at once is the orderly stop.
+        on_signal.stop_all(once_exec::DEFAULT_GRACE);
+        // The serve loop may be blocked reading stdin, which no thread can interrupt; every
+        // process of ours is gone now, so leaving at once is the orderly stop.
         std::process::exit(0);
     })
     .context("cannot install the signal handlers")?;
@@ -40,11 +44,13 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
         allow_edit: args.allow_edit,
         allow_run: args.allow_run,
     };
-    let config = server_config(&root, gates)?;
+    let config = server_config(&root, gates, &runtime)?;
 
     tracing::info!("serving {} over stdio", root.display());
-    once_mcp::serve_with(Arc::new(config), io::stdin().lock(), protocol_out, options)
-        .context("the MCP connection failed")?;
+    let served = once_mcp::serve_with(Arc::new(config), io::stdin().lock(), protocol_out, options);
+    // The client is gone (end of input) or the connection broke: no run may outlive it.
+    runtime.stop_all(once_exec::DEFAULT_GRACE);
+    served.context("the MCP connection failed")?;
     Ok(Outcome::Success)
 }
 
@@ -75,7 +81,12 @@ fn attach(dir: Option<&Path>) -> Result<Outcome> {
 
 /// The server both doors share: stdio (`once mcp`) and the live session (`once serve`) build
 /// their catalog, instructions and gates here, so an agent sees the same tools through either.
-pub fn server_config(root: &Path, gates: Gates) -> Result<ServerConfig> {
+/// Processes started by the run tools are registered in `runtime`.
+pub fn server_config(
+    root: &Path,
+    gates: Gates,
+    runtime: &once_exec::Registry,
+) -> Result<ServerConfig> {
     let loaded = Workspace::load(root)
         .with_context(|| format!("cannot load the workspace at `{}`", root.display()))?;
     if loaded.has_errors() {
@@ -93,6 +104,7 @@ pub fn server_config(root: &Path, gates: Gates) -> Result<ServerConfig> {
     let overview: once_mcp::Overview = Arc::new(crate::overview::workspace_overview);
     config.tools = once_mcp::query_tools(&live, overview);
     config.tools.extend(once_mcp::memory_tools(&live));
+    config.tools.extend(once_mcp::run_tools(&live, runtime));
     let refresh = Arc::clone(&live);
     config.before_request = Some(Arc::new(move || refresh.refresh()));
     Ok(config)

@@ -42,16 +42,12 @@ pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
         allow_edit: args.allow_edit,
         allow_run: args.allow_run,
     };
-    let config = super::mcp::server_config(&root, gates)?;
+    let runtime = once_exec::Registry::new();
+    let config = super::mcp::server_config(&root, gates, &runtime)?;
     let registry = Registry::open()?;
     let session = {
         let mut slot = stopper.lock().unwrap_or_else(PoisonError::into_inner);
-        let session = Session::start(
-            &registry,
-            &root,
-            Arc::new(config),
-            once_exec::Registry::new(),
-        )?;
+        let session = Session::start(&registry, &root, Arc::new(config), runtime)?;
         *slot = Some(session.stopper());
         session
     };

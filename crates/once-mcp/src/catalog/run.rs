@@ -1,0 +1,456 @@
+//! The run tools: `once_run` and `once_cancel` (behind `--allow-run`) and `once_query_runs`
+//! (always).
+//!
+//! `once_run` plans with `once_run::plan` (so a bad request is refused before anything runs)
+//! and executes on a thread of its own, under the server's process registry, so the binary's
+//! `stop_all` reaches every process it started. The call waits up to `wait_seconds` for the
+//! report, the very value `once run --json` prints; after that it answers with the run id and
+//! the run goes on, to be followed with `once_query_runs` or stopped with `once_cancel`. While
+//! it waits, a client's `notifications/cancelled` stops the run's process groups. Answers stay
+//! bounded: only a failed action carries output, and logs are read a page at a time. This
+//! module must never read a whole log into an answer.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use once_exec::{Cancel, Registry};
+use once_run::{Cache, Event, Options, Request, RunReport, RunStore};
+use serde_json::{Map, Value, json};
+
+use super::LiveWorkspace;
+use crate::tool::{
+    Annotations, CallContext, Gate, Tool, optional_bool, optional_str, optional_u64, required_str,
+};
+
+/// How long `once_run` waits for the report when `wait_seconds` is not given.
+const DEFAULT_WAIT: Duration = Duration::from_secs(300);
+/// The longest wait an agent may ask for.
+const MAX_WAIT_SECONDS: u64 = 3600;
+/// How many actions a run's summary in `once_query_runs` lists.
+const SUMMARY_ACTIONS: usize = 20;
+/// How long `once_cancel` waits for a cancelled run to end before answering.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// A run this server started and that has not ended yet.
+#[derive(Debug, Clone)]
+struct Live {
+    cancel: Cancel,
+    /// Fired when the run has ended and its report is written.
+    ended: Cancel,
+}
+
+type LiveRuns = Arc<Mutex<HashMap<String, Live>>>;
+
+/// The run tools; the server lists only those whose gate is open. Every process they start is
+/// registered in `registry`, which the binary stops on a signal or at end of input.
+pub fn run_tools(live: &Arc<LiveWorkspace>, registry: &Registry) -> Vec<Tool> {
+    let runs: LiveRuns = Arc::default();
+    vec![
+        run(live, registry, &runs),
+        cancel(live, &runs),
+        query_runs(live),
+    ]
+}
+
+fn run(live: &Arc<LiveWorkspace>, registry: &Registry, runs: &LiveRuns) -> Tool {
+    let live = Arc::clone(live);
+    let registry = registry.clone();
+    let runs = Arc::clone(runs);
+    Tool {
+        name: "once_run",
+        title: "Run a capability",
+        description: "Run `target:capability` (or `target` with `capability`), after everything \
+                      it depends on, in parallel, each in its own process group under a \
+                      deadline. Actions whose command, parameters, environment, inputs and \
+                      dependencies are unchanged are not run again: their result is replayed \
+                      from the cache. Parameters are checked against the capability's typed \
+                      schema (once_query_target shows it) before anything runs. Waits up to \
+                      `wait_seconds` (default 300) for the report; after that it returns \
+                      `{run_id, status: \"running\"}` and the run goes on: follow it with \
+                      once_query_runs, stop it with once_cancel. The report lists every action \
+                      with its status, `cached`, exit code and log path; only a failed action \
+                      carries the tail of its log. Read more of a log with once_query_runs."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "target": {"type": "string", "description": "`target` or `target:capability`"},
+                "capability": {"type": "string", "description": "The capability, when `target` names none (default: the target's only capability, or build)"},
+                "params": {"type": "object", "description": "Parameters of the capability, by name, typed as its schema says", "additionalProperties": {}},
+                "deadline": {"type": "string", "description": "Replaces every action's deadline: 90s, 5m, 1h30m"},
+                "wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_SECONDS, "description": "How long to wait for the report before returning the run id (default 300)"},
+                "force": {"type": "boolean", "description": "Run even what the cache could replay"},
+            },
+            "required": ["target"],
+            "additionalProperties": false,
+        }),
+        output_schema: report_schema(),
+        annotations: Annotations {
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+            open_world: true,
+        },
+        gate: Gate::Run,
+        handler: Arc::new(move |ctx: &CallContext, args: Map<String, Value>| {
+            start(&live, &registry, &runs, ctx, &args).into()
+        }),
+    }
+}
+
+fn start(
+    live: &LiveWorkspace,
+    registry: &Registry,
+    runs: &LiveRuns,
+    ctx: &CallContext,
+    args: &Map<String, Value>,
+) -> Result<Value, String> {
+    let target = required_str(args, "target")?;
+    let action = match optional_str(args, "capability")? {
+        Some(capability) if !target.contains(':') => format!("{target}:{capability}"),
+        _ => target.to_owned(),
+    };
+    let params: BTreeMap<String, Value> =
+        match args.get("params") {
+            None | Some(Value::Null) => BTreeMap::new(),
+            Some(Value::Object(map)) => map.clone().into_iter().collect(),
+            Some(_) => return Err(
+                "Argument \"params\" must be an object of parameter values. Call the tool again."
+                    .into(),
+            ),
+        };
+    let deadline = optional_str(args, "deadline")?
+        .map(|text| {
+            once_graph::duration::parse_duration(text).map_err(|e| {
+                format!("invalid deadline {text:?}: {e}; write it like 90s, 5m or 1h30m")
+            })
+        })
+        .transpose()?;
+    let wait = optional_u64(args, "wait_seconds")?.map_or(DEFAULT_WAIT, |s| {
+        Duration::from_secs(s.min(MAX_WAIT_SECONDS))
+    });
+    let force = optional_bool(args, "force")?.unwrap_or(false);
+    let request = Request {
+        actions: vec![action],
+        params,
+        deadline,
+        ..Request::default()
+    };
+    let (plan, root) = {
+        let workspace = live.read();
+        if workspace.has_errors() {
+            return Err(
+                "the manifest has errors, so nothing can run; once_query_workspace lists them"
+                    .into(),
+            );
+        }
+        let plan = once_run::plan(&workspace, &request).map_err(|e| {
+            format!("{e}. once_query_target shows a target's capabilities and their parameters.")
+        })?;
+        (plan, workspace.root().to_path_buf())
+    };
+    let run_dir = RunStore::new(&root)
+        .create()
+        .map_err(|e| format!("cannot create the run's folder: {e}"))?;
+    let run_id = run_dir.id.clone();
+    let handle = Live {
+        cancel: Cancel::new(),
+        ended: Cancel::new(),
+    };
+    lock(runs).insert(run_id.clone(), handle.clone());
+
+    let (events, received) = mpsc::channel::<Update>();
+    let worker = {
+        let registry = registry.clone();
+        let runs = Arc::clone(runs);
+        let handle = handle.clone();
+        let run_id = run_id.clone();
+        thread::Builder::new()
+            .name(format!("once-run-{run_id}"))
+            .spawn(move || {
+                let total = plan.steps.len();
+                let options = Options {
+                    force,
+                    ..Options::default()
+                };
+                let report = once_run::execute(
+                    &plan,
+                    &Cache::new(&root),
+                    &run_dir,
+                    &registry,
+                    &handle.cancel,
+                    &options,
+                    &mut |event| {
+                        // The caller may have stopped listening; the run goes on regardless.
+                        let _ = events.send(Update::Event(describe(event, total)));
+                    },
+                );
+                lock(&runs).remove(&run_id);
+                handle.ended.cancel();
+                let _ = events.send(Update::Done(Box::new(report)));
+            })
+    };
+    if let Err(error) = worker {
+        lock(runs).remove(&run_id);
+        return Err(format!("cannot start the run: {error}"));
+    }
+
+    // A client's cancellation of this call stops the run, for as long as the call lasts.
+    let released = Arc::new(AtomicBool::new(false));
+    {
+        let token = ctx.cancelled().clone();
+        let released = Arc::clone(&released);
+        let cancel = handle.cancel.clone();
+        let _ = thread::Builder::new()
+            .name("once-run-cancel".into())
+            .spawn(move || {
+                if token.wait_timeout(wait + Duration::from_secs(1))
+                    && !released.load(Ordering::SeqCst)
+                {
+                    cancel.cancel();
+                }
+            });
+    }
+    let end = Instant::now() + wait;
+    let mut progress = 0u64;
+    let answer = loop {
+        let left = end.saturating_duration_since(Instant::now());
+        match received.recv_timeout(left) {
+            Ok(Update::Event(Described { text, steps, total })) => {
+                progress += steps;
+                ctx.progress(progress as f64 / 2.0, Some(total as f64), Some(&text));
+            }
+            Ok(Update::Done(report)) => {
+                break serde_json::to_value(*report)
+                    .map_err(|e| format!("cannot encode the report: {e}"));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                break Ok(json!({"run_id": run_id, "status": "running"}));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                break Err("the run ended without a report; see once_query_runs".into());
+            }
+        }
+    };
+    // From here on the run belongs to once_cancel, not to this call: release the bridge by
+    // firing the call's own token, which nothing else reads once the handler returns.
+    released.store(true, Ordering::SeqCst);
+    ctx.cancelled().cancel();
+    answer
+}
+
+enum Update {
+    Event(Described),
+    Done(Box<RunReport>),
+}
+
+/// A scheduler event as a progress message, with how many half-steps it advances.
+struct Described {
+    text: String,
+    steps: u64,
+    total: usize,
+}
+
+fn describe(event: Event<'_>, total: usize) -> Described {
+    match event {
+        Event::Started { action } => Described {
+            text: format!("{action} started"),
+            steps: 1,
+            total,
+        },
+        Event::Finished {
+            action,
+            status,
+            cached,
+            ..
+        } => {
+            let word = match (status, cached) {
+                (once_run::ActionStatus::Succeeded, true) => "cached",
+                (once_run::ActionStatus::Succeeded, false) => "finished",
+                (once_run::ActionStatus::Skipped, _) => "skipped",
+                (once_run::ActionStatus::Cancelled, _) => "cancelled",
+                (once_run::ActionStatus::TimedOut, _) => "timed out",
+                (once_run::ActionStatus::Failed, _) => "failed",
+            };
+            Described {
+                text: format!("{action} {word}"),
+                // A skipped action never started: it advances by both halves at once.
+                steps: if status == once_run::ActionStatus::Skipped {
+                    2
+                } else {
+                    1
+                },
+                total,
+            }
+        }
+    }
+}
+
+fn cancel(live: &Arc<LiveWorkspace>, runs: &LiveRuns) -> Tool {
+    let live = Arc::clone(live);
+    let runs = Arc::clone(runs);
+    Tool {
+        name: "once_cancel",
+        title: "Cancel a run",
+        description: "Stop a run that once_run started and that is still going (it returned \
+                      `status: \"running\"`): every process group of the run gets SIGTERM, then \
+                      SIGKILL after a grace period. Returns the run's report once it has ended."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"run_id": {"type": "string", "description": "The id once_run returned"}},
+            "required": ["run_id"],
+            "additionalProperties": false,
+        }),
+        output_schema: report_schema(),
+        annotations: Annotations {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        },
+        gate: Gate::Run,
+        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
+            let result = (|| {
+                let id = required_str(&args, "run_id")?;
+                let store = RunStore::new(live.read().root());
+                let handle = lock(&runs).get(id).cloned();
+                let Some(handle) = handle else {
+                    return match store.read(id) {
+                        Ok(report) => serde_json::to_value(report).map_err(|e| e.to_string()),
+                        Err(_) => Err(format!(
+                            "no run with id {id:?}; once_query_runs lists the recent runs"
+                        )),
+                    };
+                };
+                handle.cancel.cancel();
+                if !handle.ended.wait_timeout(CANCEL_WAIT) {
+                    return Ok(json!({"run_id": id, "status": "running"}));
+                }
+                store
+                    .read(id)
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| serde_json::to_value(r).map_err(|e| e.to_string()))
+            })();
+            result.into()
+        }),
+    }
+}
+
+fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
+    let live = Arc::clone(live);
+    Tool {
+        name: "once_query_runs",
+        title: "Recent runs and their logs",
+        description: "Without arguments: the recent runs, newest first, each with its status, \
+                      duration and counts (ran, cached, failed, skipped). With `run_id`: that \
+                      run's report (every action's status, `cached`, exit code, duration, log \
+                      path; the tail of a failed action's log). With `run_id` and `action` \
+                      (`target:capability`): a page of that action's log lines from `offset` \
+                      (default 0, `limit` default 100); pass `next_offset` back for more."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "run_id": {"type": "string", "description": "One run"},
+                "action": {"type": "string", "description": "With run_id: the action whose log to read"},
+                "offset": {"type": "integer", "minimum": 0, "description": "First log line (0-based)"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "How many runs (default 10, max 50) or log lines (default 100, max 500)"},
+            },
+            "required": [],
+            "additionalProperties": false,
+        }),
+        output_schema: json!({
+            "type": "object",
+            "description": "`runs` (a list of summaries), a run's report, or a page of a log (`lines`, `offset`, `total_lines`, `next_offset`)",
+        }),
+        annotations: Annotations::READ_ONLY,
+        gate: Gate::Always,
+        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
+            let result = (|| {
+                let store = RunStore::new(live.read().root());
+                let run_id = optional_str(&args, "run_id")?;
+                let action = optional_str(&args, "action")?;
+                let offset = optional_u64(&args, "offset")?.unwrap_or(0);
+                let limit = optional_u64(&args, "limit")?;
+                let encode = |v: Result<Value, serde_json::Error>| v.map_err(|e| e.to_string());
+                match (run_id, action) {
+                    (Some(id), Some(action)) => {
+                        let limit = limit.unwrap_or(100).clamp(1, 500);
+                        let page = store
+                            .log_page(id, action, to_usize(offset), to_usize(limit))
+                            .map_err(|e| {
+                                format!("{e}; once_query_runs with only run_id lists its actions")
+                            })?;
+                        encode(serde_json::to_value(page))
+                    }
+                    (Some(id), None) => {
+                        let report = store.read(id).map_err(|e| {
+                            format!("{e}; once_query_runs without arguments lists the recent runs")
+                        })?;
+                        encode(serde_json::to_value(report))
+                    }
+                    (None, Some(_)) => Err("`action` needs `run_id`: call once_query_runs without arguments to find the run".into()),
+                    (None, None) => {
+                        let limit = to_usize(limit.unwrap_or(10).clamp(1, 50));
+                        let runs: Vec<Value> = store
+                            .ids()
+                            .into_iter()
+                            // A run whose folder exists but whose report is not written yet is
+                            // left out, not counted.
+                            .filter_map(|id| store.read(&id).ok())
+                            .take(limit)
+                            .map(|r| {
+                                json!({
+                                    "run_id": r.run_id,
+                                    "status": r.status,
+                                    "started_at": r.started_at,
+                                    "duration_ms": r.duration_ms,
+                                    "counts": r.counts,
+                                    // Bounded: the first actions; the full list is one call away.
+                                    "actions": r.actions.iter().take(SUMMARY_ACTIONS).map(|a| json!({
+                                        "action": a.action,
+                                        "status": a.status,
+                                        "cached": a.cached,
+                                        "exit_code": a.exit_code,
+                                    })).collect::<Vec<_>>(),
+                                })
+                            })
+                            .collect();
+                        Ok(json!({"runs": runs}))
+                    }
+                }
+            })();
+            result.into()
+        }),
+    }
+}
+
+fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+fn report_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "The run's report (as `once run --json` prints it), or `{run_id, status: \"running\"}` when it is still going",
+        "properties": {
+            "run_id": {"type": "string"},
+            "status": {"type": "string", "enum": ["running", "succeeded", "failed", "cancelled", "timed_out"]},
+            "started_at": {"type": "integer"},
+            "duration_ms": {"type": "integer"},
+            "counts": {"type": "object"},
+            "actions": {"type": "array", "items": {"type": "object"}},
+        },
+        "required": ["run_id", "status"],
+    })
+}
+
+fn lock(runs: &LiveRuns) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
+    // Each update is one insert or remove; a panic cannot leave the map half-changed.
+    runs.lock().unwrap_or_else(PoisonError::into_inner)
+}
