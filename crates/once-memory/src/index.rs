@@ -19,10 +19,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::front_matter;
-use crate::fsio::{self, Mode};
 use crate::model::{Entry, Kind, PathLink};
 use crate::search::{Dictionary, Terms};
 use crate::{Broken, Error};
+use once_fs::{self as fsio, Mode};
 
 const MAGIC: &[u8; 8] = b"oncemem1";
 /// How recent a stamp must be, relative to the cache, to be checked again anyway.
@@ -94,7 +94,7 @@ impl Corpus {
             let Some(id) = name.strip_suffix(".md") else {
                 continue;
             };
-            if name.starts_with('.') || !crate::clock::is_valid_id(id) {
+            if name.starts_with('.') || !once_fs::clock::is_valid_id(id) {
                 continue;
             }
             let Ok(meta) = item.metadata() else { continue };

@@ -11,10 +11,8 @@
 //! This is a pure library: it never prints, never panics on any file's content, and does not
 //! depend on the build graph (a caller passes `target_exists`).
 
-mod clock;
 mod error;
 pub mod front_matter;
-mod fsio;
 mod index;
 mod model;
 mod query;
@@ -22,9 +20,9 @@ mod search;
 mod stale;
 mod store;
 
-pub use clock::is_valid_id;
 pub use error::Error;
 pub use model::{Change, Draft, Entry, Kind, PathLink};
+pub use once_fs::clock::is_valid_id;
 pub use query::{
     CheckReport, DEFAULT_LIMIT, EntryRow, MAX_LIMIT, MemoryCounts, MemoryPage, MemoryQuery,
     StaleEntry, check, counts, input_schema, output_schema, query,

@@ -11,10 +11,11 @@
 use std::io::ErrorKind;
 use std::path::{Component, Path, PathBuf};
 
-use crate::fsio::{self, Mode};
 use crate::index::{self, Corpus};
 use crate::model::{Change, Draft, Entry, PathLink};
-use crate::{Error, clock, front_matter, stale};
+use crate::{Error, front_matter, stale};
+use once_fs::clock;
+use once_fs::{self as fsio, Mode};
 
 /// The memory of one workspace.
 #[derive(Debug, Clone)]
@@ -236,7 +237,8 @@ impl Store {
 
     fn lock(&self) -> Result<fsio::Lock, Error> {
         std::fs::create_dir_all(&self.dir).map_err(Error::io("create", &self.dir))?;
-        fsio::lock(&self.dir.join(".lock"))
+        let path = self.dir.join(".lock");
+        fsio::lock(&path).map_err(Error::io("lock", path))
     }
 
     /// Links to files that must exist now, so their hashes can be recorded.

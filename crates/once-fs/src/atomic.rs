@@ -1,0 +1,146 @@
+//! Durable file writes and the advisory lock.
+//!
+//! A write never leaves a torn file: the bytes go to a hidden temporary file in the same folder
+//! (so the final rename never crosses a file system), which is flushed to disk, then renamed over
+//! the destination, or hard-linked to it when the destination must not exist yet (a link fails
+//! instead of replacing). Then the folder itself is flushed, so the new name survives a crash.
+//! The lock is an advisory `flock` on a file of its own; the kernel releases it when the process
+//! dies, so a crashed writer never wedges anyone.
+//!
+//! Must never write in place, and never hold the lock across anything that waits on a person.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// An exclusive lock, released when dropped (closing the file releases a `flock`).
+#[derive(Debug)]
+pub struct Lock {
+    _file: File,
+}
+
+/// Takes the exclusive lock on `path` (creating the file), waiting for other holders.
+pub fn lock(path: &Path) -> io::Result<Lock> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    loop {
+        // SAFETY: the descriptor is open for the lifetime of `file`.
+        let status = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if status == 0 {
+            return Ok(Lock { _file: file });
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
+/// How the temporary file becomes the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Replace whatever is there.
+    Replace,
+    /// Fail with `AlreadyExists` when the destination exists: never clobber a file that
+    /// appeared after the caller looked.
+    CreateNew,
+}
+
+/// Writes `bytes` to `dest` atomically and durably. The parent folder must exist.
+pub fn write_atomic(dest: &Path, bytes: &[u8], mode: Mode) -> io::Result<()> {
+    let dir = parent(dest);
+    let temp = temp_path(dest);
+    let result = write_synced(&temp, bytes).and_then(|()| match mode {
+        Mode::Replace => fs::rename(&temp, dest),
+        Mode::CreateNew => {
+            let linked = fs::hard_link(&temp, dest);
+            let _ = fs::remove_file(&temp);
+            linked
+        }
+    });
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result?;
+    sync_dir(dir)
+}
+
+/// Writes `bytes` to a new file at `path` and flushes it to disk; fails if `path` exists.
+/// For callers that stage a file under a name of their own and rename it later.
+pub fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
+
+/// Removes `path` and flushes its folder, so the removal survives a crash.
+pub fn remove_durably(path: &Path) -> io::Result<()> {
+    fs::remove_file(path)?;
+    sync_dir(parent(path))
+}
+
+/// Flushes a folder, making the names created, renamed or removed in it durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// A hidden name next to `dest`, unique across threads and processes.
+fn temp_path(dest: &Path) -> PathBuf {
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parent(dest).join(format!(
+        ".{name}.{}.{:08x}.tmp",
+        std::process::id(),
+        crate::clock::random_u32()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("once-fs-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn replaces_whole_files_and_leaves_no_temporary() {
+        let dir = scratch("replace");
+        let path = dir.join("a.txt");
+        write_atomic(&path, b"first, and longer", Mode::Replace).unwrap();
+        write_atomic(&path, b"second", Mode::Replace).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"second");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn create_new_never_clobbers() {
+        let dir = scratch("create");
+        let path = dir.join("a.txt");
+        write_atomic(&path, b"mine", Mode::CreateNew).unwrap();
+        let error = write_atomic(&path, b"theirs", Mode::CreateNew).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&path).unwrap(), b"mine");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        remove_durably(&path).unwrap();
+        assert!(!path.exists());
+        fs::remove_dir_all(dir).unwrap();
+    }
+}
