@@ -83,6 +83,32 @@ pub fn remove_durably(path: &Path) -> io::Result<()> {
     sync_dir(parent(path))
 }
 
+/// Creates `dir` and any missing ancestors, flushing each new folder's parent so the new names
+/// survive a crash. Returns the folders it created, outermost first (a caller that must undo its
+/// work removes them in reverse).
+pub fn create_dirs(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut missing = Vec::new();
+    let mut current = Some(dir);
+    while let Some(path) = current {
+        if path.as_os_str().is_empty() || path.is_dir() {
+            break;
+        }
+        missing.push(path.to_path_buf());
+        current = path.parent();
+    }
+    missing.reverse();
+    for path in &missing {
+        match fs::create_dir(path) {
+            Ok(()) => {}
+            // Someone else made it in between: it exists, which is all we need.
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists && path.is_dir() => {}
+            Err(error) => return Err(error),
+        }
+        sync_dir(parent(path))?;
+    }
+    Ok(missing)
+}
+
 /// Flushes a folder, making the names created, renamed or removed in it durable.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
@@ -127,6 +153,18 @@ mod tests {
         write_atomic(&path, b"second", Mode::Replace).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"second");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn create_dirs_reports_what_it_made() {
+        let dir = scratch("dirs");
+        let made = create_dirs(&dir.join("a/b/c")).unwrap();
+        assert_eq!(
+            made,
+            vec![dir.join("a"), dir.join("a/b"), dir.join("a/b/c")]
+        );
+        assert!(create_dirs(&dir.join("a/b")).unwrap().is_empty());
         fs::remove_dir_all(dir).unwrap();
     }
 

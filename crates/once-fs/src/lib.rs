@@ -14,7 +14,9 @@ mod atomic;
 pub mod clock;
 mod path;
 
-pub use atomic::{Lock, Mode, lock, remove_durably, sync_dir, write_atomic};
+pub use atomic::{
+    Lock, Mode, create_dirs, lock, remove_durably, sync_dir, write_atomic, write_synced,
+};
 pub use path::{PathError, WorkspacePath};
 
 /// The BLAKE3 hash of `bytes`, as the lowercase hex every `once` file records.

@@ -1,0 +1,242 @@
+//! Writing an example into a workspace, all or nothing.
+//!
+//! Two passes. The first only looks: it resolves every destination (refusing a path that would
+//! leave the root, through `..` or a symbolic link) and compares what is there with the example's
+//! bytes. Any difference refuses the whole operation, listing every conflict, before a single
+//! byte is written. The second pass writes the missing files, each atomically and never over a
+//! file that appeared since the first pass looked (a no-clobber link, not a rename). Identical
+//! files are left alone, so materializing twice is the same as once.
+//!
+//! Must never write outside the root, and never replace an existing file.
+
+use std::io;
+use std::path::Path;
+
+use once_fs::{Mode, WorkspacePath};
+use serde::Serialize;
+
+use crate::{Conflict, Error, Example};
+
+/// What [`materialize`] did (or, with `dry_run`, would do). Paths only, never contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Materialized {
+    /// The example's name.
+    pub example: &'static str,
+    /// The folder it went into, relative to the root (`.` for the root itself).
+    pub into: String,
+    /// True when nothing was written because only a plan was asked for.
+    pub dry_run: bool,
+    /// Files written (or to be written), relative to the root.
+    pub created: Vec<String>,
+    /// Files that were already there with the same content.
+    pub unchanged: Vec<String>,
+}
+
+/// Writes `example` into `root/into` (`into` `None` means the root itself).
+pub fn materialize(
+    root: &Path,
+    example: &Example,
+    into: Option<&WorkspacePath>,
+    dry_run: bool,
+) -> Result<Materialized, Error> {
+    let mut plan = Vec::new();
+    let mut unchanged = Vec::new();
+    let mut conflicts = Vec::new();
+    for file in example.files() {
+        let relative = WorkspacePath::parse(file.path)?;
+        let relative = match into {
+            Some(into) => into.join(&relative),
+            None => relative,
+        };
+        let dest = relative.resolve(root)?;
+        let shown = relative.to_string();
+        match compare(&dest, file.bytes) {
+            Ok(State::Missing) => plan.push((shown, dest, file.bytes)),
+            Ok(State::Same) => unchanged.push(shown),
+            Ok(State::Differs(problem)) => conflicts.push(Conflict {
+                path: shown,
+                problem,
+            }),
+            Err(source) => {
+                return Err(Error::Io {
+                    action: "read",
+                    path: shown,
+                    source,
+                });
+            }
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(Error::Conflicts { conflicts });
+    }
+    if !dry_run {
+        for (shown, dest, bytes) in &plan {
+            write_new(dest, bytes).map_err(|source| Error::Io {
+                action: "write",
+                path: shown.clone(),
+                source,
+            })?;
+        }
+    }
+    Ok(Materialized {
+        example: example.name,
+        into: into.map_or_else(|| ".".to_string(), ToString::to_string),
+        dry_run,
+        created: plan.into_iter().map(|(shown, _, _)| shown).collect(),
+        unchanged,
+    })
+}
+
+enum State {
+    Missing,
+    Same,
+    Differs(String),
+}
+
+fn compare(dest: &Path, bytes: &[u8]) -> io::Result<State> {
+    let meta = match std::fs::symlink_metadata(dest) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(State::Missing),
+        Err(error) => return Err(error),
+    };
+    if !meta.is_file() {
+        return Ok(State::Differs("not a regular file".into()));
+    }
+    if meta.len() != bytes.len() as u64 {
+        return Ok(State::Differs("different content".into()));
+    }
+    Ok(if std::fs::read(dest)? == bytes {
+        State::Same
+    } else {
+        State::Differs("different content".into())
+    })
+}
+
+fn write_new(dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Some(dir) = dest.parent() {
+        once_fs::create_dirs(dir)?;
+    }
+    once_fs::write_atomic(dest, bytes, Mode::CreateNew)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::fs;
+    use std::os::unix::fs::symlink;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::find;
+
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!("once-ex-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(dir.join("root")).unwrap();
+            fs::create_dir_all(dir.join("outside")).unwrap();
+            Scratch(dir)
+        }
+        fn root(&self) -> PathBuf {
+            self.0.join("root")
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Every file and folder under `dir` with its bytes (folders as `None`), links as their
+    /// target: a picture to compare before and after.
+    fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(folder) = stack.pop() {
+            for entry in fs::read_dir(&folder).unwrap() {
+                let path = entry.unwrap().path();
+                let meta = fs::symlink_metadata(&path).unwrap();
+                let key = path.strip_prefix(dir).unwrap().to_path_buf();
+                if meta.is_symlink() {
+                    let target = fs::read_link(&path).unwrap();
+                    out.insert(key, Some(target.into_os_string().into_encoded_bytes()));
+                } else if meta.is_dir() {
+                    out.insert(key, None);
+                    stack.push(path);
+                } else {
+                    out.insert(key, Some(fs::read(&path).unwrap()));
+                }
+            }
+        }
+        out
+    }
+
+    fn into(text: &str) -> WorkspacePath {
+        WorkspacePath::parse(text).unwrap()
+    }
+
+    #[test]
+    fn materializing_twice_is_the_same_as_once() {
+        let s = Scratch::new("twice");
+        let example = find("rust-workspace").unwrap();
+        let first = materialize(&s.root(), example, None, false).unwrap();
+        assert_eq!(first.created.len(), example.files().count());
+        assert!(first.unchanged.is_empty());
+        let after_first = snapshot(&s.root());
+        let second = materialize(&s.root(), example, None, false).unwrap();
+        assert!(second.created.is_empty());
+        assert_eq!(second.unchanged, first.created);
+        assert_eq!(snapshot(&s.root()), after_first);
+        for file in example.files() {
+            assert_eq!(fs::read(s.root().join(file.path)).unwrap(), file.bytes);
+        }
+    }
+
+    #[test]
+    fn one_conflict_refuses_everything_and_names_each_conflict() {
+        let s = Scratch::new("conflict");
+        let root = s.root();
+        fs::create_dir_all(root.join("web/src")).unwrap();
+        fs::write(root.join("web/once.toml"), "# mine\n").unwrap();
+        fs::create_dir_all(root.join("web/package.json")).unwrap();
+        let before = snapshot(&root);
+        let example = find("node-package").unwrap();
+        let error = materialize(&root, example, Some(&into("web")), false).unwrap_err();
+        let Error::Conflicts { conflicts } = &error else {
+            panic!("{error}");
+        };
+        let paths: Vec<_> = conflicts.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["web/once.toml", "web/package.json"]);
+        assert_eq!(snapshot(&root), before, "the tree changed");
+    }
+
+    #[test]
+    fn a_dry_run_plans_without_writing() {
+        let s = Scratch::new("dry");
+        let before = snapshot(&s.root());
+        let example = find("polyglot").unwrap();
+        let plan = materialize(&s.root(), example, Some(&into("shop")), true).unwrap();
+        assert!(plan.dry_run);
+        assert!(plan.created.contains(&"shop/core/src/lib.rs".to_string()));
+        assert_eq!(snapshot(&s.root()), before);
+    }
+
+    #[test]
+    fn a_link_that_leads_outside_is_refused_before_anything_is_written() {
+        let s = Scratch::new("link");
+        let root = s.root();
+        symlink(s.0.join("outside"), root.join("escape")).unwrap();
+        let before = snapshot(&root);
+        let example = find("python-project").unwrap();
+        let error = materialize(&root, example, Some(&into("escape")), false).unwrap_err();
+        assert!(
+            matches!(error, Error::Path(once_fs::PathError::Escapes { .. })),
+            "{error}"
+        );
+        assert_eq!(snapshot(&root), before);
+        assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
+    }
+}
