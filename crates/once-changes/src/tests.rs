@@ -1,0 +1,351 @@
+//! Behaviour of the store: what a proposal refuses, what applying does to a real tree, and that a
+//! failure at any step leaves the tree as it was or, past the commit point, fully applied.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use crate::{Action, ChangeDraft, ChangeStore, Draft, Error, Fault, Status};
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("once-changes-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("root/src")).unwrap();
+        fs::create_dir_all(dir.join("outside")).unwrap();
+        fs::write(dir.join("root/src/lib.rs"), "pub fn a() {}\n").unwrap();
+        fs::write(dir.join("root/old.txt"), "old\n").unwrap();
+        Scratch(dir)
+    }
+    fn root(&self) -> PathBuf {
+        self.0.join("root")
+    }
+    fn store(&self) -> ChangeStore {
+        ChangeStore::new(&self.root())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every file and folder under `dir` except `.once/`, with contents: the tree a person sees.
+fn tree(dir: &Path) -> BTreeMap<String, Option<String>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for entry in fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let key = path.strip_prefix(dir).unwrap().display().to_string();
+            if key == ".once" {
+                continue;
+            }
+            let meta = fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                out.insert(key, None);
+                stack.push(path);
+            } else if meta.is_symlink() {
+                out.insert(
+                    key,
+                    Some(format!("-> {}", fs::read_link(&path).unwrap().display())),
+                );
+            } else {
+                out.insert(key, Some(fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+fn hash(text: &str) -> String {
+    once_fs::hash_hex(text.as_bytes())
+}
+
+fn create(path: &str, content: &str) -> ChangeDraft {
+    ChangeDraft {
+        action: Action::Create,
+        path: path.into(),
+        content: Some(content.into()),
+        base_blake3: None,
+    }
+}
+
+fn replace(path: &str, base: &str, content: &str) -> ChangeDraft {
+    ChangeDraft {
+        action: Action::Replace,
+        path: path.into(),
+        content: Some(content.into()),
+        base_blake3: Some(hash(base)),
+    }
+}
+
+fn delete(path: &str, base: &str) -> ChangeDraft {
+    ChangeDraft {
+        action: Action::Delete,
+        path: path.into(),
+        content: None,
+        base_blake3: Some(hash(base)),
+    }
+}
+
+fn draft(changes: Vec<ChangeDraft>) -> Draft {
+    Draft {
+        title: "Add docs, bump lib, drop old".into(),
+        rationale: "Because.".into(),
+        author: Some("test-client 1.0".into()),
+        changes,
+    }
+}
+
+/// Three files: one created in new folders, one replaced, one deleted.
+fn three_changes() -> Draft {
+    draft(vec![
+        create("docs/guide/intro.md", "# Intro\n"),
+        replace(
+            "src/lib.rs",
+            "pub fn a() {}\n",
+            "pub fn a() {}\npub fn b() {}\n",
+        ),
+        delete("old.txt", "old\n"),
+    ])
+}
+
+fn applied_tree(before: &BTreeMap<String, Option<String>>) -> BTreeMap<String, Option<String>> {
+    let mut after = before.clone();
+    after.insert("docs".into(), None);
+    after.insert("docs/guide".into(), None);
+    after.insert("docs/guide/intro.md".into(), Some("# Intro\n".into()));
+    after.insert(
+        "src/lib.rs".into(),
+        Some("pub fn a() {}\npub fn b() {}\n".into()),
+    );
+    after.remove("old.txt");
+    after
+}
+
+#[test]
+fn a_proposal_is_saved_and_nothing_is_applied() {
+    let s = Scratch::new("propose");
+    let before = tree(&s.root());
+    let proposal = s.store().propose(three_changes()).unwrap();
+    assert_eq!(tree(&s.root()), before);
+    assert_eq!(proposal.status, Status::Pending);
+    let folder = s.root().join(".once/changes").join(&proposal.id);
+    assert!(folder.join("proposal.json").is_file());
+    assert_eq!(
+        fs::read_to_string(folder.join("files/0")).unwrap(),
+        "# Intro\n"
+    );
+    assert_eq!(s.store().load(&proposal.id).unwrap(), proposal);
+    let counts = s.store().counts().unwrap();
+    assert_eq!((counts.pending, counts.applied, counts.rejected), (1, 0, 0));
+    let list = s.store().list(Some(Status::Pending)).unwrap();
+    assert_eq!(list.change_sets.len(), 1);
+    assert_eq!(
+        (list.change_sets[0].create, list.change_sets[0].delete),
+        (1, 1)
+    );
+}
+
+#[test]
+fn a_proposal_reports_every_problem_and_saves_nothing() {
+    let s = Scratch::new("invalid");
+    symlink(s.0.join("outside"), s.root().join("out")).unwrap();
+    let error = s
+        .store()
+        .propose(draft(vec![
+            create("/etc/passwd", "x"),
+            create("../outside/x", "x"),
+            create("out/x", "x"),
+            create(".once/memory/x.md", "x"),
+            create("src/lib.rs", "exists"),
+            replace("src/lib.rs", "not what is there\n", "x"),
+            delete("missing.txt", "x"),
+            ChangeDraft {
+                content: None,
+                ..create("new.txt", "")
+            },
+        ]))
+        .unwrap_err();
+    let Error::Invalid { problems } = &error else {
+        panic!("{error}");
+    };
+    assert_eq!(problems.len(), 8, "{problems:#?}");
+    for (problem, expected) in problems.iter().zip([
+        "absolute",
+        "`..`",
+        "symbolic link",
+        "`.once/`",
+        "already exists",
+        "is not the file you read",
+        "does not exist",
+        "needs `content`",
+    ]) {
+        assert!(problem.contains(expected), "{problem:?} lacks {expected:?}");
+    }
+    assert!(!s.root().join(".once/changes").exists() || s.store().ids().unwrap().is_empty());
+    assert!(fs::read_dir(s.0.join("outside")).unwrap().next().is_none());
+}
+
+#[test]
+fn apply_writes_every_change_and_records_the_decision() {
+    let s = Scratch::new("apply");
+    let before = tree(&s.root());
+    let id = s.store().propose(three_changes()).unwrap().id;
+    let applied = s.store().apply(&id).unwrap();
+    assert_eq!(applied.status, Status::Applied);
+    assert!(applied.decided.is_some());
+    assert_eq!(tree(&s.root()), applied_tree(&before));
+    assert!(
+        !s.root()
+            .join(".once/changes")
+            .join(&id)
+            .join("journal.json")
+            .exists()
+    );
+    let again = s.store().apply(&id).unwrap_err();
+    assert!(
+        matches!(
+            again,
+            Error::Decided {
+                status: "applied",
+                ..
+            }
+        ),
+        "{again}"
+    );
+}
+
+#[test]
+fn a_base_that_moved_on_refuses_the_whole_set() {
+    let s = Scratch::new("moved");
+    let id = s.store().propose(three_changes()).unwrap().id;
+    fs::write(
+        s.root().join("src/lib.rs"),
+        "pub fn a() {} // edited by a person\n",
+    )
+    .unwrap();
+    fs::write(
+        s.root().join("docs"),
+        "a file where a folder will be needed\n",
+    )
+    .unwrap();
+    let before = tree(&s.root());
+    let error = s.store().apply(&id).unwrap_err();
+    let Error::Moved { moved } = &error else {
+        panic!("{error}");
+    };
+    assert_eq!(moved.len(), 2, "{moved:?}");
+    assert!(moved[1].contains("src/lib.rs"), "{moved:?}");
+    assert_eq!(tree(&s.root()), before);
+    assert_eq!(s.store().load(&id).unwrap().status, Status::Pending);
+}
+
+#[test]
+fn a_failed_write_before_the_commit_point_leaves_the_tree_as_it_was() {
+    for point in ["stage:1", "stage:2"] {
+        let s = Scratch::new(&point.replace(':', "-"));
+        let before = tree(&s.root());
+        let id = s.store().propose(three_changes()).unwrap().id;
+        let error = s
+            .store()
+            .apply_with(&id, &Fault::fail_at(point))
+            .unwrap_err();
+        assert!(error.to_string().contains("injected fault"), "{error}");
+        assert_eq!(tree(&s.root()), before, "after a fault at {point}");
+        assert_eq!(s.store().load(&id).unwrap().status, Status::Pending);
+        // Nothing is left to recover, and the set still applies once the disk is fine again.
+        s.store().apply(&id).unwrap();
+        assert_eq!(tree(&s.root()), applied_tree(&before));
+    }
+}
+
+#[test]
+fn an_interruption_after_the_commit_point_is_rolled_forward() {
+    for point in ["commit", "rename:1", "rename:2"] {
+        let s = Scratch::new(&point.replace(':', "-"));
+        let before = tree(&s.root());
+        let id = s.store().propose(three_changes()).unwrap().id;
+        s.store()
+            .apply_with(&id, &Fault::fail_at(point))
+            .unwrap_err();
+        assert!(
+            s.root()
+                .join(".once/changes")
+                .join(&id)
+                .join("journal.json")
+                .exists()
+        );
+        s.store().recover().unwrap();
+        assert_eq!(
+            tree(&s.root()),
+            applied_tree(&before),
+            "after a fault at {point}"
+        );
+        assert_eq!(s.store().load(&id).unwrap().status, Status::Applied);
+        // Recovering twice changes nothing.
+        s.store().recover().unwrap();
+        assert_eq!(tree(&s.root()), applied_tree(&before));
+    }
+}
+
+#[test]
+fn reject_keeps_the_record_with_the_decision() {
+    let s = Scratch::new("reject");
+    let before = tree(&s.root());
+    let id = s.store().propose(three_changes()).unwrap().id;
+    let rejected = s.store().reject(&id, Some("not now".into())).unwrap();
+    assert_eq!(rejected.status, Status::Rejected);
+    assert_eq!(rejected.reason.as_deref(), Some("not now"));
+    assert_eq!(s.store().load(&id).unwrap(), rejected);
+    assert_eq!(tree(&s.root()), before);
+    assert!(matches!(
+        s.store().apply(&id),
+        Err(Error::Decided {
+            status: "rejected",
+            ..
+        })
+    ));
+    let shown = s.store().show(&id).unwrap();
+    assert!(
+        shown.contains("status: rejected") && shown.contains("reason: not now"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn show_is_a_diff_against_the_current_files() {
+    let s = Scratch::new("show");
+    let id = s.store().propose(three_changes()).unwrap().id;
+    let shown = s.store().show(&id).unwrap();
+    assert!(
+        shown.contains("--- a/src/lib.rs\n+++ b/src/lib.rs\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("+pub fn b() {}\n"), "{shown}");
+    assert!(
+        shown.contains("--- /dev/null\n+++ b/docs/guide/intro.md\n"),
+        "{shown}"
+    );
+    assert!(shown.contains("-old\n"), "{shown}");
+    assert!(!shown.contains("applying would be refused"), "{shown}");
+    fs::write(s.root().join("old.txt"), "changed\n").unwrap();
+    let shown = s.store().show(&id).unwrap();
+    assert!(
+        shown.contains("the file changed since the proposal"),
+        "{shown}"
+    );
+    assert!(matches!(
+        s.store().show("nope"),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        s.store().show("../x"),
+        Err(Error::NotFound { .. })
+    ));
+}
