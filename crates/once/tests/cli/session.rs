@@ -413,25 +413,97 @@ fn stale_entries_are_reaped_by_attach_and_by_serve() {
     assert!(serve.entry_path().exists());
 }
 
+const SLOW: &str = "[targets.slow]\nkind = \"command\"\n\n\
+                    [targets.slow.capabilities.build]\ncommand = \"sleep 30\"\n";
+
+/// Starts `slow:build` through `client` without waiting for the answer, and waits (bounded) until
+/// its process runs under the session.
+fn start_slow_run(client: &mut Mcp, serve_pid: i32) {
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "once_run", "arguments": {"target": "slow:build"}}});
+    client.send(&call.to_string());
+    wait_until("the run's process", || {
+        !children_of_session(serve_pid).is_empty()
+    });
+}
+
+/// Polls `condition` until it holds, failing the test after [`PATIENCE`].
+fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < end,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// The running processes of the session other than `once serve` itself (zombies excluded, as
+/// in the SIGTERM test).
+fn children_of_session(serve_pid: i32) -> Vec<i32> {
+    let mut pids = processes_in_session(serve_pid);
+    pids.retain(|pid| {
+        *pid != serve_pid
+            && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+    });
+    pids
+}
+
 #[test]
 fn sigterm_removes_the_entry_and_leaves_no_process_behind() {
-    let (test, state) = workspace();
+    let test = Test::new().manifest(SLOW);
+    let state = TempDir::new();
     let mut serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
     let pid = serve.pid();
     let entry = serve.entry_path();
     let mut client = Mcp::attach(state.path(), None);
     client.initialize();
+    start_slow_run(&mut client, pid);
     assert!(entry.exists());
 
     assert_eq!(serve.stop_with(libc::SIGTERM), Some(0));
     assert!(!entry.exists(), "the entry outlived the session");
     let (code, _) = client.wait(PATIENCE);
     assert_eq!(code, Some(0), "the bridge exits 0 when the session goes");
-    let left = processes_in_session(pid);
+    // A grandchild killed with its group is reparented to PID 1 and stays a zombie until PID 1
+    // reaps it: dead, but still listed. Only a process that still runs is a leak.
+    let left: Vec<String> = processes_in_session(pid)
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .filter(|stat| {
+            !stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .collect();
     assert!(
         left.is_empty(),
         "processes of the session outlived it: {left:?}"
     );
+}
+
+#[test]
+fn a_client_that_disconnects_mid_run_has_its_run_stopped() {
+    let test = Test::new().manifest(SLOW);
+    let state = TempDir::new();
+    let serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+    let mut client = Mcp::attach(state.path(), None);
+    client.initialize();
+    start_slow_run(&mut client, serve.pid());
+
+    client.close_stdin();
+    assert_eq!(client.wait(PATIENCE).0, Some(0));
+    wait_until("the run to stop", || {
+        children_of_session(serve.pid()).is_empty()
+    });
+    // The session itself goes on, ready for the next client.
+    assert!(serve.entry_path().exists());
+    assert_serves(state.path(), test.root());
 }
 
 /// The processes whose session id is `sid` (field 6 of `/proc/<pid>/stat`).
