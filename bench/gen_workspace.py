@@ -5,9 +5,11 @@ The shape imitates a monorepo: a few foundation libraries that many targets use,
 leaf packages, and services near the top. Target i may depend only on targets with a smaller
 index, so the graph is acyclic by construction. The output is deterministic for a given seed.
 
-    bench/gen_workspace.py OUT_DIR --targets 10000 [--seed 7] [--files 0]
+    bench/gen_workspace.py OUT_DIR --targets 10000 [--seed 7] [--files 0] [--commands-only]
 
 With --files K every target also gets K small source files, for benchmarks that hash inputs.
+With --commands-only every target is a `command` target whose capabilities are cheap shell
+commands (the same dependency graph), so a benchmark can run them without any toolchain.
 """
 
 import argparse
@@ -54,8 +56,10 @@ def name(index):
     return f"pkg-{index:05d}"
 
 
-def write_target(out, rng, index):
+def write_target(out, rng, index, commands_only=False):
     kind = pick_kind(rng)
+    if commands_only:
+        kind = "command"
     deps = pick_deps(rng, index)
     tags = rng.sample(TAGS, rng.choice([0, 1, 1, 2]))
     lines = [f"[targets.{name(index)}]", f'kind = "{kind}"', f'path = "packages/{name(index)}"']
@@ -92,6 +96,11 @@ def main():
     parser.add_argument("--targets", type=int, default=1000, help="how many targets (default 1000)")
     parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     parser.add_argument("--files", type=int, default=0, help="source files per target (default 0)")
+    parser.add_argument(
+        "--commands-only",
+        action="store_true",
+        help="make every target a `command` target with cheap shell commands",
+    )
     args = parser.parse_args()
     if args.targets < 1:
         sys.exit("error: --targets must be at least 1")
@@ -101,7 +110,7 @@ def main():
     with open(os.path.join(args.out, "once.toml"), "w") as out:
         out.write(f'[workspace]\nname = "generated-{args.targets}"\n\n')
         for index in range(args.targets):
-            write_target(out, rng, index)
+            write_target(out, rng, index, args.commands_only)
     if args.files:
         for index in range(args.targets):
             write_sources(args.out, index, args.files)

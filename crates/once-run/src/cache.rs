@@ -39,6 +39,13 @@ pub struct OutputFile {
     pub executable: bool,
 }
 
+/// An exclusive lock on one cache key; the kernel releases it when the file closes, even if
+/// the process dies.
+#[derive(Debug)]
+pub struct KeyLock {
+    _file: File,
+}
+
 /// The cache of one workspace.
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -59,6 +66,35 @@ impl Cache {
 
     fn cas(&self, digest: &str) -> PathBuf {
         self.root.join("cas").join(digest)
+    }
+
+    /// Holds an exclusive lock on `key` until the guard drops, waiting for another process (or
+    /// thread) that holds it. Two `once run` on one workspace thus never run the same action in
+    /// the same folder at once: the second waits, then finds the first one's result.
+    pub fn lock(&self, key: &Key) -> Result<KeyLock, Error> {
+        let folder = self.root.join("locks");
+        fs::create_dir_all(&folder).map_err(Error::io(&folder))?;
+        let path = folder.join(key.to_hex());
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(Error::io(&path))?;
+        loop {
+            // SAFETY: flock on a descriptor that `file` owns for the whole call.
+            let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
+            if rc == 0 {
+                return Ok(KeyLock { _file: file });
+            }
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::Interrupted {
+                return Err(Error::Io {
+                    path,
+                    source: error,
+                });
+            }
+        }
     }
 
     /// The recorded result of `key`, if any and readable.

@@ -8,9 +8,11 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use ignore::gitignore::Gitignore;
 
 use crate::error::Error;
 use crate::plan::Step;
@@ -86,15 +88,26 @@ impl Inputs {
             && !self.exclude.is_match(relative)
     }
 
-    /// The input files of `dir`, as sorted `/`-separated relative paths.
-    pub(crate) fn files(&self, dir: &Path) -> Vec<String> {
+    /// The input files of `dir`, as sorted `/`-separated relative paths. `above` are the
+    /// `.gitignore` files of the folders between the workspace root and `dir`; the walker reads
+    /// those from `dir` down. (Letting the walker read every parent itself costs a dozen
+    /// look-ups per target, up to `/`, and takes in ignore files from outside the workspace.)
+    pub(crate) fn files(&self, dir: &Path, above: &[Arc<Gitignore>]) -> Vec<String> {
+        let above = above.to_vec();
         let walker = ignore::WalkBuilder::new(dir)
             .hidden(false)
             .require_git(false)
             .git_global(false)
-            .filter_entry(|entry| {
+            .parents(false)
+            .filter_entry(move |entry| {
                 let name = entry.file_name();
-                !(entry.depth() > 0 && (name == ".git" || name == ".once"))
+                if entry.depth() > 0 && (name == ".git" || name == ".once") {
+                    return false;
+                }
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                !above
+                    .iter()
+                    .any(|gitignore| gitignore.matched(entry.path(), is_dir).is_ignore())
             })
             .build();
         let mut files: Vec<String> = walker
@@ -128,6 +141,7 @@ pub fn hash_file(path: &Path, buffer: &mut [u8]) -> io::Result<blake3::Hash> {
 pub(crate) fn action_key(
     step: &Step,
     inputs: &Inputs,
+    above: &[Arc<Gitignore>],
     dep_keys: &[Key],
     buffer: &mut [u8],
 ) -> Result<Key, Error> {
@@ -155,7 +169,7 @@ pub(crate) fn action_key(
         field(output.as_bytes());
     }
     field(b"inputs");
-    for relative in inputs.files(&step.dir) {
+    for relative in inputs.files(&step.dir, above) {
         let path = step.dir.join(&relative);
         let digest = hash_file(&path, buffer).map_err(Error::io(&path))?;
         field(relative.as_bytes());
@@ -166,4 +180,31 @@ pub(crate) fn action_key(
         field(key.0.as_bytes());
     }
     Ok(Key(hasher.finalize()))
+}
+
+/// The folders from `root` (included) down to `dir` (excluded), outermost first.
+pub(crate) fn folders_above(root: &Path, dir: &Path) -> Vec<PathBuf> {
+    let Ok(relative) = dir.strip_prefix(root) else {
+        return Vec::new();
+    };
+    let mut folders = vec![root.to_path_buf()];
+    let mut current = root.to_path_buf();
+    let parts: Vec<_> = relative.components().collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        current.push(part);
+        folders.push(current.clone());
+    }
+    if parts.is_empty() {
+        folders.clear();
+    }
+    folders
+}
+
+/// The `.gitignore` of `folder` (an empty matcher when it has none).
+pub(crate) fn gitignore(folder: &Path) -> Gitignore {
+    let (gitignore, error) = Gitignore::new(folder.join(".gitignore"));
+    if let Some(error) = error.filter(|_| folder.join(".gitignore").exists()) {
+        tracing::warn!(folder = %folder.display(), %error, "a .gitignore could not be read in full");
+    }
+    gitignore
 }

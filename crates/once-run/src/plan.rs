@@ -21,6 +21,8 @@ use crate::request::{Request, parse_action};
 /// Everything to run, dependencies first.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The workspace root.
+    pub root: PathBuf,
     /// Topologically ordered: every dependency index is smaller than its dependent's.
     pub steps: Vec<Step>,
 }
@@ -178,7 +180,10 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             action,
         });
     }
-    Ok(Plan { steps })
+    Ok(Plan {
+        root: ws.root().to_path_buf(),
+        steps,
+    })
 }
 
 fn find_target(targets: &[Target], name: &str) -> Result<usize, Error> {

@@ -9,16 +9,18 @@
 //! but the result channel, so a run ends as soon as its last action does.
 
 use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use ignore::gitignore::Gitignore;
 use once_exec::{Cancel, CommandSpec, Registry, Status};
 
 use crate::cache::Cache;
 use crate::error::Error;
-use crate::key::{Inputs, Key, action_key};
+use crate::key::{Inputs, Key, action_key, folders_above, gitignore};
 use crate::plan::{Plan, Step};
 use crate::report::{ActionReport, ActionStatus, RunReport, RunStatus};
 use crate::store::RunDir;
@@ -115,6 +117,7 @@ pub fn execute(
         cancel,
         force: options.force,
         inputs: Mutex::new(HashMap::new()),
+        ignores: Mutex::new(HashMap::new()),
     };
 
     thread::scope(|scope| {
@@ -260,6 +263,8 @@ struct Worker<'a> {
     force: bool,
     /// Compiled input globs, shared by the many actions that declare the same ones.
     inputs: Mutex<HashMap<GlobLists, Arc<Inputs>>>,
+    /// The `.gitignore` of each folder above a target, read once per run.
+    ignores: Mutex<HashMap<PathBuf, Arc<Gitignore>>>,
 }
 
 impl Worker<'_> {
@@ -287,6 +292,20 @@ impl Worker<'_> {
         Ok(inputs)
     }
 
+    fn above(&self, step: &Step) -> Vec<Arc<Gitignore>> {
+        folders_above(&self.plan.root, &step.dir)
+            .into_iter()
+            .map(|folder| {
+                let mut ignores = self.ignores.lock().unwrap_or_else(PoisonError::into_inner);
+                Arc::clone(
+                    ignores
+                        .entry(folder)
+                        .or_insert_with_key(|folder| Arc::new(gitignore(folder))),
+                )
+            })
+            .collect()
+    }
+
     fn perform(&self, step: &Step, dep_keys: &[Key], buffer: &mut [u8]) -> Finished {
         let start = Instant::now();
         let failed = |message: String| Finished {
@@ -303,33 +322,46 @@ impl Worker<'_> {
         };
         let key = match self
             .inputs(step)
-            .and_then(|inputs| action_key(step, &inputs, dep_keys, buffer))
+            .and_then(|inputs| action_key(step, &inputs, &self.above(step), dep_keys, buffer))
         {
             Ok(key) => key,
             Err(error) => return failed(format!("once: cannot compute the cache key: {error}")),
         };
-        if !self.force
-            && let Some(hit) = self.cache.lookup(&key)
-        {
+        let replay = |buffer: &mut [u8]| -> Option<Finished> {
+            let hit = self.cache.lookup(&key)?;
             match self.cache.restore(&step.dir, &hit, buffer) {
-                Ok(()) => {
-                    return Finished {
-                        report: ActionReport {
-                            action: step.action.clone(),
-                            status: ActionStatus::Succeeded,
-                            cached: true,
-                            exit_code: Some(hit.exit_code),
-                            duration_ms: hit.duration_ms,
-                            log: None,
-                            tail: None,
-                        },
-                        key: Some(key),
-                    };
-                }
+                Ok(()) => Some(Finished {
+                    report: ActionReport {
+                        action: step.action.clone(),
+                        status: ActionStatus::Succeeded,
+                        cached: true,
+                        exit_code: Some(hit.exit_code),
+                        duration_ms: hit.duration_ms,
+                        log: None,
+                        tail: None,
+                    },
+                    key: Some(key),
+                }),
                 Err(error) => {
                     tracing::warn!(action = %step.action, %error, "cannot restore outputs: running instead");
+                    None
                 }
             }
+        };
+        if !self.force
+            && let Some(finished) = replay(buffer)
+        {
+            return finished;
+        }
+        // Another process may be running this very action; wait for it, then look again.
+        let _lock = match self.cache.lock(&key) {
+            Ok(lock) => lock,
+            Err(error) => return failed(format!("once: cannot lock the cache entry: {error}")),
+        };
+        if !self.force
+            && let Some(finished) = replay(buffer)
+        {
+            return finished;
         }
         let spec = CommandSpec {
             command: step.command.clone(),

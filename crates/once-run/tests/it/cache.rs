@@ -129,6 +129,14 @@ fn a_changed_input_reruns_exactly_what_is_downstream() {
     ws.file("docs/draft.md", "more wip");
     ws.run(&all(), &serial());
     assert_eq!(ws.read("runs"), "docs\n", "an ignored file re-ran docs");
+
+    // So is one that the workspace root's .gitignore ignores (the root is no input of lib).
+    ws.file(".gitignore", "*.swp\n");
+    ws.run(&all(), &serial());
+    fs::write(ws.root.join("runs"), "").unwrap();
+    ws.file("lib/src/a.txt.swp", "editor state");
+    ws.run(&all(), &serial());
+    assert_eq!(ws.read("runs"), "", "a file ignored at the root re-ran lib");
 }
 
 #[test]

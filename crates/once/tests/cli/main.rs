@@ -5,5 +5,6 @@ mod check;
 mod mcp;
 mod memory;
 mod query;
+mod run;
 mod session;
 mod support;

@@ -1,0 +1,492 @@
+//! `once run` and the run tools of `once mcp`, with real processes.
+//!
+//! Commands carry a unique `ONCE_TEST_MARK` in their declared environment; children inherit it,
+//! so scanning `/proc/*/environ` counts an action's whole family, grandchildren included. Waits
+//! are bounded polls of a condition (a file, a process count, a message), never fixed sleeps.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Mcp, PATIENCE, TempDir, once_binary};
+
+fn unique_mark() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "run-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Processes whose environment holds `ONCE_TEST_MARK=mark`; zombies read empty and don't count.
+fn count_marked(mark: &str) -> usize {
+    let needle = format!("ONCE_TEST_MARK={mark}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ
+                    .split(|&b| b == 0)
+                    .any(|entry| entry == needle.as_bytes())
+            })
+        })
+        .count()
+}
+
+/// Polls `condition` until it holds, failing the test after [`PATIENCE`].
+fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    let end = Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn workspace(manifest: &str) -> TempDir {
+    let dir = TempDir::new();
+    std::fs::write(dir.path().join("once.toml"), manifest).unwrap();
+    dir
+}
+
+fn once(root: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(once_binary());
+    command
+        .arg("--workspace")
+        .arg(root)
+        .arg("run")
+        .args(args)
+        .env_remove("ONCE_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn run(root: &Path, args: &[&str]) -> Output {
+    once(root, args).output().expect("runs once")
+}
+
+fn report(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not a report ({e}); stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn statuses(report: &Value) -> Vec<(String, String)> {
+    report["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let cached = if a["cached"] == json!(true) {
+                " (cached)"
+            } else {
+                ""
+            };
+            (
+                a["action"].as_str().unwrap().to_owned(),
+                format!("{}{cached}", a["status"].as_str().unwrap()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn dependencies_first_then_a_cache_hit_runs_nothing() {
+    let ws = workspace(
+        r#"
+[targets.lib]
+kind = "command"
+path = "lib"
+[targets.lib.capabilities.build]
+command = "echo lib >> ../runs; cat src.txt > out.txt"
+inputs = ["src.txt"]
+outputs = ["out.txt"]
+
+[targets.app]
+kind = "command"
+path = "app"
+deps = ["lib"]
+[targets.app.capabilities.build]
+command = "echo app >> ../runs"
+"#,
+    );
+    std::fs::create_dir_all(ws.path().join("lib")).unwrap();
+    std::fs::create_dir_all(ws.path().join("app")).unwrap();
+    std::fs::write(ws.path().join("lib/src.txt"), "v1").unwrap();
+    let first = run(ws.path(), &["app", "--json"]);
+    assert_eq!(first.status.code(), Some(0));
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("runs")).unwrap(),
+        "lib\napp\n"
+    );
+    let first = report(&first);
+    assert_eq!(first["status"], "succeeded");
+    assert_eq!(first["counts"]["ran"], 2);
+
+    let second = run(ws.path(), &["app", "--json"]);
+    assert_eq!(second.status.code(), Some(0));
+    assert_eq!(
+        statuses(&report(&second)),
+        [
+            ("lib:build".to_owned(), "succeeded (cached)".to_owned()),
+            ("app:build".to_owned(), "succeeded (cached)".to_owned()),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("runs")).unwrap(),
+        "lib\napp\n",
+        "a cache hit ran a command"
+    );
+    // Plain lines on stderr when it is not a terminal; nothing of the children's output.
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("cached lib:build"), "{stderr}");
+    assert!(
+        stderr.contains("succeeded: 2 actions (0 ran, 2 cached"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_requests_exit_2_and_say_what_was_expected() {
+    let ws = workspace(
+        r#"
+[targets.t]
+kind = "command"
+[targets.t.capabilities.build]
+command = "touch ran-{n}"
+[targets.t.capabilities.build.params.n]
+type = "integer"
+"#,
+    );
+    for (args, message) in [
+        (
+            &["t", "--param", "n=x"][..],
+            "error: parameter `n` of `t:build`: expected an integer, found `x`",
+        ),
+        (
+            &["t"],
+            "error: parameter `n` of `t:build` is required: expected an integer",
+        ),
+        (
+            &["t", "--param", "n=1", "--param", "m=2"],
+            "error: unknown parameter `m` for `t:build`; expected one of: `n` (an integer)",
+        ),
+        (&["nope"], "error: no target named `nope`"),
+        (
+            &["t:test"],
+            "error: target `t` has no capability `test`; it has: `build`",
+        ),
+        (
+            &["t", "--param", "n"],
+            "error: invalid parameter `n`: expected `NAME=VALUE`",
+        ),
+        (
+            &["t", "--deadline", "soon", "--param", "n=1"],
+            "error: invalid `--deadline soon`",
+        ),
+    ] {
+        let output = run(ws.path(), args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with(message), "{args:?}: {stderr}");
+    }
+    assert!(!ws.path().join("ran-x").exists());
+    assert_eq!(
+        run(ws.path(), &["t", "--param", "n=1"]).status.code(),
+        Some(0)
+    );
+    assert!(ws.path().join("ran-1").exists());
+}
+
+#[test]
+fn two_actions_overlap_up_to_jobs() {
+    // Each action leaves its marker, then waits (bounded) for the other's: both succeed only
+    // if they run at the same time.
+    let ws = workspace(
+        r#"
+[targets.left]
+kind = "command"
+[targets.left.capabilities.build]
+command = "touch left; i=0; while [ ! -e right ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; test -e right"
+
+[targets.right]
+kind = "command"
+[targets.right.capabilities.build]
+command = "touch right; i=0; while [ ! -e left ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; test -e left"
+"#,
+    );
+    let output = run(ws.path(), &["left", "right", "--jobs", "2", "--json"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(report(&output)["counts"]["ran"], 2);
+}
+
+#[test]
+fn the_first_failure_stops_the_rest() {
+    let ws = workspace(
+        r#"
+[targets.a]
+kind = "command"
+[targets.a.capabilities.build]
+command = "echo the reason; exit 7"
+
+[targets.b]
+kind = "command"
+deps = ["a"]
+[targets.b.capabilities.build]
+command = "touch b-ran"
+
+[targets.c]
+kind = "command"
+[targets.c.capabilities.build]
+command = "touch c-ran"
+"#,
+    );
+    let output = run(ws.path(), &["b", "c", "--jobs", "1", "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = report(&output);
+    assert_eq!(report["status"], "failed");
+    assert_eq!(
+        statuses(&report),
+        [
+            ("a:build".to_owned(), "failed".to_owned()),
+            ("c:build".to_owned(), "skipped".to_owned()),
+            ("b:build".to_owned(), "skipped".to_owned()),
+        ]
+    );
+    assert_eq!(report["actions"][0]["exit_code"], 7);
+    assert_eq!(report["actions"][0]["tail"], json!(["the reason"]));
+    assert!(!ws.path().join("b-ran").exists() && !ws.path().join("c-ran").exists());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("FAILED a:build") && stderr.contains("  the reason"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_deadline_kills_a_group_that_ignores_term_grandchildren_included() {
+    let mark = unique_mark();
+    let ws = workspace(&format!(
+        r#"
+[targets.stubborn]
+kind = "command"
+[targets.stubborn.capabilities.build]
+command = "trap '' TERM; (trap '' TERM; sleep 60) & sleep 60"
+env = {{ ONCE_TEST_MARK = "{mark}" }}
+"#
+    ));
+    let output = run(ws.path(), &["stubborn", "--deadline", "300ms", "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = report(&output);
+    assert_eq!(report["status"], "timed_out");
+    assert_eq!(report["actions"][0]["status"], "timed_out");
+    assert!(report["actions"][0]["duration_ms"].as_u64().unwrap() >= 300);
+    assert_eq!(count_marked(&mark), 0, "a process outlived its deadline");
+}
+
+#[test]
+fn sigterm_stops_every_group_then_exits_143() {
+    let mark = unique_mark();
+    let ws = workspace(&format!(
+        r#"
+[targets.long]
+kind = "command"
+[targets.long.capabilities.build]
+command = "(sleep 60) & sleep 60"
+env = {{ ONCE_TEST_MARK = "{mark}" }}
+"#
+    ));
+    let child = once(ws.path(), &["long", "--json"]).spawn().unwrap();
+    wait_until("the action's processes", || count_marked(&mark) >= 2);
+    // SAFETY: kill(2) on the pid of a child we own and have not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(143));
+    assert_eq!(report(&output)["status"], "cancelled");
+    assert_eq!(count_marked(&mark), 0, "a process outlived `once run`");
+}
+
+#[test]
+fn two_concurrent_runs_both_succeed_and_leave_a_consistent_cache() {
+    let mut manifest = String::new();
+    for i in 0..8 {
+        manifest.push_str(&format!(
+            "[targets.t{i}]\nkind = \"command\"\npath = \"t{i}\"\n{}\n\
+             [targets.t{i}.capabilities.build]\n\
+             command = \"head -c 200000 /dev/urandom > out.bin; cp out.bin copy.bin\"\n\
+             outputs = [\"out.bin\", \"copy.bin\"]\ninputs = [\"in.txt\"]\n\n",
+            if i > 0 {
+                format!("deps = [\"t{}\"]", i - 1)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let ws = workspace(&manifest);
+    for i in 0..8 {
+        std::fs::create_dir_all(ws.path().join(format!("t{i}"))).unwrap();
+        std::fs::write(ws.path().join(format!("t{i}/in.txt")), format!("{i}")).unwrap();
+    }
+    let first = once(ws.path(), &["t7", "--json"]).spawn().unwrap();
+    let second = once(ws.path(), &["t7", "--json"]).spawn().unwrap();
+    let outputs = [
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    ];
+    for output in &outputs {
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let (first_report, second_report) = (report(&outputs[0]), report(&outputs[1]));
+    // Each action ran once: the second process waited on its key's lock, then replayed.
+    let ran: u64 = [&first_report, &second_report]
+        .iter()
+        .map(|r| r["counts"]["ran"].as_u64().unwrap())
+        .sum();
+    assert_eq!(ran, 8);
+    // Every entry is whole and every object matches its name.
+    let third = run(ws.path(), &["t7", "--json"]);
+    assert_eq!(report(&third)["counts"]["cached"], 8);
+    let cas = ws.path().join(".once/cache/cas");
+    for entry in std::fs::read_dir(&cas).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(!name.starts_with('.'), "a temporary file was left: {name}");
+        let mut buffer = vec![0u8; 65536];
+        let digest = once_run::hash_file(&path, &mut buffer)
+            .unwrap()
+            .to_hex()
+            .to_string();
+        assert_eq!(digest, name);
+    }
+    for i in 0..8 {
+        let same = std::fs::read(ws.path().join(format!("t{i}/out.bin"))).unwrap()
+            == std::fs::read(ws.path().join(format!("t{i}/copy.bin"))).unwrap();
+        assert!(same, "t{i}: the outputs of two different runs were mixed");
+    }
+}
+
+const MCP_LONG: &str = r#"
+[targets.long]
+kind = "command"
+[targets.long.capabilities.build]
+command = "echo started; (sleep 60) & sleep 60"
+env = { ONCE_TEST_MARK = "@MARK@" }
+
+[targets.loud]
+kind = "command"
+[targets.loud.capabilities.build]
+command = "yes 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' | head -c 8000000; echo; echo done"
+"#;
+
+#[test]
+fn mcp_cancellation_kills_the_group_and_sends_no_reply() {
+    let mark = unique_mark();
+    let ws = workspace(&MCP_LONG.replace("@MARK@", &mark));
+    let mut mcp = Mcp::spawn(ws.path(), &["--allow-run"]);
+    mcp.initialize();
+    mcp.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "once_run", "arguments": {"target": "long:build"},
+            "_meta": {"progressToken": "tok"}}})
+        .to_string(),
+    );
+    let started = mcp.recv();
+    assert_eq!(started["method"], "notifications/progress");
+    assert_eq!(started["params"]["message"], "long:build started");
+    wait_until("the action's processes", || count_marked(&mark) >= 2);
+    mcp.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}"#,
+    );
+    wait_until("the group to be gone", || count_marked(&mark) == 0);
+    // The next message is the ping's answer: the cancelled call got no reply.
+    let pong = mcp.request(2, "ping", json!({}));
+    assert_eq!(pong["id"], 2, "{pong}");
+    mcp.close_stdin();
+    let (code, rest) = mcp.wait(PATIENCE);
+    assert_eq!(code, Some(0));
+    assert!(
+        rest.iter().all(|line| !line.contains(r#""id":1"#)),
+        "{rest:?}"
+    );
+}
+
+#[test]
+fn end_of_input_in_mcp_leaves_no_process_behind() {
+    let mark = unique_mark();
+    let ws = workspace(&MCP_LONG.replace("@MARK@", &mark));
+    let mut mcp = Mcp::spawn(ws.path(), &["--allow-run"]);
+    mcp.initialize();
+    let answer = mcp.call(1, "once_run", json!({"target": "long", "wait_seconds": 0}));
+    let value = &answer["result"]["structuredContent"]["result"];
+    assert_eq!(value["status"], "running", "{answer}");
+    let run_id = value["run_id"].as_str().unwrap().to_owned();
+    wait_until("the action's processes", || count_marked(&mark) >= 2);
+    let runs = mcp.call(2, "once_query_runs", json!({"run_id": run_id}));
+    assert_eq!(
+        runs["result"]["structuredContent"]["result"]["status"],
+        "running"
+    );
+    mcp.close_stdin();
+    let (code, _) = mcp.wait(PATIENCE);
+    assert_eq!(code, Some(0));
+    assert_eq!(count_marked(&mark), 0, "a process outlived `once mcp`");
+}
+
+#[test]
+fn megabytes_of_output_do_not_block_and_never_reach_the_mcp_stream() {
+    let ws = workspace(&MCP_LONG.replace("@MARK@", "unused"));
+    let mut mcp = Mcp::spawn(ws.path(), &["--allow-run"]);
+    mcp.initialize();
+    let answer = mcp.call(1, "once_run", json!({"target": "loud"}));
+    let value = &answer["result"]["structuredContent"]["result"];
+    assert_eq!(value["status"], "succeeded", "{answer}");
+    assert!(
+        answer.to_string().len() < 4_000,
+        "the answer is not bounded"
+    );
+    let run_id = value["run_id"].as_str().unwrap();
+    // The log has it all, and it is read a page at a time.
+    let page = mcp.call(
+        2,
+        "once_query_runs",
+        json!({"run_id": run_id, "action": "loud:build", "offset": 0, "limit": 2}),
+    );
+    let page = &page["result"]["structuredContent"]["result"];
+    assert_eq!(page["lines"].as_array().unwrap().len(), 2);
+    assert!(page["total_lines"].as_u64().unwrap() > 100_000);
+    let last = page["total_lines"].as_u64().unwrap() - 1;
+    let tail = mcp.call(
+        3,
+        "once_query_runs",
+        json!({"run_id": run_id, "action": "loud:build", "offset": last}),
+    );
+    assert_eq!(
+        tail["result"]["structuredContent"]["result"]["lines"],
+        json!(["done"])
+    );
+    mcp.close_stdin();
+    let (code, rest) = mcp.wait(PATIENCE);
+    assert_eq!(code, Some(0));
+    assert!(rest.is_empty(), "stray output: {} lines", rest.len());
+}
