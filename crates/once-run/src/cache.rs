@@ -2,7 +2,8 @@
 //! an action's result and `cas/<digest>` the bytes of one output file, named by its BLAKE3.
 //!
 //! Every object is written atomically and named by a hash, so concurrent writers of one object
-//! write identical bytes and readers never see a torn one; no lock is needed. A result that
+//! write identical bytes and readers never see a torn one. The only lock, `locks/<key>`, keeps
+//! two processes from running one action at once, not the store consistent. A result that
 //! cannot be read, or whose outputs are missing from `cas/`, is a miss, never an error. This
 //! module must never record a failed run.
 
