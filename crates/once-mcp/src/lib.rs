@@ -14,7 +14,10 @@ pub mod server;
 pub mod tool;
 pub mod version;
 
-pub use catalog::{LiveWorkspace, Overview, instructions, memory_tools, query_tools, run_tools};
+pub use catalog::{
+    LiveWorkspace, Overview, change_tools, example_tools, instructions, memory_tools, query_tools,
+    run_tools,
+};
 pub use server::{ServeOptions, ServerConfig, WORKSPACE_META_KEY, serve, serve_with};
 pub use tool::{
     Annotations, CallContext, CancelToken, Gate, Gates, Handler, LogLevel, Tool,

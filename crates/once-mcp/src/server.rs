@@ -259,6 +259,8 @@ struct Session {
     outbox: Outbox,
     version: ProtocolVersion,
     initialized: bool,
+    /// `clientInfo` of `initialize` as `name version`, so a tool can say who asked.
+    client: Option<Arc<str>>,
     log_threshold: Arc<LogThreshold>,
     calls: Arc<Calls>,
     max_in_flight: usize,
@@ -272,6 +274,7 @@ impl Session {
             // Before initialize we answer in the newest shape.
             version: ProtocolVersion::LATEST,
             initialized: false,
+            client: None,
             log_threshold: Arc::new(LogThreshold::off()),
             calls: Arc::new(Calls::default()),
             max_in_flight: options.max_in_flight,
@@ -440,6 +443,7 @@ impl Session {
         };
         self.version = ProtocolVersion::negotiate(requested);
         self.initialized = true;
+        self.client = client_name(&params);
         tracing::info!(requested, negotiated = %self.version, "initialized");
         let mut result = Map::new();
         result.insert("protocolVersion".into(), json!(self.version.as_str()));
@@ -601,7 +605,8 @@ impl Session {
             self.version,
             self.outbox.clone(),
             Arc::clone(&self.log_threshold),
-        );
+        )
+        .with_client(self.client.clone());
         let job = Job {
             tool: tool.clone(),
             id: id.clone(),
@@ -793,6 +798,19 @@ fn edit_distance(a: &str, b: &str) -> usize {
         previous = current;
     }
     previous[b.len()]
+}
+
+/// `clientInfo.name` and `clientInfo.version` of an `initialize` request, when the client sent them.
+fn client_name(params: &Map<String, Value>) -> Option<Arc<str>> {
+    let info = params.get("clientInfo")?;
+    let name = info.get("name")?.as_str()?.trim();
+    if name.is_empty() {
+        return None;
+    }
+    Some(match info.get("version").and_then(Value::as_str) {
+        Some(version) if !version.trim().is_empty() => format!("{name} {}", version.trim()).into(),
+        _ => name.into(),
+    })
 }
 
 #[cfg(test)]

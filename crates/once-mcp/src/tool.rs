@@ -482,6 +482,7 @@ pub struct CallContext {
     outbox: Outbox,
     log_threshold: Arc<LogThreshold>,
     progress: Mutex<ProgressState>,
+    client: Option<Arc<str>>,
 }
 
 impl fmt::Debug for CallContext {
@@ -514,7 +515,20 @@ impl CallContext {
             outbox,
             log_threshold,
             progress: Mutex::new(ProgressState::default()),
+            client: None,
         }
+    }
+
+    /// Records who the client said it is at `initialize`.
+    pub(crate) fn with_client(mut self, client: Option<Arc<str>>) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// The client's `clientInfo` as `name version`, when it sent one: who is asking, for records
+    /// such as a change set's author. Clients name themselves; it is not an identity.
+    pub fn client(&self) -> Option<&str> {
+        self.client.as_deref()
     }
 
     /// The name of the tool being called.

@@ -141,6 +141,136 @@ Examples:
   once memory check"
     )]
     Memory(MemoryCommand),
+
+    /// Starters built into once: a `once.toml` plus files for common stacks
+    #[command(
+        subcommand,
+        after_help = "\
+Examples:
+  once examples list                        Every example, with its stacks
+  once examples show polyglot --json        One example's files (paths, sizes, hashes)
+  once materialize rust-workspace           Write one into the current workspace"
+    )]
+    Examples(ExamplesCommand),
+
+    /// Write an example's files into the workspace: all of them, or none if any would conflict
+    #[command(after_help = "\
+Files already there with the same content count as unchanged, so running it twice is the same as
+once. If any destination exists with different content, nothing is written and every conflict is
+listed (exit 1). Nothing is ever written outside the workspace, which is `-C DIR`, else the
+nearest folder upwards with a `once.toml`, else the current folder.
+
+Examples:
+  once materialize rust-workspace                 Into the workspace root
+  once materialize node-package --into web        Into the folder `web` (created if missing)
+  once materialize polyglot --dry-run --json      Only say what would be written")]
+    Materialize(MaterializeArgs),
+
+    /// Change sets proposed by agents: read them, then apply or reject them
+    #[command(
+        subcommand,
+        after_help = "\
+An agent proposes a change set with the MCP tool `once_change_set_propose`, which applies nothing.
+It is saved under `.once/changes/ID/` until a person decides.
+
+Examples:
+  once changes list                          Every change set, newest first
+  once changes show 20250131-093000-4f2a9c1e A unified diff against the files as they are now
+  once changes apply 20250131-093000-4f2a9c1e
+  once changes reject 20250131-093000-4f2a9c1e --reason 'not this way'"
+    )]
+    Changes(ChangesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExamplesCommand {
+    /// Every example: name, description, stacks, number of files
+    #[command(after_help = "Examples:\n  once examples list\n  once examples list --json")]
+    List {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// One example: its description and files
+    #[command(after_help = "\
+Examples:
+  once examples show polyglot
+  once examples show node-package --file package.json   Print one file's content")]
+    Show {
+        /// The example's name
+        name: String,
+        /// Print this file of the example instead of the list
+        #[arg(long, value_name = "PATH", conflicts_with = "json")]
+        file: Option<String>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct MaterializeArgs {
+    /// The example's name (`once examples list`)
+    pub name: String,
+    /// A folder inside the workspace to write into, relative to its root (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<String>,
+    /// Only say what would be written
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON (the value the MCP tool `once_materialize_example` returns)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChangesCommand {
+    /// Every change set, newest first
+    #[command(after_help = "\
+Examples:
+  once changes list
+  once changes list --status pending --json")]
+    List {
+        /// Only change sets with this status: pending, applied or rejected
+        #[arg(long)]
+        status: Option<String>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// One change set: title, rationale, and a unified diff against the current files
+    #[command(after_help = "\
+Examples:
+  once changes show 20250131-093000-4f2a9c1e
+  once changes show 20250131-093000-4f2a9c1e --json     The stored proposal")]
+    Show {
+        /// The change set's id
+        id: String,
+        /// Print the proposal as JSON instead of the diff
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply a change set: every file or none, refused if any file changed since the proposal
+    #[command(after_help = "\
+Example:
+  once changes apply 20250131-093000-4f2a9c1e
+
+Exit status: 0 when applied, 1 when refused (a file moved on, or it was already decided).")]
+    Apply {
+        /// The change set's id
+        id: String,
+    },
+    /// Reject a change set; it stays on record with the decision
+    #[command(
+        after_help = "Example:\n  once changes reject 20250131-093000-4f2a9c1e --reason 'use the builder instead'"
+    )]
+    Reject {
+        /// The change set's id
+        id: String,
+        /// Why, for the record
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

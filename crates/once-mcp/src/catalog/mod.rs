@@ -4,6 +4,8 @@
 //! A tool module only adapts: it turns arguments into a library call and returns the library's
 //! value unchanged. It must never compute a value the CLI would compute differently.
 
+mod changes;
+mod examples;
 mod memory;
 mod query;
 mod run;
@@ -14,6 +16,8 @@ use once_graph::Workspace;
 
 use crate::tool::Gates;
 
+pub use changes::change_tools;
+pub use examples::example_tools;
 pub use memory::memory_tools;
 pub use query::{Overview, query_tools};
 pub use run::run_tools;
@@ -86,7 +90,12 @@ pub fn instructions(root: &str, gates: Gates) -> String {
          `path`) and read the entries that matter (`id`); an entry with a non-empty `stale` \
          list may no longer be true. Search before you write: update an existing entry rather \
          than adding a duplicate. To update, pass the `revision` you last read to \
-         once_remember; a refusal carries the current text, so merge and call again.\n"
+         once_remember; a refusal carries the current text, so merge and call again.\n\
+         \n\
+         To change files, propose a change set with once_change_set_propose: it saves your edits \
+         (each replacement or deletion with the BLAKE3 hash of the file you read) and applies \
+         nothing; the person reviews it with `once changes show ID` and applies or rejects it. \
+         Tell them the id it returns.\n"
     );
     text.push_str(
         "\nRuns: once_query_runs lists recent runs (status, duration, cached or not, exit \

@@ -104,6 +104,8 @@ pub fn server_config(
     let overview: once_mcp::Overview = Arc::new(crate::overview::workspace_overview);
     config.tools = once_mcp::query_tools(&live, overview);
     config.tools.extend(once_mcp::memory_tools(&live));
+    config.tools.extend(once_mcp::change_tools(&live));
+    config.tools.extend(once_mcp::example_tools(&live));
     config.tools.extend(once_mcp::run_tools(&live, runtime));
     let refresh = Arc::clone(&live);
     config.before_request = Some(Arc::new(move || refresh.refresh()));

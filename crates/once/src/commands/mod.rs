@@ -1,7 +1,9 @@
 //! Resolving a parsed command line against the workspace and running it. Each subcommand lives in
 //! its own module; this one finds the workspace, sets up logging, and reports errors.
 
+mod changes;
 mod check;
+mod examples;
 mod mcp;
 mod memory;
 mod query;
@@ -25,6 +27,9 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Query(query) => query::run(cli.workspace.as_deref(), query),
         Command::Mcp(args) => mcp::run(cli.workspace.as_deref(), args),
         Command::Memory(command) => memory::run(cli.workspace.as_deref(), command),
+        Command::Examples(command) => examples::list_or_show(command),
+        Command::Materialize(args) => examples::materialize(cli.workspace.as_deref(), args),
+        Command::Changes(command) => changes::run(cli.workspace.as_deref(), command),
         Command::Run(args) => run::run(cli.workspace.as_deref(), args),
         Command::Serve(args) => serve::run(cli.workspace.as_deref(), args),
         Command::Sessions { json } => sessions::run(json),
