@@ -1,7 +1,9 @@
 //! Integration tests of the `once` binary: real processes, real files, whole outputs.
 //! One test binary, so the crate links once.
 
+mod changes;
 mod check;
+mod examples;
 mod mcp;
 mod memory;
 mod query;
