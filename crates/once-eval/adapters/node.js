@@ -1,0 +1,154 @@
+// The Node.js side of a `once` evaluator. `once` runs this with `node -e` and talks to it over
+// file descriptor 3 (a socket pair): one JSON request per line in, one JSON reply per line out.
+// Evaluated code runs in one persistent `vm` context; `process.stdout.write` and
+// `process.stderr.write` are swapped for per-evaluation buffers while it runs, so nothing it
+// prints can corrupt the protocol. Before each reply a marker goes to file descriptor 1, so
+// `once` can cut output written straight to the descriptors (by subprocesses) at the end of the
+// evaluation that produced it. SIGINT stops synchronous code (`breakOnSigint`) and rejects a
+// pending promise; between evaluations it changes nothing.
+'use strict';
+const fs = require('fs');
+const net = require('net');
+const util = require('util');
+const vm = require('vm');
+const { createRequire } = require('module');
+const path = require('path');
+
+const MARKER = '\x1eonce-eval-end\x1e';
+
+const sandbox = {
+  console,
+  process,
+  Buffer,
+  URL,
+  URLSearchParams,
+  TextEncoder,
+  TextDecoder,
+  AbortController,
+  structuredClone,
+  queueMicrotask,
+  setTimeout,
+  clearTimeout,
+  setInterval,
+  clearInterval,
+  setImmediate,
+  clearImmediate,
+  require: createRequire(path.join(process.cwd(), 'once-eval.js')),
+};
+if (typeof fetch === 'function') sandbox.fetch = fetch;
+if (typeof performance === 'object') sandbox.performance = performance;
+const context = vm.createContext(sandbox);
+
+class Capture {
+  constructor(cap) {
+    this.parts = [];
+    this.size = 0;
+    this.cap = cap;
+    this.dropped = 0;
+  }
+  write(chunk, encoding, callback) {
+    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    const room = this.cap - this.size;
+    if (room > 0) {
+      const kept = text.slice(0, room);
+      this.parts.push(kept);
+      this.size += kept.length;
+    }
+    this.dropped += Math.max(0, text.length - Math.max(room, 0));
+    const done = typeof encoding === 'function' ? encoding : callback;
+    if (typeof done === 'function') process.nextTick(done);
+    return true;
+  }
+  text() {
+    let text = this.parts.join('');
+    if (this.dropped) text += `\n[once: ${this.dropped} more characters not kept]\n`;
+    return text;
+  }
+}
+
+const realWrite = { out: process.stdout.write, err: process.stderr.write };
+// The promise of the evaluation in flight, rejected by SIGINT.
+let pending = null;
+
+process.on('SIGINT', () => {
+  if (pending) pending.reject(new InterruptError());
+});
+
+class InterruptError extends Error {
+  constructor() {
+    super('interrupted while awaiting a promise');
+    this.name = 'InterruptError';
+  }
+}
+
+function describe(error) {
+  if (error instanceof Error || (error && typeof error.stack === 'string')) return String(error.stack);
+  return 'Uncaught ' + util.inspect(error);
+}
+
+function interrupted(error) {
+  return error instanceof InterruptError ||
+    (error && error.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED');
+}
+
+async function evaluate(request) {
+  const number = request.id;
+  const cap = request.cap || 1 << 20;
+  const out = new Capture(cap);
+  const err = new Capture(cap);
+  const reply = { id: number, status: 'ok', value: null, error: null };
+  process.stdout.write = out.write.bind(out);
+  process.stderr.write = err.write.bind(err);
+  try {
+    const script = new vm.Script(request.code, { filename: `<eval-${number}>` });
+    let value = script.runInContext(context, { breakOnSigint: true, displayErrors: false });
+    if (value && typeof value.then === 'function') {
+      value = await new Promise((resolve, reject) => {
+        pending = { reject };
+        value.then(resolve, reject);
+      });
+    }
+    if (value !== undefined) {
+      reply.value = util.inspect(value);
+      context._ = value;
+    }
+  } catch (error) {
+    reply.status = interrupted(error) ? 'interrupted' : 'error';
+    reply.error = describe(error);
+  } finally {
+    pending = null;
+    process.stdout.write = realWrite.out;
+    process.stderr.write = realWrite.err;
+  }
+  reply.stdout = out.text();
+  reply.stderr = err.text();
+  return reply;
+}
+
+const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+let buffered = '';
+let queue = Promise.resolve();
+channel.setEncoding('utf8');
+channel.on('data', (chunk) => {
+  buffered += chunk;
+  let end;
+  while ((end = buffered.indexOf('\n')) >= 0) {
+    const line = buffered.slice(0, end);
+    buffered = buffered.slice(end + 1);
+    if (!line.trim()) continue;
+    const request = JSON.parse(line);
+    queue = queue.then(async () => {
+      const reply = await evaluate(request);
+      try {
+        fs.writeSync(1, MARKER);
+        reply.marker = true;
+      } catch (_) {
+        reply.marker = false;
+      }
+      channel.write(JSON.stringify(reply) + '\n');
+    });
+  }
+});
+// `once` closed its end: nothing more will come.
+channel.on('end', () => process.exit(0));
+channel.on('error', () => process.exit(1));

@@ -1,0 +1,79 @@
+//! The process group of one live evaluator, signalled from any thread and reaped by one.
+//!
+//! A group id is its leader's pid, and a reaped pid can be reused by an unrelated process, so
+//! the group may only be signalled while its leader is unreaped. [`Group::take`] removes the id
+//! under the same lock that [`Group::signal`] reads it under, and the owner reaps only after
+//! taking it: this module must never let a signal reach a group whose leader was reaped.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+#[derive(Debug, Default)]
+pub(crate) struct Group {
+    pgid: Mutex<Option<i32>>,
+}
+
+impl Group {
+    pub(crate) fn set(&self, pgid: i32) {
+        *self.lock() = Some(pgid);
+    }
+
+    /// Sends `signal` to the group, if one is live.
+    pub(crate) fn signal(&self, signal: libc::c_int) {
+        if let Some(pgid) = *self.lock() {
+            kill_group(pgid, signal);
+        }
+    }
+
+    /// Kills the group with SIGKILL and forgets it; the caller then reaps the leader.
+    pub(crate) fn take(&self) {
+        if let Some(pgid) = self.lock().take() {
+            kill_group(pgid, libc::SIGKILL);
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<i32>> {
+        // An optional id; a panic cannot leave it half-written.
+        self.pgid.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn kill_group(pgid: i32, signal: libc::c_int) {
+    // 0 and 1 would mean our own group or every process: never.
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill has no memory effects; a negative pid addresses the group.
+    let rc = unsafe { libc::kill(-pgid, signal) };
+    if rc != 0 {
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::ESRCH) {
+            tracing::warn!(pgid, signal, %error, "cannot signal an evaluator's group");
+        }
+    }
+}
+
+/// Whether `pid` (our unreaped child) has exited, without reaping it.
+pub(crate) fn has_exited(pid: i32) -> bool {
+    let Ok(id) = libc::id_t::try_from(pid) else {
+        return true;
+    };
+    let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+    // SAFETY: `info` is a valid, zeroed out-pointer for the duration of the call.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            id,
+            info.as_mut_ptr(),
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if rc != 0 {
+        // ECHILD: not our child any more, so certainly not a usable evaluator.
+        return true;
+    }
+    // SAFETY: waitid returned 0, so `info` is initialised; with WNOHANG, si_pid is 0 when the
+    // child has not changed state.
+    unsafe { info.assume_init().si_pid() != 0 }
+}
