@@ -79,6 +79,20 @@ pub struct Capability {
     pub origin: Origin,
 }
 
+/// The code evaluator a target declares (`[targets.NAME.evaluator]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evaluator {
+    /// `python`, `node` or `nrepl` (one of [`EVALUATOR_LANGUAGES`]).
+    pub language: String,
+    /// The interpreter as shell words, in place of the language's default (`python3`, `node`).
+    pub command: Option<String>,
+    /// nREPL only: the server's port file, relative to the target folder (default `.nrepl-port`).
+    pub port_file: Option<String>,
+}
+
+/// The languages an evaluator may declare.
+pub const EVALUATOR_LANGUAGES: &[&str] = &["python", "node", "nrepl"];
+
 /// A resolved target.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -94,6 +108,8 @@ pub struct Target {
     pub tags: Vec<String>,
     /// Kind fields with defaults applied.
     pub fields: BTreeMap<String, serde_json::Value>,
+    /// The code evaluator it declares, if any.
+    pub evaluator: Option<Evaluator>,
     /// Capabilities sorted by name; shared with the kind's defaults (and every
     /// target using just those) unless the manifest changes them.
     pub capabilities: Arc<[Capability]>,

@@ -12,7 +12,7 @@ use super::value::{Cx, Key, Val, found, key_name, to_json};
 use super::{Settings, join_path, valid_name};
 use crate::duration::parse_duration;
 use crate::kind::{FieldDefault, FieldType, Kind, builtin_kinds, find_kind};
-use crate::model::{Capability, Origin, Param, ParamType, Target};
+use crate::model::{Capability, EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType, Target};
 use crate::{suggest, template};
 
 /// A dependency string as written, with its location.
@@ -45,7 +45,9 @@ const TARGET_KEYS: &[&str] = &[
     "tags",
     "deps",
     "capabilities",
+    "evaluator",
 ];
+const EVALUATOR_KEYS: &[&str] = &["language", "command", "port-file"];
 const CAP_KEYS: &[&str] = &[
     "command",
     "description",
@@ -121,6 +123,7 @@ pub(crate) fn parse_target(
     let mut target_deps = Vec::new();
     let mut fields: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let mut cap_tables = None;
+    let mut evaluator = None;
     for (k, val) in table.iter() {
         let key = key_name(k);
         match key {
@@ -169,6 +172,7 @@ pub(crate) fn parse_target(
             "capabilities" => {
                 cap_tables = cx.table(val, format_args!("`capabilities` of target `{name}`"))
             }
+            "evaluator" => evaluator = parse_evaluator(cx, name, val),
             _ => {
                 // Without a known kind we cannot tell fields from typos; the kind error suffices.
                 if let Some(kd) = kind {
@@ -262,12 +266,144 @@ pub(crate) fn parse_target(
             description,
             tags,
             fields,
+            evaluator,
             capabilities,
             file,
             offset: at,
         },
         target_deps,
         cap_deps,
+    })
+}
+
+/// `[targets.NAME.evaluator]`: the language (required), and the interpreter command or, for
+/// nREPL, the port file. `None` (with diagnostics) when it is not usable.
+fn parse_evaluator(cx: &mut Cx<'_>, name: &str, v: &Val<'_>) -> Option<Evaluator> {
+    let table = cx.table(v, format_args!("`evaluator` of target `{name}`"))?;
+    let mut language = None;
+    let mut command = None;
+    let mut port_file = None;
+    let mut ok = true;
+    for (k, val) in table.iter() {
+        match key_name(k) {
+            "language" => {
+                let Some(text) = cx.string(
+                    val,
+                    format_args!("`language` of the evaluator of target `{name}`"),
+                ) else {
+                    ok = false;
+                    continue;
+                };
+                if EVALUATOR_LANGUAGES.contains(&text) {
+                    language = Some((text.to_string(), k.span().start));
+                } else {
+                    cx.diags.push(
+                        cx.src
+                            .error(
+                                val.span().start,
+                                "unknown-language",
+                                format!("unknown evaluator language `{text}` for target `{name}`"),
+                            )
+                            .expected("one of `python`, `node`, `nrepl`")
+                            .found(format!("`{text}`"))
+                            .did_you_mean(suggest::best(text, EVALUATOR_LANGUAGES.iter().copied())),
+                    );
+                    ok = false;
+                }
+            }
+            "command" => {
+                command = cx
+                    .string(
+                        val,
+                        format_args!("`command` of the evaluator of target `{name}`"),
+                    )
+                    .map(|text| (text.to_string(), k.span().start));
+                ok &= command.is_some();
+            }
+            "port-file" => {
+                let Some(text) = cx.string(
+                    val,
+                    format_args!("`port-file` of the evaluator of target `{name}`"),
+                ) else {
+                    ok = false;
+                    continue;
+                };
+                if join_path("", text).is_err() {
+                    cx.diags.push(
+                        cx.src
+                            .error(
+                                val.span().start,
+                                "absolute-path",
+                                format!("`port-file` of the evaluator of target `{name}` leaves the workspace"),
+                            )
+                            .expected("a file relative to the target's folder, inside the workspace")
+                            .found(format!("`{text}`")),
+                    );
+                    ok = false;
+                } else {
+                    port_file = Some((text.to_string(), k.span().start));
+                }
+            }
+            _ => {
+                cx.unknown_key(
+                    k,
+                    EVALUATOR_KEYS,
+                    &format!("in the evaluator of target `{name}`"),
+                );
+                ok = false;
+            }
+        }
+    }
+    let Some((language, _)) = language else {
+        if ok {
+            cx.diags.push(
+                cx.src
+                    .error(
+                        v.span().start,
+                        "missing-language",
+                        format!("the evaluator of target `{name}` has no `language`"),
+                    )
+                    .expected("`language = \"python\"`, `\"node\"` or `\"nrepl\"`"),
+            );
+        }
+        return None;
+    };
+    // Each language takes only the keys that mean something to it.
+    let misplaced = if language == "nrepl" {
+        command.as_ref().map(|(_, at)| {
+            (
+                "command",
+                *at,
+                "an nREPL server is started by you, not by once; name its `port-file` instead",
+            )
+        })
+    } else {
+        port_file.as_ref().map(|(_, at)| {
+            (
+                "port-file",
+                *at,
+                "only an nREPL evaluator reads a port file; `command` names the interpreter",
+            )
+        })
+    };
+    if let Some((key, at, help)) = misplaced {
+        cx.diags.push(
+            cx.src
+                .error(
+                    at,
+                    "evaluator-key",
+                    format!(
+                        "`{key}` does not apply to the {language} evaluator of target `{name}`"
+                    ),
+                )
+                .help(help),
+        );
+        return None;
+    }
+    ok.then(|| Evaluator {
+        language,
+        command: command.map(|(text, _)| text),
+        port_file: port_file.map(|(text, _)| text),
     })
 }
 

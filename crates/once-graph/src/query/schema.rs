@@ -100,7 +100,18 @@ fn manifest_schema() -> Value {
         "description": { "type": "string" },
         "tags": strings(),
         "deps": { "type": "array", "items": { "type": "string" }, "description": "Every capability C depends on C of these targets when they have it" },
-        "capabilities": { "type": "object", "additionalProperties": capability }
+        "capabilities": { "type": "object", "additionalProperties": capability },
+        "evaluator": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["language"],
+            "description": "A persistent code evaluator for `once eval` and the MCP tool once_eval",
+            "properties": {
+                "language": { "enum": crate::model::EVALUATOR_LANGUAGES },
+                "command": { "type": "string", "description": "python and node: the interpreter as shell words, in place of `python3` or `node`" },
+                "port-file": { "type": "string", "description": "nrepl: the port file of a server you started, relative to the target folder; default `.nrepl-port`" }
+            }
+        }
     });
     // Kind fields: each allowed only with its kind (checked by `once`), typed here.
     for k in builtin_kinds() {

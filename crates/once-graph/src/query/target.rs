@@ -12,7 +12,7 @@ use super::schema_util::{
 };
 use super::{QueryError, find_target};
 use crate::Workspace;
-use crate::model::{Origin, Param, ParamType};
+use crate::model::{EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType};
 
 /// Arguments of [`target`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +73,8 @@ pub struct TargetDetail {
     pub manifest: ManifestLocation,
     /// Kind fields with defaults applied.
     pub fields: BTreeMap<String, Value>,
+    /// The code evaluator it declares (`once eval`, `once_eval`), if any.
+    pub evaluator: Option<Evaluator>,
     /// Capabilities by name.
     pub capabilities: Vec<CapabilityDetail>,
     /// Direct target dependencies.
@@ -150,6 +152,7 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
         tags: t.tags.clone(),
         manifest: ManifestLocation { file, line },
         fields: t.fields.clone(),
+        evaluator: t.evaluator.clone(),
         capabilities,
         deps: names(
             ws.graph
@@ -224,6 +227,25 @@ pub(crate) fn output_schema() -> Value {
             (
                 "fields",
                 json!({ "type": "object", "description": "Kind fields with defaults applied" }),
+            ),
+            (
+                "evaluator",
+                nullable(record(
+                    "The code evaluator the target declares (once_eval)",
+                    vec![
+                        ("language", enumeration(EVALUATOR_LANGUAGES, "The runtime")),
+                        (
+                            "command",
+                            nullable(string("The interpreter, in place of python3 or node")),
+                        ),
+                        (
+                            "port_file",
+                            nullable(string(
+                                "nREPL: the server's port file, relative to the target folder",
+                            )),
+                        ),
+                    ],
+                )),
             ),
             ("capabilities", array(cap, "Capabilities sorted by name")),
             ("deps", strings("Direct target dependencies")),

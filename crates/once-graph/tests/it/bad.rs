@@ -226,6 +226,41 @@ const CASES: &[Case] = &[
         ],
         "unknown unit `y`",
     ),
+    (
+        "evaluator-unknown-language",
+        "[targets.a]\nkind = \"command\"\n[targets.a.evaluator]\nlanguage = \"pyton\"\n",
+        &[],
+        &["once.toml:4:12 unknown-language"],
+        "did you mean `python`",
+    ),
+    (
+        "evaluator-missing-language",
+        "[targets.a]\nkind = \"command\"\n[targets.a.evaluator]\ncommand = \"python3.12\"\n",
+        &[],
+        &["once.toml:3:1 missing-language"],
+        "has no `language`",
+    ),
+    (
+        "evaluator-key-of-another-language",
+        "[targets.a]\nkind = \"command\"\nevaluator = { language = \"nrepl\", command = \"bb\" }\n",
+        &[],
+        &["once.toml:3:35 evaluator-key"],
+        "`command` does not apply to the nrepl evaluator",
+    ),
+    (
+        "evaluator-port-file-escapes",
+        "[targets.a]\nkind = \"command\"\n[targets.a.evaluator]\nlanguage = \"nrepl\"\nport-file = \"../../.nrepl-port\"\n",
+        &[],
+        &["once.toml:5:13 absolute-path"],
+        "leaves the workspace",
+    ),
+    (
+        "evaluator-unknown-key",
+        "[targets.a]\nkind = \"command\"\n[targets.a.evaluator]\nlanguage = \"node\"\nport = 3\n",
+        &[],
+        &["once.toml:5:1 unknown-key"],
+        "in the evaluator of target `a`",
+    ),
 ];
 
 #[test]

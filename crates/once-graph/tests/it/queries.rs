@@ -24,6 +24,9 @@ description = "Domain types"
 tags = ["backend"]
 deps = ["proto"]
 package = "shop-core"
+[targets.core.evaluator]
+language = "python"
+command = ".venv/bin/python"
 
 [targets.web]
 kind = "npm-package"
