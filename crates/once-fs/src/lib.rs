@@ -7,17 +7,20 @@
 //! - [`WorkspacePath`]: a relative path checked to stay inside a root: never absolute, never `..`,
 //!   never through a symbolic link that leads outside.
 //! - [`clock`]: time-ordered ids and RFC 3339 timestamps for the files we create.
+//! - [`Stamp`]: proof from a `stat` that a file still has the content it had, as git uses it.
 //!
 //! This crate must never print, and never write anywhere its caller did not name.
 
 mod atomic;
 pub mod clock;
 mod path;
+mod stamp;
 
 pub use atomic::{
     Lock, Mode, create_dirs, lock, remove_durably, sync_dir, write_atomic, write_synced,
 };
 pub use path::{PathError, WorkspacePath};
+pub use stamp::{RACY_WINDOW, STAMP_BYTES, Stamp};
 
 /// The BLAKE3 hash of `bytes`, as the lowercase hex every `once` file records.
 pub fn hash_hex(bytes: &[u8]) -> String {

@@ -14,7 +14,6 @@ pub mod kind;
 pub mod manifest;
 pub mod model;
 pub mod query;
-mod stamp;
 mod suggest;
 pub mod template;
 mod workspace;

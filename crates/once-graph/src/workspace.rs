@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use once_fs::Stamp;
+
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::graph::{ActionId, Graph};
 use crate::manifest::{self, DepRef, PendingTarget, Settings, Shared};
 use crate::model::{Capability, Target};
-use crate::stamp::Stamp;
 use crate::{Error, MANIFEST_FILE, suggest};
 
 /// Manifests larger than this are rejected unparsed.

@@ -1,4 +1,5 @@
-//! Cheap change detection for manifest files, the way git detects a changed work tree.
+//! Cheap change detection for files, the way git detects a changed work tree: manifests in
+//! `once-graph`, input and output files in `once-run`.
 //!
 //! A [`Stamp`] records a file's size, inode, modification and status-change times, and when we
 //! read it. If all of these are unchanged, the content is unchanged — with one exception: a write
@@ -6,6 +7,10 @@
 //! equal. Such a file is "racily clean" (git's term), and for it the caller must compare content.
 //! The status-change time (`ctime`) matters because no user tool can set it back, unlike `mtime`.
 //! This module never reads file contents.
+//!
+//! A stamp is also stored between processes (see [`Stamp::to_bytes`]), so a run can skip hashing
+//! a file whose stamp it recorded earlier; only a stamp that was not racy when taken proves
+//! anything.
 
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
@@ -14,11 +19,14 @@ use std::time::{Duration, SystemTime};
 
 /// Any file touched this close to our read may have changed without its times showing it.
 /// Generous: coarse kernel clocks tick in milliseconds, some file systems in seconds.
-const RACY_WINDOW: Duration = Duration::from_secs(2);
+pub const RACY_WINDOW: Duration = Duration::from_secs(2);
+
+/// How many bytes [`Stamp::to_bytes`] takes.
+pub const STAMP_BYTES: usize = 57;
 
 /// What a file looked like when it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Stamp {
+pub struct Stamp {
     len: u64,
     dev: u64,
     ino: u64,
@@ -30,7 +38,7 @@ pub(crate) struct Stamp {
 
 impl Stamp {
     /// The stamp of `metadata`, taken just before the file's bytes were read at `read_at`.
-    pub(crate) fn new(metadata: &Metadata, read_at: SystemTime) -> Stamp {
+    pub fn new(metadata: &Metadata, read_at: SystemTime) -> Stamp {
         let ctime = (metadata.ctime(), metadata.ctime_nsec());
         let mtime = (metadata.mtime(), metadata.mtime_nsec());
         let newest = ctime.max(mtime);
@@ -55,19 +63,62 @@ impl Stamp {
 
     /// Whether `path` provably still has the content it had when this stamp was taken. `false`
     /// means "compare the content", not "changed".
-    pub(crate) fn proves_unchanged(&self, path: &Path) -> bool {
+    pub fn proves_unchanged(&self, path: &Path) -> bool {
+        std::fs::metadata(path).is_ok_and(|now| self.proves_unchanged_by(&now))
+    }
+
+    /// Like [`Stamp::proves_unchanged`], given the file's metadata as it is now.
+    pub fn proves_unchanged_by(&self, now: &Metadata) -> bool {
         if self.racy {
             return false;
         }
-        let Ok(now) = std::fs::metadata(path) else {
-            return false;
-        };
-        let current = Stamp::new(&now, SystemTime::now());
+        let current = Stamp::new(now, SystemTime::UNIX_EPOCH);
         current.len == self.len
             && current.dev == self.dev
             && current.ino == self.ino
             && current.mtime == self.mtime
             && current.ctime == self.ctime
+    }
+
+    /// Whether the file changed so shortly before it was read that this stamp proves nothing.
+    pub fn is_racy(&self) -> bool {
+        self.racy
+    }
+
+    /// The stamp as bytes, for a store of stamps; [`Stamp::from_bytes`] reads them back.
+    pub fn to_bytes(&self) -> [u8; STAMP_BYTES] {
+        let mut out = [0u8; STAMP_BYTES];
+        let fields = [
+            self.len,
+            self.dev,
+            self.ino,
+            self.mtime.0 as u64,
+            self.mtime.1 as u64,
+            self.ctime.0 as u64,
+            self.ctime.1 as u64,
+        ];
+        for (chunk, field) in out.chunks_exact_mut(8).zip(fields) {
+            chunk.copy_from_slice(&field.to_le_bytes());
+        }
+        out[STAMP_BYTES - 1] = u8::from(self.racy);
+        out
+    }
+
+    /// The stamp that [`Stamp::to_bytes`] wrote.
+    pub fn from_bytes(bytes: &[u8; STAMP_BYTES]) -> Stamp {
+        let field = |i: usize| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(word)
+        };
+        Stamp {
+            len: field(0),
+            dev: field(1),
+            ino: field(2),
+            mtime: (field(3) as i64, field(4) as i64),
+            ctime: (field(5) as i64, field(6) as i64),
+            racy: bytes[STAMP_BYTES - 1] != 0,
+        }
     }
 }
 
@@ -76,7 +127,7 @@ mod tests {
     use super::*;
 
     fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("once-stamp-{}-{name}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("once-fs-stamp-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("mkdir");
         let path = dir.join("once.toml");
         std::fs::write(&path, text).expect("writes");
@@ -110,6 +161,16 @@ mod tests {
             .set_modified(mtime)
             .expect("sets mtime back");
         assert!(!stamp.proves_unchanged(&path));
+    }
+
+    #[test]
+    fn stamps_survive_a_round_trip_through_bytes() {
+        let path = temp_file("bytes", "a");
+        let metadata = std::fs::metadata(&path).expect("stat");
+        for read_at in [SystemTime::now(), SystemTime::now() + RACY_WINDOW * 2] {
+            let stamp = Stamp::new(&metadata, read_at);
+            assert_eq!(Stamp::from_bytes(&stamp.to_bytes()), stamp);
+        }
     }
 
     #[test]
