@@ -278,7 +278,7 @@ def leaf(ws, packages):
 # --- measuring builds --------------------------------------------------------------------------
 
 
-def measure_builds(tools, ws, leaf_name, packages, repeat, cold_repeat, results, skipped):
+def measure_builds(tools, ws, leaf_name, packages, repeat, cold_repeat, results, skipped, progress):
     source = os.path.join(ws, "packages", leaf_name, "src", "file0.txt")
     with open(source) as f:
         original = f.read()
@@ -306,6 +306,7 @@ def measure_builds(tools, ws, leaf_name, packages, repeat, cold_repeat, results,
                 with open(source, "w") as f:
                     f.write(original)
             log(f"repetition {rep + 1}: {tool} done")
+            progress()
 
 
 def check_outputs(ws, packages, tool):
@@ -522,7 +523,9 @@ def main():
     install_peers()
     log(f"generating {args.packages} packages")
     ws, leaf_name = generate(args.packages)
-    tools = {t: exe for t, exe in binaries(os.path.abspath(args.once)).items() if t in args.tools.split(",")}
+    # The tools take their turns in the order given, so the slowest can go last.
+    every = binaries(os.path.abspath(args.once))
+    tools = {t: every[t] for t in args.tools.split(",")}
     versions, skipped = {}, {}
     for tool, exe in tools.items():
         try:
@@ -531,7 +534,20 @@ def main():
             versions[tool] = f"{tool} (did not start)"
             skipped[tool] = one_line(str(skip))
     results = {t: {key: [] for key, _ in SCENARIOS} for t in tools}
-    measure_builds(tools, ws, leaf_name, args.packages, args.repeat, args.cold_repeat, results, skipped)
+    path = os.path.join(ROOT, "bench", "results", f"{datetime.date.today().isoformat()}-{args.packages}.md")
+
+    def write(text):
+        if not args.smoke:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+
+    # The table so far is written after every step, so a long run that is stopped still shows
+    # what it measured.
+    def progress():
+        write(report(args, versions, results, skipped, {}, {}, 0, leaf_name) + "\n(partial)\n")
+
+    measure_builds(tools, ws, leaf_name, args.packages, args.repeat, args.cold_repeat, results, skipped, progress)
 
     mcp, mcp_reasons = {}, {}
     if args.mcp_packages:
@@ -543,11 +559,8 @@ def main():
 
     text = report(args, versions, results, skipped, mcp, mcp_reasons, args.mcp_packages, leaf_name)
     print(text)
+    write(text)
     if not args.smoke:
-        path = os.path.join(ROOT, "bench", "results", f"{datetime.date.today().isoformat()}-{args.packages}.md")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(text)
         log(f"wrote {path}")
     # The smoke run fails only on once: a peer that cannot run here is reported, not fatal.
     if "once" in skipped:
