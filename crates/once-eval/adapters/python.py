@@ -62,13 +62,20 @@ def on_interrupt(signum, frame):
         raise KeyboardInterrupt
 
 
-def format_error(error, skip):
-    tb = error.__traceback__
-    # Hide the adapter's own frames: the traceback starts in the evaluated code.
-    for _ in range(skip):
-        if tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-    return "".join(traceback.format_exception(type(error), error, tb))
+# The file name of this adapter's own code (`<string>` under `python3 -c`).
+ADAPTER_FILE = sys._getframe().f_code.co_filename
+
+
+def format_error(error):
+    # Hide the adapter's own frames (the caller, the interrupt handler): the traceback shows
+    # only the evaluated code.
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if frame.filename != ADAPTER_FILE
+    ]
+    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames) if frames else []
+    return "".join(lines + traceback.format_exception_only(type(error), error))
 
 
 def evaluate(request, namespace):
@@ -106,10 +113,10 @@ def evaluate(request, namespace):
             Evaluating.active = False
     except KeyboardInterrupt as error:
         reply["status"] = "interrupted"
-        reply["error"] = format_error(error, 1)
+        reply["error"] = format_error(error)
     except BaseException as error:  # SystemExit too: the evaluator must outlive `exit()`
         reply["status"] = "error"
-        reply["error"] = format_error(error, 1)
+        reply["error"] = format_error(error)
     finally:
         sys.stdout, sys.stderr = saved
     return reply, out, err

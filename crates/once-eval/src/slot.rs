@@ -48,8 +48,8 @@ impl Why {
 
     fn describe(self, deadline: Duration) -> String {
         match self {
-            Why::Deadline => format!("the evaluation passed its deadline of {deadline:?}"),
-            Why::Cancel => "the evaluation was cancelled".into(),
+            Why::Deadline => format!("The evaluation passed its deadline of {deadline:?}"),
+            Why::Cancel => "The evaluation was cancelled".into(),
         }
     }
 }

@@ -124,6 +124,11 @@ fn a_loop_past_its_deadline_is_interrupted_and_state_is_kept(codes: &Codes) {
     assert_eq!(spun.status, Status::TimedOut, "{spun:?}");
     assert!(!spun.state_lost, "{spun:?}");
     assert!(spun.notice.unwrap_or_default().contains("kept its state"));
+    let error = spun.error.unwrap_or_default();
+    assert!(
+        !error.contains("on_interrupt") && !error.contains("<string>"),
+        "{error}"
+    );
     assert!(spun.elapsed_ms >= 300);
     let after = eval(&evaluators, &fixture, codes, codes.use_it, SHORT);
     assert_eq!(after.value.as_deref(), Some("42"), "{after:?}");
