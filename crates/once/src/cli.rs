@@ -82,6 +82,28 @@ Examples:
   claude mcp add once -- once --workspace \"$PWD\" mcp")]
     Mcp(McpArgs),
 
+    /// Evaluate code in a target's persistent evaluator (Python, Node.js or nREPL)
+    #[command(after_help = "\
+The target declares its evaluator in once.toml:
+
+  [targets.analysis.evaluator]
+  language = \"python\"             # or \"node\", or \"nrepl\" for a server you started
+  command = \".venv/bin/python\"    # optional: the interpreter (python3 / node by default)
+
+Past the deadline the code is interrupted (SIGINT, or nREPL `interrupt`); code that will not stop
+is killed and the output says that state was lost. Ctrl-C interrupts the evaluation the same way.
+The evaluator lives as long as this command; in `once serve` it lives as long as the session and
+keeps its state for every agent that attaches.
+
+Examples:
+  once eval analysis 'import pandas as pd; pd.__version__'
+  once eval web -f scratch.js --deadline 5m
+  echo '(+ 1 2)' | once eval clj - --json
+  once eval --reset analysis
+
+Exit status: 0 when the code ran to the end, 1 otherwise (an exception, a deadline, a crash).")]
+    Eval(EvalArgs),
+
     /// Keep a live session of the workspace and serve it over MCP on 127.0.0.1
     #[command(after_help = "\
 The session loads the graph once and keeps it fresh, holds the runs it starts, and serves one MCP
@@ -478,6 +500,27 @@ pub struct McpArgs {
     /// the session's own flags decide which tools exist
     #[arg(long, value_name = "DIR", num_args = 0..=1, conflicts_with_all = ["allow_edit", "allow_run"])]
     pub attach: Option<Option<PathBuf>>,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The target whose evaluator runs the code
+    pub target: String,
+    /// The code; `-` reads it from stdin
+    #[arg(conflicts_with_all = ["file", "reset"])]
+    pub code: Option<String>,
+    /// Read the code from this file
+    #[arg(short = 'f', long, value_name = "FILE", conflicts_with = "reset")]
+    pub file: Option<PathBuf>,
+    /// How long the code may run before it is interrupted: 500ms, 30s, 5m
+    #[arg(long, value_name = "DUR", default_value = "30s")]
+    pub deadline: String,
+    /// Print the result as JSON (the value the MCP tool `once_eval` returns)
+    #[arg(long)]
+    pub json: bool,
+    /// Stop the target's evaluator instead; the next evaluation starts a fresh one
+    #[arg(long)]
+    pub reset: bool,
 }
 
 #[derive(Debug, Args)]

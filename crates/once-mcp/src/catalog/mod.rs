@@ -5,6 +5,7 @@
 //! value unchanged. It must never compute a value the CLI would compute differently.
 
 mod changes;
+mod eval;
 mod examples;
 mod memory;
 mod query;
@@ -17,6 +18,7 @@ use once_graph::Workspace;
 use crate::tool::Gates;
 
 pub use changes::change_tools;
+pub use eval::{DEFAULT_EVAL_DEADLINE, eval_tools, evaluator_spec};
 pub use examples::example_tools;
 pub use memory::memory_tools;
 pub use query::{Overview, query_tools};
@@ -111,7 +113,13 @@ pub fn instructions(root: &str, gates: Gates) -> String {
          (default 300) for the report; for a long build pass a small value, get \
          `{run_id, status: \"running\"}`, and poll once_query_runs with that run_id. Stop a \
          run with once_cancel, or cancel the once_run request itself. A failed action's report \
-         holds the tail of its log; read the rest with once_query_runs.\n"
+         holds the tail of its log; read the rest with once_query_runs.\n\
+         \n\
+         Targets that declare an evaluator (once_query_target shows `evaluator`) run code with \
+         once_eval in a persistent Python, Node.js or nREPL evaluator: definitions stay for the \
+         next call. Give a `deadline` that fits; an interrupted evaluation keeps its state, and \
+         whenever state was lost the result says `state_lost: true` with a `notice`. \
+         once_eval_reset starts a target's evaluator afresh.\n"
     } else {
         "\nRunning capabilities (once_run, once_cancel) is disabled: the person must add \
          --allow-run to the server's command line in the client configuration.\n"

@@ -107,6 +107,12 @@ pub fn server_config(
     config.tools.extend(once_mcp::change_tools(&live));
     config.tools.extend(once_mcp::example_tools(&live));
     config.tools.extend(once_mcp::run_tools(&live, runtime));
+    // Owned by the config, so they live as long as the server (in `once serve`, the session):
+    // an agent that reconnects finds its evaluators, and their variables, where it left them.
+    let evaluators = once_eval::Evaluators::new(runtime).context("cannot set up the evaluators")?;
+    config
+        .tools
+        .extend(once_mcp::eval_tools(&live, &Arc::new(evaluators)));
     let refresh = Arc::clone(&live);
     config.before_request = Some(Arc::new(move || refresh.refresh()));
     Ok(config)

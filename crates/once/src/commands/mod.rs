@@ -3,6 +3,7 @@
 
 mod changes;
 mod check;
+mod eval;
 mod examples;
 mod mcp;
 mod memory;
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Materialize(args) => examples::materialize(cli.workspace.as_deref(), args),
         Command::Changes(command) => changes::run(cli.workspace.as_deref(), command),
         Command::Run(args) => run::run(cli.workspace.as_deref(), args),
+        Command::Eval(args) => eval::run(cli.workspace.as_deref(), args),
         Command::Serve(args) => serve::run(cli.workspace.as_deref(), args),
         Command::Sessions { json } => sessions::run(json),
     };

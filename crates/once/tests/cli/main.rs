@@ -3,6 +3,7 @@
 
 mod changes;
 mod check;
+mod eval;
 mod examples;
 mod mcp;
 mod memory;

@@ -1,0 +1,195 @@
+//! The evaluator tools, behind `--allow-run`: `once_eval` (code in a target's persistent
+//! evaluator) and `once_eval_reset`.
+//!
+//! The evaluators are handed in by whoever owns them (the `once serve` session, or the `once
+//! mcp` process), so they outlive any one client connection. While an evaluation runs, a
+//! heartbeat thread sends progress (when the client gave a progress token) and turns the
+//! client's `notifications/cancelled` into an interrupt. This module must never keep an
+//! evaluator of its own, nor answer with a value the CLI's `once eval --json` would not print.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use once_eval::{EvaluatorSpec, Evaluators, Interrupt, Language};
+use once_graph::Workspace;
+use serde_json::{Map, Value, json};
+
+use super::LiveWorkspace;
+use crate::tool::{
+    Annotations, CallContext, CancelToken, Gate, Tool, ToolResult, optional_str, required_str,
+};
+
+/// The deadline of an evaluation that names none.
+pub const DEFAULT_EVAL_DEADLINE: Duration = Duration::from_secs(30);
+/// How often a running evaluation checks for a client's cancellation and sends a heartbeat.
+const HEARTBEAT_TICK: Duration = Duration::from_millis(200);
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+
+/// The evaluator tools; the server lists them only when `--allow-run` is given.
+pub fn eval_tools(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Vec<Tool> {
+    vec![eval(live, evaluators), reset(evaluators)]
+}
+
+/// The evaluator spec of `target` as its manifest declares it; the error says what to fix.
+pub fn evaluator_spec(workspace: &Workspace, target: &str) -> Result<EvaluatorSpec, String> {
+    let Some(found) = workspace.target(target) else {
+        let query = once_graph::query::TargetQuery {
+            name: target.to_owned(),
+        };
+        return Err(match once_graph::query::target(workspace, &query) {
+            Err(error) => error.to_string(),
+            Ok(_) => format!("no target `{target}`"),
+        });
+    };
+    let Some(declared) = &found.evaluator else {
+        return Err(format!(
+            "target `{target}` declares no evaluator; add `[targets.{target}.evaluator]` with \
+             `language = \"python\"` (or \"node\", or \"nrepl\" for a running nREPL server) to its \
+             once.toml"
+        ));
+    };
+    let language = Language::parse(&declared.language)
+        .ok_or_else(|| format!("unknown evaluator language `{}`", declared.language))?;
+    let mut spec = EvaluatorSpec::new(language, workspace.root().join(&found.path));
+    spec.command.clone_from(&declared.command);
+    spec.port_file = declared.port_file.as_ref().map(Into::into);
+    Ok(spec)
+}
+
+fn eval(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Tool {
+    let live = Arc::clone(live);
+    let evaluators = Arc::clone(evaluators);
+    Tool {
+        name: "once_eval",
+        title: "Evaluate code in a target's evaluator",
+        description: "Evaluate `code` in the persistent evaluator the target declares (Python, \
+                      Node.js, or a running nREPL server): variables, imports and definitions \
+                      stay for the next call. Returns the last expression's value as the REPL \
+                      prints it, the code's stdout and stderr, and the exception with its \
+                      traceback. Past `deadline` (default 30s) the code is interrupted and the \
+                      evaluator keeps its state; code that will not stop is killed, a fresh \
+                      evaluator starts, and the result says `state_lost: true` with a `notice` \
+                      saying why. Read `notice` whenever it is present. once_query_target shows \
+                      which targets declare an evaluator."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "target": {"type": "string", "description": "A target that declares an evaluator"},
+                "code": {"type": "string", "description": "The code to evaluate"},
+                "deadline": {"type": "string", "description": "How long the code may run before it is interrupted: 500ms, 30s, 5m (default 30s)"},
+            },
+            "required": ["target", "code"],
+            "additionalProperties": false,
+        }),
+        output_schema: once_eval::Evaluation::schema(),
+        annotations: Annotations {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        },
+        gate: Gate::Run,
+        handler: Arc::new(move |ctx: &CallContext, args: Map<String, Value>| {
+            evaluate(&live, &evaluators, ctx, &args).into()
+        }),
+    }
+}
+
+fn evaluate(
+    live: &LiveWorkspace,
+    evaluators: &Evaluators,
+    ctx: &CallContext,
+    args: &Map<String, Value>,
+) -> Result<Value, String> {
+    let target = required_str(args, "target")?;
+    let code = required_str(args, "code")?;
+    let deadline = match optional_str(args, "deadline")? {
+        None => DEFAULT_EVAL_DEADLINE,
+        Some(text) => once_graph::duration::parse_duration(text).map_err(|error| {
+            format!("invalid `deadline`: {error}. Call again with e.g. \"30s\".")
+        })?,
+    };
+    let spec = evaluator_spec(&live.read(), target)?;
+    let interrupt = Interrupt::new();
+    let finished = CancelToken::new();
+    let result = std::thread::scope(|scope| {
+        scope.spawn(|| heartbeat(ctx, &interrupt, &finished, target, deadline));
+        let result = evaluators.eval(target, &spec, code, deadline, &interrupt);
+        finished.cancel();
+        result
+    });
+    let evaluation = result.map_err(|error| error.to_string())?;
+    serde_json::to_value(evaluation).map_err(|error| format!("cannot encode the result: {error}"))
+}
+
+/// Sends progress while the evaluation runs, and interrupts it when the client cancels.
+fn heartbeat(
+    ctx: &CallContext,
+    interrupt: &Interrupt,
+    finished: &CancelToken,
+    target: &str,
+    deadline: Duration,
+) {
+    let started = Instant::now();
+    let mut next_beat = started + HEARTBEAT_EVERY;
+    while !finished.wait_timeout(HEARTBEAT_TICK) {
+        if ctx.is_cancelled() {
+            interrupt.fire();
+            return;
+        }
+        if Instant::now() >= next_beat {
+            next_beat += HEARTBEAT_EVERY;
+            let elapsed = started.elapsed().as_secs_f64();
+            let message = format!(
+                "evaluating in `{target}`: {elapsed:.0}s of a {}s deadline",
+                deadline.as_secs()
+            );
+            ctx.progress(elapsed, Some(deadline.as_secs_f64()), Some(&message));
+        }
+    }
+}
+
+fn reset(evaluators: &Arc<Evaluators>) -> Tool {
+    let evaluators = Arc::clone(evaluators);
+    Tool {
+        name: "once_eval_reset",
+        title: "Reset a target's evaluator",
+        description: "Stop the target's evaluator; the next once_eval starts a fresh one, without \
+                      the old variables, imports and definitions. An evaluation in flight ends \
+                      with status `died`. For nREPL, closes once's session (the server goes on)."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "target": {"type": "string", "description": "The target whose evaluator to reset"},
+            },
+            "required": ["target"],
+            "additionalProperties": false,
+        }),
+        output_schema: json!({
+            "type": "object",
+            "properties": {
+                "target": {"type": "string"},
+                "was_running": {"type": "boolean", "description": "Whether an evaluator was running"},
+            },
+            "required": ["target", "was_running"],
+            "additionalProperties": false,
+        }),
+        annotations: Annotations {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        },
+        gate: Gate::Run,
+        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
+            let target = match required_str(&args, "target") {
+                Ok(target) => target,
+                Err(text) => return ToolResult::Error(text),
+            };
+            let was_running = evaluators.reset(target);
+            ToolResult::Value(json!({"target": target, "was_running": was_running}))
+        }),
+    }
+}

@@ -1,0 +1,105 @@
+//! Evaluators through the binary: `once eval` on the command line, and `once_eval` in a live
+//! `once serve` session, where an evaluator outlives the client that started it and dies with
+//! the session.
+
+use serde_json::{Value, json};
+
+use crate::support::{Mcp, PATIENCE, Serve, TempDir, Test};
+
+const MANIFEST: &str = "\
+[targets.py]
+kind = \"command\"
+[targets.py.evaluator]
+language = \"python\"
+
+[targets.plain]
+kind = \"command\"
+";
+
+fn evaluation(reply: &Value) -> Value {
+    reply["result"]["structuredContent"]["result"].clone()
+}
+
+#[test]
+fn once_eval_prints_the_value_and_fails_on_an_exception() {
+    let test = Test::new().manifest(MANIFEST);
+    let run = test.args(["eval", "py", "print('out'); 6 * 7"]).run();
+    assert_eq!((run.code(), run.stdout()), (0, "out\n42\n".to_string()));
+
+    let test = Test::new().manifest(MANIFEST);
+    let run = test.args(["eval", "py", "1/0", "--json"]).run();
+    assert_eq!(run.code(), 1);
+    let value = run.json();
+    assert_eq!(value["status"], "error");
+    assert!(
+        value["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ZeroDivisionError")
+    );
+
+    let test = Test::new().manifest(MANIFEST);
+    let run = test.args(["eval", "plain", "1"]).run();
+    assert_eq!(run.code(), 1);
+    assert!(
+        run.stderr().contains("declares no evaluator"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn a_session_keeps_an_evaluator_across_clients_and_stops_it_with_itself() {
+    let test = Test::new().manifest(MANIFEST);
+    let state = TempDir::new();
+    let mut serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+
+    let mut first = Mcp::attach(state.path(), None);
+    first.initialize();
+    let defined = first.call(
+        1,
+        "once_eval",
+        json!({"target": "py", "code": "import os\nx = 41\nos.getpid()"}),
+    );
+    let pid: i32 = evaluation(&defined)["value"]
+        .as_str()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or_else(|| panic!("a pid: {defined}"));
+    first.close_stdin();
+    assert_eq!(first.wait(PATIENCE).0, Some(0));
+
+    // A new client, a new connection thread: the evaluator and its variables are still there.
+    let mut second = Mcp::attach(state.path(), None);
+    second.initialize();
+    let used = second.call(2, "once_eval", json!({"target": "py", "code": "x + 1"}));
+    let used = evaluation(&used);
+    assert_eq!(used["value"], "42", "{used}");
+    assert_eq!(used["state_lost"], false);
+
+    let reset = second.call(3, "once_eval_reset", json!({"target": "py"}));
+    assert_eq!(evaluation(&reset)["was_running"], true);
+    let fresh = second.call(
+        4,
+        "once_eval",
+        json!({"target": "py", "code": "'x' in globals()"}),
+    );
+    assert_eq!(evaluation(&fresh)["value"], "False");
+    let fresh_pid = second.call(
+        5,
+        "once_eval",
+        json!({"target": "py", "code": "import os\nos.getpid()"}),
+    );
+    let fresh_pid: i32 = evaluation(&fresh_pid)["value"]
+        .as_str()
+        .and_then(|text| text.parse().ok())
+        .expect("a pid");
+    assert_ne!(fresh_pid, pid);
+
+    assert_eq!(serve.stop_with(libc::SIGTERM), Some(0));
+    assert!(
+        !std::path::Path::new(&format!("/proc/{fresh_pid}/cmdline")).exists()
+            || std::fs::read(format!("/proc/{fresh_pid}/cmdline")).is_ok_and(|c| c.is_empty()),
+        "the evaluator outlived its session"
+    );
+    let _ = second.wait(PATIENCE);
+}
