@@ -11,8 +11,9 @@
 //! entry's guard removes the file as the error unwinds and the caller stops the runtime.
 //!
 //! The session owns everything that outlives one client: the graph (inside the server config's
-//! tools), the runtime registry of runs, and later the evaluators, which belong next to it.
-//! This module must never accept a connection before its entry is published, nor leave the
+//! tools), the runtime registry of runs, and the evaluators (built with the config, registered
+//! with that registry), so an agent that reconnects finds its evaluators and their state. This
+//! module must never accept a connection before its entry is published, nor leave the
 //! entry behind when it stops.
 
 pub mod bridge;
