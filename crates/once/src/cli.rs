@@ -554,7 +554,8 @@ Printed even when a manifest is invalid (with exit status 2): the diagnostics ar
 Examples:
   once query targets --name 'api-*'             Targets whose name matches a glob
   once query targets --capability test --limit 20
-  once query targets --cursor c1f2e3-50         The next page, with the cursor of the last answer")]
+  once query targets --cursor c1f2e3-50         The next page, with the cursor of the last answer
+  once query targets --all | jq -r '.targets[].name'   Every target at once, for a script")]
     Targets(TargetsArgs),
 
     /// One target in full: fields, capabilities with parameter schemas, deps and dependents
@@ -601,6 +602,9 @@ pub struct TargetsArgs {
     /// Only targets that have this capability
     #[arg(long)]
     pub capability: Option<String>,
+    /// Every matching target in one answer, for scripts (agents page instead)
+    #[arg(long, conflicts_with = "cursor")]
+    pub all: bool,
     #[command(flatten)]
     pub page: PageArgs,
 }

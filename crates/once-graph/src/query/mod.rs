@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 
 pub use error::QueryError;
 pub use graph::{GraphAnswer, GraphMode, GraphNode, GraphQuery, graph};
+/// The largest page any list query returns.
+pub use page::MAX_LIMIT as MAX_PAGE_LIMIT;
 pub use schema::{SchemaQuery, schema};
 pub use target::{CapabilityDetail, ManifestLocation, TargetDetail, TargetQuery, target};
 pub use targets::{TargetRow, TargetsPage, TargetsQuery, targets};

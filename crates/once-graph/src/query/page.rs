@@ -10,7 +10,7 @@ use super::QueryError;
 /// Default page size.
 pub(crate) const DEFAULT_LIMIT: u32 = 50;
 /// Largest page size.
-pub(crate) const MAX_LIMIT: u32 = 200;
+pub const MAX_LIMIT: u32 = 200;
 
 /// Fingerprint of the filter values that define a result list.
 pub(crate) fn fingerprint(parts: &[&str]) -> String {

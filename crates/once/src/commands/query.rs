@@ -40,12 +40,33 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
                 cursor,
                 limit,
             };
-            print(query::targets(&loaded, &q))
+            if args.all {
+                print(all_targets(&loaded, q))
+            } else {
+                print(query::targets(&loaded, &q))
+            }
         }
         Query::Target { name } => print(query::target(&loaded, &TargetQuery { name })),
         Query::Schema { kind } => print(query::schema(&loaded, &SchemaQuery { kind })),
         Query::Graph(graph) => print(query::graph(&loaded, &graph_query(graph))),
     }
+}
+
+/// Every page of `targets`, joined into one page of the same shape. Only the CLI offers this:
+/// a script wants everything at once, while an agent's context wants pages.
+fn all_targets(
+    workspace: &once_graph::Workspace,
+    mut q: TargetsQuery,
+) -> Result<query::TargetsPage, query::QueryError> {
+    q.limit = Some(query::MAX_PAGE_LIMIT);
+    let mut all = query::targets(workspace, &q)?;
+    while let Some(cursor) = all.next_cursor.take() {
+        q.cursor = Some(cursor);
+        let mut page = query::targets(workspace, &q)?;
+        all.targets.append(&mut page.targets);
+        all.next_cursor = page.next_cursor;
+    }
+    Ok(all)
 }
 
 fn graph_query(request: cli::GraphQuery) -> GraphQuery {

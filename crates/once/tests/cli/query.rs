@@ -165,3 +165,21 @@ fn help_teaches_with_examples() {
         );
     }
 }
+
+#[test]
+fn all_targets_in_one_answer_for_scripts() {
+    let run = shop()
+        .args(["query", "targets", "--all", "--limit", "1"])
+        .run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let page = run.json();
+    let names: Vec<_> = page["targets"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|row| row["name"].as_str().expect("a name").to_string())
+        .collect();
+    assert_eq!(names, ["core", "proto", "web"]);
+    assert_eq!(page["total"], 3);
+    assert_eq!(page["next_cursor"], serde_json::Value::Null);
+}
