@@ -103,3 +103,58 @@ fn a_session_keeps_an_evaluator_across_clients_and_stops_it_with_itself() {
     );
     let _ = second.wait(PATIENCE);
 }
+
+#[test]
+fn a_long_evaluation_sends_heartbeats_and_a_cancel_interrupts_it_keeping_state() {
+    let test = Test::new().manifest(MANIFEST);
+    let mut server = Mcp::spawn(test.root(), &["--allow-run"]);
+    server.initialize();
+    let started = std::time::Instant::now();
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+            "name": "once_eval",
+            "arguments": {"target": "py", "code": "import time\nkept = 5\ntime.sleep(600)", "deadline": "10m"},
+            "_meta": {"progressToken": "beat"},
+        }})
+        .to_string(),
+    );
+    // The first heartbeat proves the evaluation is running; then the client gives up on it.
+    loop {
+        let message = server.recv();
+        if message["method"] == "notifications/progress" {
+            assert_eq!(message["params"]["progressToken"], "beat");
+            assert!(
+                message["params"]["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("`py`")
+            );
+            break;
+        }
+        assert_ne!(
+            message["id"], 10,
+            "answered before any heartbeat: {message}"
+        );
+    }
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 10}})
+            .to_string(),
+    );
+    // The interrupted evaluator is free again at once, with its state.
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {
+            "name": "once_eval", "arguments": {"target": "py", "code": "kept"},
+        }})
+        .to_string(),
+    );
+    let reply = loop {
+        let message = server.recv();
+        if message["id"] == 11 {
+            break message;
+        }
+    };
+    let kept = evaluation(&reply);
+    assert_eq!(kept["value"], "5", "{reply}");
+    assert_eq!(kept["state_lost"], false);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
