@@ -58,7 +58,8 @@ fn all_targets(
     workspace: &once_graph::Workspace,
     mut q: TargetsQuery,
 ) -> Result<query::TargetsPage, query::QueryError> {
-    q.limit = Some(query::MAX_PAGE_LIMIT);
+    // `--limit` still sets the page size the library works in; the answer is one page anyway.
+    q.limit = q.limit.or(Some(query::MAX_PAGE_LIMIT));
     let mut all = query::targets(workspace, &q)?;
     while let Some(cursor) = all.next_cursor.take() {
         q.cursor = Some(cursor);
