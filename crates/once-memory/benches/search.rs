@@ -2,8 +2,8 @@
 //! its figures: `cargo bench -p once-memory --bench search`.
 //!
 //! Every search opens a fresh `Store`, so each figure includes what a cold CLI process does:
-//! list the folder, stat every entry file, load the index cache, rank, and hash the linked files
-//! of the returned page.
+//! list the folder, stat every entry file, load the index cache, rank, read the files of the
+//! returned page (bodies are not in the index) and hash their linked files.
 
 #![allow(clippy::print_stdout)]
 

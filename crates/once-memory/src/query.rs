@@ -9,9 +9,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::index::Parsed;
+use crate::index::{Corpus, Need};
 use crate::model::{Entry, Kind, PathLink};
-use crate::search::{self, Terms};
+use crate::search;
 use crate::stale::{Checker, Stale};
 use crate::{Broken, Error, Store};
 
@@ -168,25 +168,23 @@ pub fn query(
         });
     }
 
-    let corpus = store.corpus()?;
+    // Without filters on tags, targets or paths, a search reads only the index's head and the
+    // postings of its words.
+    let need = if q.tag.is_none() && q.target.is_none() && q.path.is_none() {
+        Need::Postings
+    } else {
+        Need::Metadata
+    };
+    let corpus = store.corpus(need)?;
     let broken = corpus.broken(store.dir());
-    let docs: Vec<(&Entry, &Terms)> = corpus
-        .docs
-        .iter()
-        .filter_map(|doc| match &doc.parsed {
-            Parsed::Entry(entry, terms) => Some((entry.as_ref(), terms)),
-            Parsed::Broken { .. } => None,
-        })
+    let candidates: Vec<usize> = (0..corpus.len())
+        .filter(|&doc| matches_cached(&corpus, doc, q))
         .collect();
-    let candidates: Vec<usize> = (0..docs.len()).filter(|&i| matches(docs[i].0, q)).collect();
     let ranked: Vec<(usize, Option<f64>)> = match q.query.as_deref().map(str::trim) {
-        Some(words) if !words.is_empty() => {
-            let terms: Vec<&Terms> = docs.iter().map(|(_, t)| *t).collect();
-            search::rank(&corpus.dictionary, &terms, &candidates, words)
-                .into_iter()
-                .map(|(i, score)| (i, Some(round(score))))
-                .collect()
-        }
+        Some(words) if !words.is_empty() => search::rank(&corpus, &candidates, words)
+            .into_iter()
+            .map(|(i, score)| (i, Some(round(score))))
+            .collect(),
         _ => candidates.into_iter().map(|i| (i, None)).collect(),
     };
     let fingerprint = fingerprint(q);
@@ -195,7 +193,12 @@ pub fn query(
     let body = q.body.unwrap_or(false);
     let entries = ranked[start..end]
         .iter()
-        .map(|&(i, score)| row(&mut checker, docs[i].0, score, body))
+        .filter_map(|&(i, score)| {
+            // Bodies are not in the index: each row of the page reads its own file, and shows
+            // the cached fields (without a snippet) if that file broke since the scan.
+            let entry = store.get(corpus.id(i)).ok().or_else(|| corpus.entry(i))?;
+            Some(row(&mut checker, &entry, score, body))
+        })
         .collect();
     Ok(MemoryPage {
         entries,
@@ -230,7 +233,7 @@ pub struct CheckReport {
 
 /// What `once memory check` reports.
 pub fn check(store: &Store, target_exists: &dyn Fn(&str) -> bool) -> Result<CheckReport, Error> {
-    let (entries, broken) = store.scan()?;
+    let (entries, broken) = cached_entries(store)?;
     let mut checker = Checker::new(store.root(), target_exists);
     let stale = entries
         .into_iter()
@@ -249,7 +252,7 @@ pub fn check(store: &Store, target_exists: &dyn Fn(&str) -> bool) -> Result<Chec
 
 /// How many entries there are, how many are stale, how many files are broken.
 pub fn counts(store: &Store, target_exists: &dyn Fn(&str) -> bool) -> Result<MemoryCounts, Error> {
-    let (entries, broken) = store.scan()?;
+    let (entries, broken) = cached_entries(store)?;
     let mut checker = Checker::new(store.root(), target_exists);
     let stale = entries
         .iter()
@@ -260,6 +263,31 @@ pub fn counts(store: &Store, target_exists: &dyn Fn(&str) -> bool) -> Result<Mem
         stale: n(stale),
         broken: n(broken.len()),
     })
+}
+
+/// Every entry as the index has it (without bodies, which staleness does not need), and every
+/// broken file.
+fn cached_entries(store: &Store) -> Result<(Vec<Entry>, Vec<Broken>), Error> {
+    let corpus = store.corpus(Need::Metadata)?;
+    let entries = (0..corpus.len())
+        .filter_map(|doc| corpus.entry(doc))
+        .collect();
+    Ok((entries, corpus.broken(store.dir())))
+}
+
+/// Whether cached file `doc` is an entry that passes the filters of `q`; decodes its fields only
+/// when a filter needs more than its kind.
+fn matches_cached(corpus: &Corpus, doc: usize, q: &MemoryQuery) -> bool {
+    let Some(kind) = corpus.kind(doc) else {
+        return false;
+    };
+    if q.kind.is_some_and(|k| k != kind) {
+        return false;
+    }
+    if q.tag.is_none() && q.target.is_none() && q.path.is_none() {
+        return true;
+    }
+    corpus.entry(doc).is_some_and(|entry| matches(&entry, q))
 }
 
 fn matches(entry: &Entry, q: &MemoryQuery) -> bool {

@@ -2,11 +2,12 @@
 //!
 //! Fields are weighted by repeating their terms (title ×3, tags ×2, body ×1), the simple form of
 //! BM25F: a word in the title says more about an entry than the same word deep in its body.
-//! Terms are computed once per entry, when it is indexed; a search only looks up the query's
-//! terms. This module must never read files.
+//! Terms are computed once per entry, when it is indexed; a search only reads the postings of
+//! the query's terms from the index. This module must never read files.
 
 use std::collections::HashMap;
 
+use crate::index::Corpus;
 use crate::model::Entry;
 
 const TITLE_WEIGHT: u32 = 3;
@@ -21,84 +22,31 @@ pub fn tokenize(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_lowercase)
 }
 
-/// An entry's weighted term frequencies, by term id, sorted by id; and its weighted length.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Terms {
-    pub(crate) freqs: Vec<(u32, u32)>,
-    pub(crate) length: u32,
-}
-
-impl Terms {
-    fn freq(&self, term: u32) -> u32 {
-        self.freqs
-            .binary_search_by_key(&term, |(t, _)| *t)
-            .map_or(0, |i| self.freqs[i].1)
-    }
-}
-
-/// The terms of all indexed entries share one dictionary.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Dictionary {
-    pub(crate) words: Vec<String>,
-    ids: HashMap<String, u32>,
-}
-
-impl Dictionary {
-    pub(crate) fn from_words(words: Vec<String>) -> Dictionary {
-        let ids = words
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (w.clone(), u32::try_from(i).unwrap_or(u32::MAX)))
-            .collect();
-        Dictionary { words, ids }
-    }
-
-    pub(crate) fn lookup(&self, word: &str) -> Option<u32> {
-        self.ids.get(word).copied()
-    }
-
-    fn intern(&mut self, word: String) -> u32 {
-        if let Some(id) = self.ids.get(&word) {
-            return *id;
+/// An entry's weighted term frequencies, by word, and its weighted length.
+pub(crate) fn terms(entry: &Entry) -> (HashMap<String, u32>, u32) {
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    let mut length = 0;
+    let mut add = |text: &str, weight: u32| {
+        for word in tokenize(text) {
+            *counts.entry(word).or_default() += weight;
+            length += weight;
         }
-        let id = u32::try_from(self.words.len()).unwrap_or(u32::MAX);
-        self.words.push(word.clone());
-        self.ids.insert(word, id);
-        id
+    };
+    add(&entry.title, TITLE_WEIGHT);
+    for tag in &entry.tags {
+        add(tag, TAG_WEIGHT);
     }
-
-    /// The weighted terms of an entry.
-    pub(crate) fn terms(&mut self, entry: &Entry) -> Terms {
-        let mut counts: HashMap<u32, u32> = HashMap::new();
-        let mut length = 0;
-        let mut add = |dictionary: &mut Dictionary, text: &str, weight: u32| {
-            for word in tokenize(text) {
-                *counts.entry(dictionary.intern(word)).or_default() += weight;
-                length += weight;
-            }
-        };
-        add(self, &entry.title, TITLE_WEIGHT);
-        for tag in &entry.tags {
-            add(self, tag, TAG_WEIGHT);
-        }
-        add(self, &entry.body, 1);
-        let mut freqs: Vec<(u32, u32)> = counts.into_iter().collect();
-        freqs.sort_unstable();
-        Terms { freqs, length }
-    }
+    add(&entry.body, 1);
+    (counts, length)
 }
 
-/// BM25 scores of `candidates` (indexes into `docs`) for `query`; only entries that match at
-/// least one query term are returned, best first, ties by position (callers sort candidates
-/// newest first, so ties go to the newer entry).
-pub(crate) fn rank(
-    dictionary: &Dictionary,
-    docs: &[&Terms],
-    candidates: &[usize],
-    query: &str,
-) -> Vec<(usize, f64)> {
-    let mut query_terms: Vec<u32> = tokenize(query)
-        .filter_map(|word| dictionary.lookup(&word))
+/// BM25 scores of `candidates` (file numbers of `corpus`, ascending) for `query`; only entries
+/// that match at least one query term are returned, best first, ties by file number (files are
+/// numbered newest first, so ties go to the newer entry). Only the postings of the query's terms
+/// are read.
+pub(crate) fn rank(corpus: &Corpus, candidates: &[usize], query: &str) -> Vec<(usize, f64)> {
+    let mut query_terms: Vec<usize> = tokenize(query)
+        .filter_map(|word| corpus.lookup(&word))
         .collect();
     query_terms.sort_unstable();
     query_terms.dedup();
@@ -106,34 +54,35 @@ pub(crate) fn rank(
         return Vec::new();
     }
     // Statistics over the candidates: filters narrow the collection being searched.
+    let mut candidate = vec![false; corpus.len()];
+    for &i in candidates {
+        candidate[i] = true;
+    }
     let n = candidates.len() as f64;
-    let total_length: f64 = candidates.iter().map(|&i| f64::from(docs[i].length)).sum();
-    let average = (total_length / n).max(1.0);
-    let idf: Vec<f64> = query_terms
+    let total_length: f64 = candidates
         .iter()
-        .map(|&term| {
-            let df = candidates
-                .iter()
-                .filter(|&&i| docs[i].freq(term) > 0)
-                .count() as f64;
-            (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
-        })
-        .collect();
+        .map(|&i| f64::from(corpus.length(i)))
+        .sum();
+    let average = (total_length / n).max(1.0);
+    let mut scores: Vec<f64> = vec![0.0; corpus.len()];
+    for term in query_terms {
+        let postings: Vec<(usize, u32)> = corpus
+            .postings(term)
+            .into_iter()
+            .filter(|&(i, freq)| candidate[i] && freq > 0)
+            .collect();
+        let df = postings.len() as f64;
+        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        for (i, freq) in postings {
+            let norm = K1 * (1.0 - B + B * f64::from(corpus.length(i)) / average);
+            let tf = f64::from(freq);
+            scores[i] += idf * tf * (K1 + 1.0) / (tf + norm);
+        }
+    }
     let mut scored: Vec<(usize, f64)> = candidates
         .iter()
-        .filter_map(|&i| {
-            let doc = docs[i];
-            let norm = K1 * (1.0 - B + B * f64::from(doc.length) / average);
-            let score: f64 = query_terms
-                .iter()
-                .zip(&idf)
-                .map(|(&term, idf)| {
-                    let tf = f64::from(doc.freq(term));
-                    idf * tf * (K1 + 1.0) / (tf + norm)
-                })
-                .sum();
-            (score > 0.0).then_some((i, score))
-        })
+        .filter(|&&i| scores[i] > 0.0)
+        .map(|&i| (i, scores[i]))
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     scored

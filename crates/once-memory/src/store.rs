@@ -11,7 +11,7 @@
 use std::io::ErrorKind;
 use std::path::{Component, Path, PathBuf};
 
-use crate::index::{self, Corpus};
+use crate::index::{self, Corpus, Need};
 use crate::model::{Change, Draft, Entry, PathLink};
 use crate::{Error, front_matter, stale};
 use once_fs::clock;
@@ -67,22 +67,34 @@ impl Store {
     }
 
     /// Every entry file, parsed (through the index cache).
-    pub(crate) fn corpus(&self) -> Result<Corpus, Error> {
-        Corpus::scan(&self.dir, &index::cache_path(&self.root))
+    pub(crate) fn corpus(&self, need: Need) -> Result<Corpus, Error> {
+        Corpus::scan(&self.dir, &index::cache_path(&self.root), need)
     }
 
-    /// Every entry that parses, newest first, and every file that does not.
+    /// Every entry that parses, newest first, with its body, and every file that does not.
+    /// Reads every entry file; searches and counts use the index instead.
     pub fn scan(&self) -> Result<(Vec<Entry>, Vec<Broken>), Error> {
-        let corpus = self.corpus()?;
-        let broken = corpus.broken(&self.dir);
-        let entries = corpus
-            .docs
-            .into_iter()
-            .filter_map(|doc| match doc.parsed {
-                index::Parsed::Entry(entry, _) => Some(*entry),
-                index::Parsed::Broken { .. } => None,
-            })
-            .collect();
+        let corpus = self.corpus(Need::Postings)?;
+        let mut broken = corpus.broken(&self.dir);
+        let mut entries = Vec::new();
+        for doc in (0..corpus.len()).filter(|&doc| corpus.kind(doc).is_some()) {
+            match self.get(corpus.id(doc)) {
+                Ok(entry) => entries.push(entry),
+                // Removed since the listing: it is simply not there.
+                Err(Error::NotFound { .. }) => {}
+                Err(Error::Broken {
+                    file,
+                    line,
+                    message,
+                }) => broken.push(Broken {
+                    file,
+                    line,
+                    message,
+                }),
+                Err(error) => return Err(error),
+            }
+        }
+        broken.sort_by(|a, b| a.file.cmp(&b.file));
         Ok((entries, broken))
     }
 
