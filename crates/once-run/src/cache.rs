@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::fsio::{temp_path, write_atomic};
-use crate::key::{Key, hash_file};
+use crate::hashes::FileHashes;
+use crate::key::Key;
 
 /// What `ac/<key>` holds: enough to replay a run without running it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +55,11 @@ pub struct Cache {
 }
 
 impl Cache {
+    /// The file-hash cache that goes with this cache, as it is now; a run loads it once.
+    pub(crate) fn file_hashes(&self) -> FileHashes {
+        FileHashes::load(&self.root)
+    }
+
     /// The cache of the workspace at `workspace_root`.
     pub fn new(workspace_root: &Path) -> Cache {
         Cache {
@@ -111,17 +117,23 @@ impl Cache {
     }
 
     /// Puts every output of `result` back under `dir`, byte for byte; files already identical
-    /// are left alone. Fails (and the caller runs the action) when an object is missing.
-    pub fn restore(
+    /// are left alone (most are proven so by a `stat` against the file-hash cache, without
+    /// reading them). Fails (and the caller runs the action) when an object is missing.
+    pub(crate) fn restore(
         &self,
         dir: &Path,
         result: &ActionResult,
+        hashes: &FileHashes,
         buffer: &mut [u8],
     ) -> Result<(), Error> {
         for output in &result.outputs {
             let dest = dir.join(&output.path);
-            let same = fs::metadata(&dest).is_ok_and(|m| m.len() == output.size)
-                && hash_file(&dest, buffer).is_ok_and(|d| d.to_hex().as_str() == output.digest);
+            let same = fs::metadata(&dest).is_ok_and(|m| {
+                m.len() == output.size
+                    && hashes
+                        .digest(&dest, &m, buffer)
+                        .is_ok_and(|d| d.to_hex().as_str() == output.digest)
+            });
             if same {
                 continue;
             }

@@ -1,7 +1,10 @@
-//! Atomic file writes: a temporary file in the destination's folder, synced, then renamed.
+//! Atomic file writes: a temporary file in the destination's folder, then renamed.
 //!
 //! A reader sees the old file or the whole new one, never a torn one, and two writers of the
-//! same path each rename a complete file. This module must never write in place.
+//! same path each rename a complete file. [`write_atomic`] also syncs the file before the rename,
+//! for what must survive a crash (cache entries); [`write_replacing`] does not, for records a
+//! crash may lose (a run's report, the file-hash cache), which keeps fsyncs off a no-op run.
+//! This module must never write in place.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -22,8 +25,18 @@ pub(crate) fn temp_path(path: &Path) -> PathBuf {
     ))
 }
 
-/// Writes `bytes` to `path` atomically, creating the parent folders.
+/// Writes `bytes` to `path` atomically and durably, creating the parent folders.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` atomically but without syncing: after a crash the file may be the
+/// old one, or (on some file systems) empty, never a mix. Readers must accept either.
+pub(crate) fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write(path, bytes, false)
+}
+
+fn write(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent)?;
     }
@@ -31,7 +44,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let result = (|| {
         let mut file = File::create(&temp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if sync {
+            file.sync_all()?;
+        }
         fs::rename(&temp, path)
     })();
     if result.is_err() {

@@ -15,7 +15,8 @@
 //!     ─► schedule: for each action whose deps succeeded, on a pool of `jobs` threads:
 //!            key (BLAKE3 of command, params, env, inputs, dep keys) ─► cache hit? restore outputs
 //!                                                                  └─► miss: once_exec::run ─► record
-//!     ─► report (RunReport, written to .once/runs/<id>/run.json by the store)
+//!     ─► report (RunReport, every action, written to .once/runs/<id>/run.json by the store;
+//!                RunSummary, its bounded view, for the CLI's --json and MCP)
 //! ```
 //!
 //! Everything that can be wrong with a request (an unknown target, a capability it lacks, a
@@ -32,11 +33,19 @@
 //! Before running an action on a miss, a worker takes an exclusive `flock` on `locks/<key>` and
 //! looks again: two `once run` on one workspace never run the same action in the same folder at
 //! once (their outputs would interleave); the second waits and replays the first one's result.
-//! Only successful runs are recorded.
+//! Only successful runs are recorded. A cache hit takes no lock.
+//!
+//! A no-op run must cost little more than a `stat` per file, so the key of an action reads no
+//! file it has hashed before: `.once/cache/files` maps each input and output file to its
+//! `once_fs::Stamp` and digest, and a stamp that proves the file unchanged (and was not racily
+//! clean when taken) stands for its content. Folders are walked once, reading `.gitignore` files
+//! from the listings; the `.gitignore` files above targets are read once per run. A no-op run
+//! writes only its `run.json`, renamed into place without an fsync.
 
 mod cache;
 mod error;
 mod fsio;
+mod hashes;
 mod key;
 mod params;
 mod plan;
@@ -50,7 +59,10 @@ pub use error::Error;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
 pub use plan::{Plan, Step, plan};
-pub use report::{ActionReport, ActionStatus, Counts, RunReport, RunStatus};
+pub use report::{
+    ActionReport, ActionStatus, ActionsPage, Counts, RunReport, RunStatus, RunSummary,
+    SUMMARY_ROWS, SUMMARY_TAILS,
+};
 pub use request::{Request, parse_action, parse_param};
 pub use schedule::{Event, Options, execute};
 pub use store::{LogPage, RunDir, RunStore};

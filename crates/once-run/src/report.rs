@@ -1,8 +1,12 @@
-//! The report of a run: the one shape that `once run --json` prints, that `run.json` holds and
-//! that the MCP tool `once_run` returns.
+//! The report of a run, in two sizes. [`RunReport`] lists every action and is what `run.json`
+//! holds. [`RunSummary`] is the one shape that `once run --json` prints and the MCP tools
+//! `once_run` and `once_cancel` return: every count, but at most [`SUMMARY_ROWS`] actions (the
+//! ones that need attention first), the number left out and where to page through them, and
+//! the tail of a log only for the first few failures. [`ActionsPage`] is one page of a run's
+//! actions, for `once_query_runs`.
 //!
-//! It is a public contract (snake_case, durations in milliseconds) and must stay bounded: only
-//! a failed action carries output, and only the tail of its log; everything else is a log path.
+//! These are public contracts (snake_case, durations in milliseconds). A summary must stay
+//! bounded whatever the size of the run: a model reads it whole.
 
 use std::path::PathBuf;
 
@@ -111,5 +115,222 @@ impl RunReport {
             RunStatus::Succeeded
         };
         (status, counts)
+    }
+}
+
+/// Most actions a [`RunSummary`] lists.
+pub const SUMMARY_ROWS: usize = 20;
+/// Most listed failures that carry the tail of their log in a [`RunSummary`].
+pub const SUMMARY_TAILS: usize = 3;
+
+/// A run as a model or a script reads it: bounded whatever the number of actions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub status: RunStatus,
+    /// Milliseconds since the Unix epoch.
+    pub started_at: u64,
+    pub duration_ms: u64,
+    pub counts: Counts,
+    /// At most [`SUMMARY_ROWS`] actions: failed and timed out first, then cancelled, skipped,
+    /// those that ran, and cached ones; in plan order within each group.
+    pub actions: Vec<ActionReport>,
+    /// Actions not listed.
+    pub omitted: usize,
+    /// How to see the rest, when some are omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// One page of the actions of a run, in plan order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionsPage {
+    pub run_id: String,
+    pub status: RunStatus,
+    pub counts: Counts,
+    /// Index of the first action of `actions` (0-based).
+    pub offset: usize,
+    pub actions: Vec<ActionReport>,
+    /// Actions in the whole run.
+    pub total_actions: usize,
+    /// Pass as `offset` for the next page; absent at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+}
+
+impl RunReport {
+    /// The bounded view of this report.
+    pub fn summary(&self) -> RunSummary {
+        // Lower ranks are listed first: what needs attention, then what happened, then what
+        // did not need to happen.
+        let rank = |action: &ActionReport| match action.status {
+            ActionStatus::Failed | ActionStatus::TimedOut => 0,
+            ActionStatus::Cancelled => 1,
+            ActionStatus::Skipped => 2,
+            ActionStatus::Succeeded if !action.cached => 3,
+            ActionStatus::Succeeded => 4,
+        };
+        let mut order: Vec<usize> = (0..self.actions.len()).collect();
+        // Stable: plan order within a rank.
+        order.sort_by_key(|&i| rank(&self.actions[i]));
+        let mut tails = 0;
+        let actions: Vec<ActionReport> = order
+            .into_iter()
+            .take(SUMMARY_ROWS)
+            .map(|i| {
+                let mut action = self.actions[i].clone();
+                if action.tail.is_some() {
+                    tails += 1;
+                    if tails > SUMMARY_TAILS {
+                        action.tail = None;
+                    }
+                }
+                action
+            })
+            .collect();
+        let omitted = self.actions.len() - actions.len();
+        RunSummary {
+            run_id: self.run_id.clone(),
+            status: self.status,
+            started_at: self.started_at,
+            duration_ms: self.duration_ms,
+            counts: self.counts,
+            hint: (omitted > 0).then(|| {
+                format!(
+                    "{omitted} more actions are not listed; once_query_runs with run_id {:?} \
+                     and offset/limit pages through all {} in plan order",
+                    self.run_id,
+                    self.actions.len()
+                )
+            }),
+            actions,
+            omitted,
+        }
+    }
+
+    /// Actions `offset..offset + limit` of this report.
+    pub fn page(&self, offset: usize, limit: usize) -> ActionsPage {
+        let actions: Vec<ActionReport> = self
+            .actions
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .cloned()
+            .collect();
+        let end = offset.saturating_add(actions.len());
+        ActionsPage {
+            run_id: self.run_id.clone(),
+            status: self.status,
+            counts: self.counts,
+            offset,
+            total_actions: self.actions.len(),
+            next_offset: (end < self.actions.len()).then_some(end),
+            actions,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(name: String, status: ActionStatus, cached: bool) -> ActionReport {
+        let failed = status.is_failure();
+        ActionReport {
+            action: name,
+            status,
+            cached,
+            exit_code: failed.then_some(1),
+            duration_ms: 1,
+            log: None,
+            tail: failed.then(|| vec!["boom".to_owned()]),
+        }
+    }
+
+    fn report(actions: Vec<ActionReport>) -> RunReport {
+        let (status, counts) = RunReport::summarise(&actions, false);
+        RunReport {
+            run_id: "20250101-000000-000-0000001-000000".into(),
+            status,
+            started_at: 0,
+            duration_ms: 5,
+            counts,
+            actions,
+        }
+    }
+
+    #[test]
+    fn a_large_run_lists_what_needs_attention_first_and_counts_the_rest() {
+        let mut actions: Vec<ActionReport> = (0..1000)
+            .map(|i| action(format!("t{i:04}:build"), ActionStatus::Succeeded, true))
+            .collect();
+        actions[500] = action("ran:build".into(), ActionStatus::Succeeded, false);
+        for i in [900, 901, 902, 903, 904] {
+            actions[i] = action(format!("bad{i}:build"), ActionStatus::Failed, false);
+        }
+        actions[950] = action("late:build".into(), ActionStatus::Skipped, false);
+        let report = report(actions);
+        let summary = report.summary();
+        assert_eq!(summary.counts.total, 1000);
+        assert_eq!(summary.counts.failed, 5);
+        assert_eq!(summary.actions.len(), SUMMARY_ROWS);
+        assert_eq!(summary.omitted, 1000 - SUMMARY_ROWS);
+        let names: Vec<&str> = summary
+            .actions
+            .iter()
+            .take(8)
+            .map(|a| a.action.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "bad900:build",
+                "bad901:build",
+                "bad902:build",
+                "bad903:build",
+                "bad904:build",
+                "late:build",
+                "ran:build",
+                "t0000:build"
+            ]
+        );
+        let tails = summary.actions.iter().filter(|a| a.tail.is_some()).count();
+        assert_eq!(tails, SUMMARY_TAILS);
+        assert!(summary.hint.as_deref().unwrap().contains(&report.run_id));
+        let text = serde_json::to_string(&summary).unwrap();
+        assert!(text.len() < 6_000, "{} bytes", text.len());
+    }
+
+    #[test]
+    fn a_small_run_is_listed_whole() {
+        let report = report(vec![
+            action("a:build".into(), ActionStatus::Succeeded, true),
+            action("b:build".into(), ActionStatus::Succeeded, false),
+        ]);
+        let summary = report.summary();
+        assert_eq!(summary.omitted, 0);
+        assert_eq!(summary.hint, None);
+        let names: Vec<&str> = summary.actions.iter().map(|a| a.action.as_str()).collect();
+        assert_eq!(names, ["b:build", "a:build"]);
+    }
+
+    #[test]
+    fn pages_cover_every_action_once() {
+        let report = report(
+            (0..45)
+                .map(|i| action(format!("t{i}:build"), ActionStatus::Succeeded, true))
+                .collect(),
+        );
+        let mut seen = Vec::new();
+        let mut offset = Some(0);
+        while let Some(at) = offset {
+            let page = report.page(at, 20);
+            assert_eq!(page.total_actions, 45);
+            seen.extend(page.actions.into_iter().map(|a| a.action));
+            offset = page.next_offset;
+        }
+        let all: Vec<String> = report.actions.iter().map(|a| a.action.clone()).collect();
+        assert_eq!(seen, all);
+        assert!(report.page(100, 20).actions.is_empty());
     }
 }

@@ -1,17 +1,18 @@
 //! The scheduler: runs a plan on a pool of `jobs` threads, starting each action the moment all
 //! its dependencies have succeeded, consulting the cache first.
 //!
-//! One coordinator (the calling thread) owns all the bookkeeping and is the only one to decide
-//! what starts; workers only compute a key, replay or run, and send the result back on a
-//! channel, so no state is shared but the job queue. The coordinator never starts anything after
-//! the first failure (unless `keep_going`), after `cancel` fires, or once the registry is
-//! shutting down; what it did not start is reported as skipped. It must never wait for anything
-//! but the result channel, so a run ends as soon as its last action does.
+//! The bookkeeping (what is ready, what is pending, the reports) sits behind one mutex that every
+//! worker takes twice per action: to take the next ready action and to record its end, which
+//! makes its dependents ready. No thread hands work to another, so a cache hit costs no context
+//! switch; a worker sleeps only when nothing is ready, and is woken only when something is. The
+//! calling thread is one of the workers. Nothing starts after the first failure (unless
+//! `keep_going`), after `cancel` fires, or once the registry is shutting down; what did not
+//! start is reported as skipped. A worker must never hold the mutex while it hashes, replays or
+//! runs, so a run ends as soon as its last action does.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -20,6 +21,7 @@ use once_exec::{Cancel, CommandSpec, Registry, Status};
 
 use crate::cache::Cache;
 use crate::error::Error;
+use crate::hashes::FileHashes;
 use crate::key::{Inputs, Key, action_key, folders_above, gitignore};
 use crate::plan::{Plan, Step};
 use crate::report::{ActionReport, ActionStatus, RunReport, RunStatus};
@@ -62,7 +64,8 @@ pub enum Event<'a> {
 }
 
 /// Runs `plan`, recording logs and the report in `run`, and returns the report. Blocks until
-/// every started action has ended.
+/// every started action has ended. `observe` is called from the worker threads, one call at a
+/// time, in the order things happen.
 pub fn execute(
     plan: &Plan,
     cache: &Cache,
@@ -70,7 +73,7 @@ pub fn execute(
     registry: &Registry,
     cancel: &Cancel,
     options: &Options,
-    observe: &mut dyn FnMut(Event<'_>),
+    observe: &mut (dyn FnMut(Event<'_>) + Send),
 ) -> RunReport {
     let started_at = unix_millis();
     let start = Instant::now();
@@ -91,24 +94,30 @@ pub fn execute(
     if let Err(error) = run.write_report(&running_report) {
         tracing::warn!(%error, "cannot write the run report");
     }
-    let mut reports: Vec<Option<ActionReport>> = vec![None; total];
-    let mut keys: Vec<Option<Key>> = vec![None; total];
-    let mut pending: Vec<usize> = steps.iter().map(|s| s.deps.len()).collect();
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); total];
     for (i, step) in steps.iter().enumerate() {
         for &d in &step.deps {
             dependents[d].push(i);
         }
     }
-    let mut ready: VecDeque<usize> = (0..total).filter(|&i| pending[i] == 0).collect();
-    let mut running = 0usize;
-    let mut done = 0usize;
-    let mut stopped = false;
+    let pending: Vec<usize> = steps.iter().map(|s| s.deps.len()).collect();
+    let board = Board {
+        state: Mutex::new(State {
+            ready: (0..total).filter(|&i| pending[i] == 0).collect(),
+            pending,
+            reports: vec![None; total],
+            keys: vec![None; total],
+            running: 0,
+            idle: 0,
+            done: 0,
+            stopped: false,
+            observe,
+        }),
+        wake: Condvar::new(),
+        dependents,
+        keep_going: options.keep_going,
+    };
     let jobs = options.jobs.max(1).min(total.max(1));
-
-    let (job_tx, job_rx) = mpsc::channel::<Job>();
-    let job_rx = Arc::new(Mutex::new(job_rx));
-    let (result_tx, result_rx) = mpsc::channel::<(usize, Finished)>();
     let worker = Worker {
         plan,
         cache,
@@ -118,85 +127,24 @@ pub fn execute(
         force: options.force,
         inputs: Mutex::new(HashMap::new()),
         ignores: Mutex::new(HashMap::new()),
+        hashes: cache.file_hashes(),
     };
 
+    // The calling thread is one of the workers.
     thread::scope(|scope| {
-        for _ in 0..jobs {
-            let jobs = Arc::clone(&job_rx);
-            let results = result_tx.clone();
-            let worker = &worker;
-            scope.spawn(move || worker.serve(&jobs, &results));
+        for _ in 1..jobs {
+            scope.spawn(|| worker.serve(&board));
         }
-        drop(result_tx);
-        loop {
-            if cancel.is_cancelled() || registry.is_shutting_down() {
-                stopped = true;
-            }
-            while !stopped && running < jobs {
-                let Some(i) = ready.pop_front() else { break };
-                let dep_keys = steps[i].deps.iter().filter_map(|&d| keys[d]).collect();
-                if job_tx.send(Job { index: i, dep_keys }).is_err() {
-                    stopped = true;
-                    break;
-                }
-                running += 1;
-                observe(Event::Started {
-                    action: &steps[i].action,
-                });
-            }
-            if running == 0 {
-                break;
-            }
-            let Ok((i, finished)) = result_rx.recv() else {
-                break;
-            };
-            running -= 1;
-            done += 1;
-            let status = finished.report.status;
-            observe(Event::Finished {
-                action: &steps[i].action,
-                status,
-                cached: finished.report.cached,
-                done,
-                total,
-            });
-            reports[i] = Some(finished.report);
-            keys[i] = finished.key;
-            if status == ActionStatus::Succeeded {
-                for &j in &dependents[i] {
-                    pending[j] -= 1;
-                    if pending[j] == 0 && reports[j].is_none() {
-                        ready.push_back(j);
-                    }
-                }
-            } else {
-                if !options.keep_going || status == ActionStatus::Cancelled {
-                    stopped = true;
-                }
-                // Whatever depends on a failure cannot run: mark it skipped now, so the
-                // progress count stays true.
-                let mut blocked: Vec<usize> = dependents[i].clone();
-                while let Some(j) = blocked.pop() {
-                    if reports[j].is_none() {
-                        reports[j] = Some(skipped(&steps[j]));
-                        done += 1;
-                        observe(Event::Finished {
-                            action: &steps[j].action,
-                            status: ActionStatus::Skipped,
-                            cached: false,
-                            done,
-                            total,
-                        });
-                        blocked.extend_from_slice(&dependents[j]);
-                    }
-                }
-            }
-        }
-        // Closing the queue ends the workers; the scope joins them.
-        drop(job_tx);
+        worker.serve(&board);
     });
 
-    let actions: Vec<ActionReport> = reports
+    worker.hashes.save();
+    let state = board
+        .state
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let actions: Vec<ActionReport> = state
+        .reports
         .into_iter()
         .zip(steps)
         .map(|(report, step)| report.unwrap_or_else(|| skipped(step)))
@@ -215,6 +163,87 @@ pub fn execute(
         tracing::warn!(%error, "cannot write the run report");
     }
     report
+}
+
+/// The bookkeeping of a run, shared by the workers: each takes the next ready action itself and
+/// records its end itself, so an action costs no hand-off between threads.
+struct Board<'o> {
+    state: Mutex<State<'o>>,
+    /// Signalled when an action becomes ready or the run can end.
+    wake: Condvar,
+    dependents: Vec<Vec<usize>>,
+    keep_going: bool,
+}
+
+struct State<'o> {
+    ready: VecDeque<usize>,
+    /// Dependencies of each action that have not succeeded yet.
+    pending: Vec<usize>,
+    reports: Vec<Option<ActionReport>>,
+    keys: Vec<Option<Key>>,
+    running: usize,
+    /// Workers waiting for an action to become ready; only they need waking.
+    idle: usize,
+    /// Actions ended so far, skipped ones included.
+    done: usize,
+    /// Nothing new starts: a failure (without `keep_going`), a cancel or a shutdown.
+    stopped: bool,
+    observe: &'o mut (dyn FnMut(Event<'_>) + Send),
+}
+
+impl<'o> Board<'o> {
+    fn lock(&self) -> MutexGuard<'_, State<'o>> {
+        // Every update of the state is made in one critical section that cannot panic halfway
+        // but in the observer, after which the state is still whole.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records the end of action `i` and makes ready what waited only for it.
+    fn finish(&self, state: &mut State<'_>, steps: &[Step], i: usize, finished: Finished) {
+        state.running -= 1;
+        state.done += 1;
+        let status = finished.report.status;
+        let (done, total) = (state.done, steps.len());
+        (state.observe)(Event::Finished {
+            action: &steps[i].action,
+            status,
+            cached: finished.report.cached,
+            done,
+            total,
+        });
+        state.reports[i] = Some(finished.report);
+        state.keys[i] = finished.key;
+        if status == ActionStatus::Succeeded {
+            for &j in &self.dependents[i] {
+                state.pending[j] -= 1;
+                if state.pending[j] == 0 && state.reports[j].is_none() {
+                    state.ready.push_back(j);
+                }
+            }
+            return;
+        }
+        if !self.keep_going || status == ActionStatus::Cancelled {
+            state.stopped = true;
+        }
+        // Whatever depends on a failure cannot run: mark it skipped now, so the progress count
+        // stays true.
+        let mut blocked: Vec<usize> = self.dependents[i].clone();
+        while let Some(j) = blocked.pop() {
+            if state.reports[j].is_none() {
+                state.reports[j] = Some(skipped(&steps[j]));
+                state.done += 1;
+                let done = state.done;
+                (state.observe)(Event::Finished {
+                    action: &steps[j].action,
+                    status: ActionStatus::Skipped,
+                    cached: false,
+                    done,
+                    total,
+                });
+                blocked.extend_from_slice(&self.dependents[j]);
+            }
+        }
+    }
 }
 
 fn unix_millis() -> u64 {
@@ -242,11 +271,6 @@ fn skipped(step: &Step) -> ActionReport {
 /// A step's input globs and output globs, which together decide its [`Inputs`].
 type GlobLists = (Vec<String>, Vec<String>);
 
-struct Job {
-    index: usize,
-    dep_keys: Vec<Key>,
-}
-
 struct Finished {
     report: ActionReport,
     /// Known when the action succeeded.
@@ -265,19 +289,59 @@ struct Worker<'a> {
     inputs: Mutex<HashMap<GlobLists, Arc<Inputs>>>,
     /// The `.gitignore` of each folder above a target, read once per run.
     ignores: Mutex<HashMap<PathBuf, Arc<Gitignore>>>,
+    /// Digests of files hashed before, proven current by a `stat`.
+    hashes: FileHashes,
 }
 
 impl Worker<'_> {
-    fn serve(&self, jobs: &Mutex<Receiver<Job>>, results: &Sender<(usize, Finished)>) {
+    /// Takes ready actions and performs them until nothing is running and nothing can start.
+    fn serve(&self, board: &Board<'_>) {
+        let steps = &self.plan.steps;
         let mut buffer = vec![0u8; 64 * 1024];
+        let mut state = board.lock();
         loop {
-            // The lock is held only to take one job; the guard drops at the end of the statement.
-            let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
-            let Ok(job) = job else { return };
-            let finished = self.perform(&self.plan.steps[job.index], &job.dep_keys, &mut buffer);
-            if results.send((job.index, finished)).is_err() {
+            if self.cancel.is_cancelled() || self.registry.is_shutting_down() {
+                state.stopped = true;
+            }
+            let next = if state.stopped {
+                None
+            } else {
+                state.ready.pop_front()
+            };
+            if let Some(i) = next {
+                state.running += 1;
+                // More is ready than this worker takes: wake one that waits, and it will wake
+                // the next if there is still more.
+                if !state.ready.is_empty() && state.idle > 0 {
+                    board.wake.notify_one();
+                }
+                (state.observe)(Event::Started {
+                    action: &steps[i].action,
+                });
+                let dep_keys: Vec<Key> = steps[i]
+                    .deps
+                    .iter()
+                    .filter_map(|&d| state.keys[d])
+                    .collect();
+                drop(state);
+                let finished = self.perform(&steps[i], &dep_keys, &mut buffer);
+                state = board.lock();
+                board.finish(&mut state, steps, i, finished);
+                continue;
+            }
+            if state.running == 0 {
+                // Nothing runs, so nothing new can become ready: the run is over for everyone.
+                if state.idle > 0 {
+                    board.wake.notify_all();
+                }
                 return;
             }
+            state.idle += 1;
+            state = board
+                .wake
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+            state.idle -= 1;
         }
     }
 
@@ -320,16 +384,22 @@ impl Worker<'_> {
             },
             key: None,
         };
-        let key = match self
-            .inputs(step)
-            .and_then(|inputs| action_key(step, &inputs, &self.above(step), dep_keys, buffer))
-        {
+        let key = match self.inputs(step).and_then(|inputs| {
+            action_key(
+                step,
+                &inputs,
+                &self.above(step),
+                dep_keys,
+                &self.hashes,
+                buffer,
+            )
+        }) {
             Ok(key) => key,
             Err(error) => return failed(format!("once: cannot compute the cache key: {error}")),
         };
         let replay = |buffer: &mut [u8]| -> Option<Finished> {
             let hit = self.cache.lookup(&key)?;
-            match self.cache.restore(&step.dir, &hit, buffer) {
+            match self.cache.restore(&step.dir, &hit, &self.hashes, buffer) {
                 Ok(()) => Some(Finished {
                     report: ActionReport {
                         action: step.action.clone(),

@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::fsio::write_atomic;
+use crate::fsio::write_replacing;
 use crate::report::RunReport;
 
 /// How many runs the store keeps by default.
@@ -180,14 +180,17 @@ impl RunDir {
         self.path.join(format!("{name}.log"))
     }
 
-    /// Writes `run.json` atomically, so a reader never sees half a report.
+    /// Writes `run.json` atomically, so a reader never sees half a report. It is not synced: a
+    /// run record is history, not state anything depends on, and a crash that loses it loses a
+    /// report (readers then see no run or the earlier `running` one), while an fsync would cost
+    /// every run, a no-op one included, a disk flush or two.
     pub fn write_report(&self, report: &RunReport) -> Result<(), Error> {
         let path = self.path.join("run.json");
         let bytes = serde_json::to_vec_pretty(report).map_err(|e| Error::Io {
             path: path.clone(),
             source: std::io::Error::other(e),
         })?;
-        write_atomic(&path, &bytes).map_err(Error::io(&path))
+        write_replacing(&path, &bytes).map_err(Error::io(&path))
     }
 }
 

@@ -7,8 +7,10 @@
 //! report, the very value `once run --json` prints; after that it answers with the run id and
 //! the run goes on, to be followed with `once_query_runs` or stopped with `once_cancel`. While
 //! it waits, a client's `notifications/cancelled` stops the run's process groups. Answers stay
-//! bounded: only a failed action carries output, and logs are read a page at a time. This
-//! module must never read a whole log into an answer.
+//! bounded whatever the size of the run: a report is its `RunSummary` (every count, at most
+//! `once_run::SUMMARY_ROWS` actions, the tail of a log only for the first failures), and a run's
+//! actions and an action's log are read a page at a time. This module must never put a whole
+//! log, or every action of a run, into an answer.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,8 +32,8 @@ use crate::tool::{
 const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 /// The longest wait an agent may ask for.
 const MAX_WAIT_SECONDS: u64 = 3600;
-/// How many actions a run's summary in `once_query_runs` lists.
-const SUMMARY_ACTIONS: usize = 20;
+/// How many failed actions each run in `once_query_runs`'s list names.
+const LISTED_FAILURES: usize = 5;
 /// How long `once_cancel` waits for a cancelled run to end before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
@@ -71,9 +73,13 @@ fn run(live: &Arc<LiveWorkspace>, registry: &Registry, runs: &LiveRuns) -> Tool 
                       schema (once_query_target shows it) before anything runs. Waits up to \
                       `wait_seconds` (default 300) for the report; after that it returns \
                       `{run_id, status: \"running\"}` and the run goes on: follow it with \
-                      once_query_runs, stop it with once_cancel. The report lists every action \
-                      with its status, `cached`, exit code and log path; only a failed action \
-                      carries the tail of its log. Read more of a log with once_query_runs."
+                      once_query_runs, stop it with once_cancel. The report counts every action \
+                      (ran, cached, failed, skipped) and lists at most 20 (failed, timed out, \
+                      cancelled and skipped first, then those that ran, then cached ones) with \
+                      status, `cached`, exit code and log path; `omitted` says how many are not \
+                      listed, and once_query_runs with the run id pages through all of them. \
+                      Only the first failures carry the tail of their log; read more of a log \
+                      with once_query_runs."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -225,7 +231,7 @@ fn start(
                 ctx.progress(progress as f64 / 2.0, Some(total as f64), Some(&text));
             }
             Ok(Update::Done(report)) => {
-                break serde_json::to_value(*report)
+                break serde_json::to_value(report.summary())
                     .map_err(|e| format!("cannot encode the report: {e}"));
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -321,7 +327,9 @@ fn cancel(live: &Arc<LiveWorkspace>, runs: &LiveRuns) -> Tool {
                 let handle = lock(&runs).get(id).cloned();
                 let Some(handle) = handle else {
                     return match store.read(id) {
-                        Ok(report) => serde_json::to_value(report).map_err(|e| e.to_string()),
+                        Ok(report) => {
+                            serde_json::to_value(report.summary()).map_err(|e| e.to_string())
+                        }
                         Err(_) => Err(format!(
                             "no run with id {id:?}; once_query_runs lists the recent runs"
                         )),
@@ -334,7 +342,7 @@ fn cancel(live: &Arc<LiveWorkspace>, runs: &LiveRuns) -> Tool {
                 store
                     .read(id)
                     .map_err(|e| e.to_string())
-                    .and_then(|r| serde_json::to_value(r).map_err(|e| e.to_string()))
+                    .and_then(|r| serde_json::to_value(r.summary()).map_err(|e| e.to_string()))
             })();
             result.into()
         }),
@@ -347,27 +355,26 @@ fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
         name: "once_query_runs",
         title: "Recent runs and their logs",
         description: "Without arguments: the recent runs, newest first, each with its status, \
-                      duration and counts (ran, cached, failed, skipped). With `run_id`: that \
-                      run's report (every action's status, `cached`, exit code, duration, log \
-                      path; the tail of a failed action's log). With `run_id` and `action` \
-                      (`target:capability`): a page of that action's log lines from `offset` \
-                      (default 0, `limit` default 100); pass `next_offset` back for more."
+                      duration, counts (ran, cached, failed, skipped) and the names of its first \
+                      failed actions. With `run_id`: a page of that run's actions in plan order \
+                      (status, `cached`, exit code, duration, log path; the tail of a failed \
+                      action's log) from `offset` (default 0, `limit` default 50, max 200), with \
+                      `total_actions`; pass `next_offset` back for more. With `run_id` and \
+                      `action` (`target:capability`): a page of that action's log lines from \
+                      `offset` (default 0, `limit` default 100, max 500)."
             .into(),
         input_schema: json!({
             "type": "object",
             "properties": {
                 "run_id": {"type": "string", "description": "One run"},
                 "action": {"type": "string", "description": "With run_id: the action whose log to read"},
-                "offset": {"type": "integer", "minimum": 0, "description": "First log line (0-based)"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "How many runs (default 10, max 50) or log lines (default 100, max 500)"},
+                "offset": {"type": "integer", "minimum": 0, "description": "First action or log line (0-based)"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "How many runs (default 10, max 50), actions (default 50, max 200) or log lines (default 100, max 500)"},
             },
             "required": [],
             "additionalProperties": false,
         }),
-        output_schema: json!({
-            "type": "object",
-            "description": "`runs` (a list of summaries), a run's report, or a page of a log (`lines`, `offset`, `total_lines`, `next_offset`)",
-        }),
+        output_schema: query_runs_schema(),
         annotations: Annotations::READ_ONLY,
         gate: Gate::Always,
         handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
@@ -392,7 +399,10 @@ fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
                         let report = store.read(id).map_err(|e| {
                             format!("{e}; once_query_runs without arguments lists the recent runs")
                         })?;
-                        encode(serde_json::to_value(report))
+                        let limit = limit.unwrap_or(50).clamp(1, 200);
+                        encode(serde_json::to_value(
+                            report.page(to_usize(offset), to_usize(limit)),
+                        ))
                     }
                     (None, Some(_)) => Err("`action` needs `run_id`: call once_query_runs without arguments to find the run".into()),
                     (None, None) => {
@@ -411,13 +421,12 @@ fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
                                     "started_at": r.started_at,
                                     "duration_ms": r.duration_ms,
                                     "counts": r.counts,
-                                    // Bounded: the first actions; the full list is one call away.
-                                    "actions": r.actions.iter().take(SUMMARY_ACTIONS).map(|a| json!({
-                                        "action": a.action,
-                                        "status": a.status,
-                                        "cached": a.cached,
-                                        "exit_code": a.exit_code,
-                                    })).collect::<Vec<_>>(),
+                                    // Bounded: a few names; every action is one call away.
+                                    "failed_actions": r.actions.iter()
+                                        .filter(|a| a.status.is_failure())
+                                        .take(LISTED_FAILURES)
+                                        .map(|a| a.action.as_str())
+                                        .collect::<Vec<_>>(),
                                 })
                             })
                             .collect();
@@ -434,19 +443,97 @@ fn to_usize(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
 
+fn counts_schema() -> Value {
+    let count = |text: &str| json!({"type": "integer", "description": text});
+    json!({
+        "type": "object",
+        "properties": {
+            "total": count("Actions in the run"),
+            "ran": count("Actions whose command ran, whatever the result"),
+            "cached": count("Actions replayed from the cache"),
+            "failed": count("Failed or timed out"),
+            "skipped": count("Not started: a dependency failed, or the run stopped first"),
+        },
+        "required": ["total", "ran", "cached", "failed", "skipped"],
+        "additionalProperties": false,
+    })
+}
+
+fn run_status_schema() -> Value {
+    json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled", "timed_out"]})
+}
+
+fn action_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "description": "`target:capability`"},
+            "status": {"type": "string", "enum": ["succeeded", "failed", "timed_out", "cancelled", "skipped"]},
+            "cached": {"type": "boolean", "description": "Replayed from the cache: nothing ran"},
+            "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "duration_ms": {"type": "integer"},
+            "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log, when the command ran"},
+            "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
+        },
+        "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
+        "additionalProperties": false,
+    })
+}
+
+/// The shape of `RunSummary`, or `{run_id, status: "running"}`.
 fn report_schema() -> Value {
     json!({
         "type": "object",
-        "description": "The run's report (as `once run --json` prints it), or `{run_id, status: \"running\"}` when it is still going",
+        "description": "The run's summary (as `once run --json` prints it), or `{run_id, status: \"running\"}` when it is still going",
         "properties": {
             "run_id": {"type": "string"},
-            "status": {"type": "string", "enum": ["running", "succeeded", "failed", "cancelled", "timed_out"]},
-            "started_at": {"type": "integer"},
+            "status": run_status_schema(),
+            "started_at": {"type": "integer", "description": "Milliseconds since the Unix epoch"},
             "duration_ms": {"type": "integer"},
-            "counts": {"type": "object"},
-            "actions": {"type": "array", "items": {"type": "object"}},
+            "counts": counts_schema(),
+            "actions": {"type": "array", "items": action_schema(), "description": "At most 20: failed, timed out, cancelled and skipped first, then those that ran, then cached ones"},
+            "omitted": {"type": "integer", "description": "Actions not listed; once_query_runs with run_id pages through all of them"},
+            "hint": {"type": "string"},
         },
         "required": ["run_id", "status"],
+        "additionalProperties": false,
+    })
+}
+
+/// The three answers of `once_query_runs` in one object: a list of runs, a page of a run's
+/// actions, or a page of an action's log.
+fn query_runs_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "Without run_id: `runs`. With run_id: a page of its actions (`actions`, `offset`, `total_actions`, `next_offset`). With run_id and action: a page of its log (`lines`, `offset`, `total_lines`, `next_offset`)",
+        "properties": {
+            "runs": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "run_id": {"type": "string"},
+                    "status": run_status_schema(),
+                    "started_at": {"type": "integer"},
+                    "duration_ms": {"type": "integer"},
+                    "counts": counts_schema(),
+                    "failed_actions": {"type": "array", "items": {"type": "string"}, "description": "The first few failed actions"},
+                },
+                "required": ["run_id", "status", "started_at", "duration_ms", "counts", "failed_actions"],
+                "additionalProperties": false,
+            }},
+            "run_id": {"type": "string"},
+            "status": run_status_schema(),
+            "counts": counts_schema(),
+            "actions": {"type": "array", "items": action_schema()},
+            "total_actions": {"type": "integer"},
+            "action": {"type": "string"},
+            "log": {"type": "string"},
+            "lines": {"type": "array", "items": {"type": "string"}},
+            "total_lines": {"type": "integer"},
+            "offset": {"type": "integer"},
+            "next_offset": {"type": "integer", "description": "Pass as offset for the next page; absent at the end"},
+        },
+        "required": [],
+        "additionalProperties": false,
     })
 }
 

@@ -90,7 +90,8 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
     display.clear();
     summarise(&report);
     if args.json {
-        output::json(&report).context("cannot print the report")?;
+        // The bounded summary, as MCP returns it; `run.json` lists every action.
+        output::json(&report.summary()).context("cannot print the report")?;
     }
     finished.cancel();
     let signal = signalled.load(Ordering::SeqCst);
@@ -173,10 +174,9 @@ impl Display {
                 };
                 // On a terminal only what matters stays on screen; elsewhere every line does.
                 if !self.live || status.is_failure() {
-                    if self.live {
-                        let _ = write!(err, "\r\x1b[K");
-                    }
-                    let _ = writeln!(err, "{word:>9} {action}");
+                    // One write per line: stderr is unbuffered, and a run may have thousands.
+                    let clear = if self.live { "\r\x1b[K" } else { "" };
+                    let _ = err.write_all(format!("{clear}{word:>9} {action}\n").as_bytes());
                 }
             }
         }
@@ -190,8 +190,7 @@ impl Display {
                 names.truncate(cut);
                 names.push_str("...");
             }
-            let _ = write!(
-                err,
+            let line = format!(
                 "\r\x1b[K[{}/{}] {} running, {} cached, {} failed  {}",
                 self.done,
                 self.total,
@@ -200,6 +199,7 @@ impl Display {
                 self.failed,
                 names
             );
+            let _ = err.write_all(line.as_bytes());
         }
         let _ = err.flush();
     }

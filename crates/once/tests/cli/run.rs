@@ -386,6 +386,106 @@ fn two_concurrent_runs_both_succeed_and_leave_a_consistent_cache() {
     }
 }
 
+#[test]
+fn an_input_edited_in_the_same_second_at_the_same_size_is_still_seen() {
+    let ws = workspace(
+        r#"
+[targets.lib]
+kind = "command"
+path = "lib"
+[targets.lib.capabilities.build]
+command = "cat src.txt > out.txt"
+inputs = ["src.txt"]
+outputs = ["out.txt"]
+"#,
+    );
+    std::fs::create_dir_all(ws.path().join("lib")).unwrap();
+    let src = ws.path().join("lib/src.txt");
+    std::fs::write(&src, "v1").unwrap();
+    assert_eq!(
+        report(&run(ws.path(), &["lib", "--json"]))["counts"]["ran"],
+        1
+    );
+    // The edit keeps the size and puts the modification time back: to a `stat` with coarse
+    // timestamps it is the same file. It happened within the racy window of the hashing, so
+    // the file must be read again.
+    let mtime = std::fs::metadata(&src).unwrap().modified().unwrap();
+    std::fs::write(&src, "v2").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let second = report(&run(ws.path(), &["lib", "--json"]));
+    assert_eq!(second["counts"]["ran"], 1, "the edit went unseen: {second}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("lib/out.txt")).unwrap(),
+        "v2"
+    );
+    // And once known, the same content is a hit.
+    assert_eq!(
+        report(&run(ws.path(), &["lib", "--json"]))["counts"]["cached"],
+        1
+    );
+}
+
+#[test]
+fn a_large_run_lists_twenty_actions_and_pages_through_all_of_them() {
+    let mut manifest = String::new();
+    for i in 0..30 {
+        manifest.push_str(&format!(
+            "[targets.t{i:02}]\nkind = \"command\"\n\
+             [targets.t{i:02}.capabilities.build]\ncommand = \"{}\"\n\n",
+            if i == 17 {
+                "echo the reason; exit 3"
+            } else {
+                "true"
+            }
+        ));
+    }
+    let ws = workspace(&manifest);
+    let output = run(ws.path(), &["--all", "build", "--keep-going", "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let summary = report(&output);
+    assert_eq!(summary["counts"]["total"], 30);
+    assert_eq!(summary["counts"]["failed"], 1);
+    let actions = summary["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 20);
+    assert_eq!(summary["omitted"], 10);
+    // What needs attention comes first, with the tail of its log.
+    assert_eq!(actions[0]["action"], "t17:build");
+    assert_eq!(actions[0]["tail"], json!(["the reason"]));
+    let run_id = summary["run_id"].as_str().unwrap().to_owned();
+    assert!(summary["hint"].as_str().unwrap().contains(&run_id));
+
+    let mut mcp = Mcp::spawn(ws.path(), &[]);
+    mcp.initialize();
+    let mut seen = Vec::new();
+    let mut offset = json!(0);
+    for id in 1.. {
+        let answer = mcp.call(
+            id,
+            "once_query_runs",
+            json!({"run_id": run_id, "offset": offset, "limit": 12}),
+        );
+        let page = &answer["result"]["structuredContent"]["result"];
+        assert_eq!(page["total_actions"], 30, "{answer}");
+        for action in page["actions"].as_array().unwrap() {
+            seen.push(action["action"].as_str().unwrap().to_owned());
+        }
+        match page.get("next_offset") {
+            Some(next) => offset = next.clone(),
+            None => break,
+        }
+    }
+    let all: Vec<String> = (0..30).map(|i| format!("t{i:02}:build")).collect();
+    assert_eq!(seen, all);
+    mcp.close_stdin();
+    let (code, _) = mcp.wait(PATIENCE);
+    assert_eq!(code, Some(0));
+}
+
 const MCP_LONG: &str = r#"
 [targets.long]
 kind = "command"
