@@ -6,7 +6,7 @@
 //! safe to delete. Each cached entry remembers its file's stamp (modification time in
 //! nanoseconds, size and inode). A scan lists the memory folder once and stats each `*.md` file
 //! relative to the folder's descriptor (`DirEntry::metadata`, one `statx` per file with no path
-//! walk), split over the available cores: a file whose stamp matches is taken from the cache,
+//! walk), on two threads that start while the folder is still being read: a file whose stamp matches is taken from the cache,
 //! any other file is parsed again, and files that are gone are dropped. One stat per file is the
 //! price of exactness: an edit in place keeps the inode and may keep the size, and nothing but
 //! the file's own stamp (not the folder's) records it. File systems record modification times
@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, mpsc};
 
 use crate::front_matter;
 use crate::model::{Entry, Kind, PathLink};
@@ -48,8 +49,9 @@ const HEADER: usize = 8 + 8 + 7 * 4;
 /// offsets.
 const RECORD: usize = 8 + 8 + 8 + 4 + 4 + 4 + 4;
 const BROKEN: u32 = u32::MAX;
-/// Below this many files, starting a thread costs more than the stats it would share.
-const PARALLEL_FROM: usize = 512;
+/// Files are statted in batches of this many; a folder of fewer is statted without a helper
+/// thread.
+const BATCH: usize = 256;
 
 /// What a file looked like when it was parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -566,59 +568,60 @@ fn merge(dir: &Path, old: &Corpus, listed: &[(String, Stamp)]) -> Result<Option<
 }
 
 /// The `*.md` files of `dir` named like entries, with their stamps, by name descending.
+///
+/// Listing and statting overlap: this thread reads the folder and hands each [`BATCH`] of names
+/// to a helper thread that stats them; once the listing ends, both threads stat what is left.
 fn list(dir: &Path) -> std::io::Result<Vec<(String, Stamp)>> {
-    let mut items = Vec::new();
-    for item in fs::read_dir(dir)? {
-        let item = item?;
-        let Ok(name) = item.file_name().into_string() else {
-            continue;
-        };
-        let Some(id) = name.strip_suffix(".md") else {
-            continue;
-        };
-        if name.starts_with('.') || !once_fs::clock::is_valid_id(id) {
-            continue;
-        }
-        items.push((name, item));
-    }
-    let stat = |items: &[(String, fs::DirEntry)]| -> Vec<Option<Stamp>> {
-        items
-            .iter()
-            .map(|(_, item)| {
+    type Batch = Vec<(String, fs::DirEntry)>;
+    let (send, receive) = mpsc::channel::<Batch>();
+    let receive = Mutex::new(receive);
+    let stat = || {
+        let mut stamped = Vec::new();
+        // The lock is held only to take a batch, never while statting it.
+        while let Ok(batch) = receive.lock().map_or(Err(mpsc::RecvError), |r| r.recv()) {
+            stamped.extend(batch.into_iter().filter_map(|(name, item)| {
                 // Gone since the listing, or not a regular file: not an entry.
                 let meta = item.metadata().ok()?;
-                meta.is_file().then(|| Stamp::of(&meta))
-            })
-            .collect()
+                meta.is_file().then(|| (name, Stamp::of(&meta)))
+            }));
+        }
+        stamped
     };
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let stamps: Vec<Option<Stamp>> = if threads < 2 || items.len() < PARALLEL_FROM {
-        stat(&items)
-    } else {
-        let chunk = items.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = items
-                .chunks(chunk)
-                .skip(1)
-                .map(|part| scope.spawn(move || stat(part)))
-                .collect();
-            let mut stamps = stat(&items[..chunk]);
-            for worker in workers {
-                match worker.join() {
-                    Ok(part) => stamps.extend(part),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
+    std::thread::scope(|scope| {
+        let mut helper = None;
+        let mut batch: Batch = Vec::with_capacity(BATCH);
+        for item in fs::read_dir(dir)? {
+            let item = item?;
+            let Ok(name) = item.file_name().into_string() else {
+                continue;
+            };
+            let Some(id) = name.strip_suffix(".md") else {
+                continue;
+            };
+            if name.starts_with('.') || !once_fs::clock::is_valid_id(id) {
+                continue;
             }
-            stamps
-        })
-    };
-    let mut listed: Vec<(String, Stamp)> = items
-        .into_iter()
-        .zip(stamps)
-        .filter_map(|((name, _), stamp)| Some((name, stamp?)))
-        .collect();
-    listed.sort_unstable_by(|a, b| b.0.cmp(&a.0));
-    Ok(listed)
+            batch.push((name, item));
+            if batch.len() == BATCH {
+                if helper.is_none() {
+                    // Without a helper (none could start), this thread stats everything.
+                    helper = std::thread::Builder::new().spawn_scoped(scope, stat).ok();
+                }
+                let _ = send.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+            }
+        }
+        let _ = send.send(batch);
+        drop(send);
+        let mut listed = stat();
+        if let Some(helper) = helper {
+            match helper.join() {
+                Ok(part) => listed.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        listed.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        Ok(listed)
+    })
 }
 
 fn now_ns() -> i64 {
@@ -927,6 +930,35 @@ mod tests {
         assert_eq!(words(&next, "shared"), ["d", "b"]);
         assert_eq!(words(&next, "beta"), ["b"]);
         assert!(words(&next, "alpha").is_empty());
+    }
+
+    #[test]
+    fn a_folder_of_several_batches_is_statted_whole_and_edits_in_place_are_seen() {
+        let dir = temp("batches");
+        let memory = dir.0.join("memory");
+        let cache = dir.0.join("index");
+        fs::create_dir_all(&memory).unwrap();
+        let count = 2 * BATCH + 7;
+        for i in 0..count {
+            let id = format!("e{i:04}");
+            let body = format!("word{i:04}");
+            fs::write(
+                memory.join(format!("{id}.md")),
+                entry_file(&id, "Many", &body),
+            )
+            .unwrap();
+        }
+        let first = Corpus::scan(&memory, &cache, Need::Postings).unwrap();
+        assert_eq!(first.len(), count);
+        assert!((1..count).all(|d| first.file(d - 1) > first.file(d)));
+        // Same inode, same size, same second: only the racily-clean rule can see it.
+        let edited = memory.join("e0500.md");
+        let text = fs::read_to_string(&edited).unwrap();
+        fs::write(&edited, text.replace("word0500", "edit0500")).unwrap();
+        let next = Corpus::scan(&memory, &cache, Need::Postings).unwrap();
+        assert_eq!(words(&next, "edit0500"), ["e0500"]);
+        assert!(words(&next, "word0500").is_empty());
+        assert_eq!(words(&next, "word0003"), ["e0003"]);
     }
 
     #[test]
