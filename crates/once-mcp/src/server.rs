@@ -565,6 +565,9 @@ impl Session {
                  until then, do not retry this call."
             ))));
         }
+        if let Some(text) = undeclared_arguments(tool, &arguments) {
+            return Some(Ok(error_result(text)));
+        }
         let progress_token = params
             .get("_meta")
             .and_then(|m| m.get("progressToken"))
@@ -663,6 +666,43 @@ impl Session {
             )
         }
     }
+}
+
+/// The strict root input schema, enforced here for every tool alike: an argument the schema does
+/// not declare is refused before the handler runs, with the names it does accept.
+fn undeclared_arguments(tool: &Tool, arguments: &Map<String, Value>) -> Option<String> {
+    let declared = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)?;
+    let unknown: Vec<&str> = arguments
+        .keys()
+        .map(String::as_str)
+        .filter(|key| !declared.contains_key(*key))
+        .collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    let quoted = |names: Vec<&str>| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let accepted = if declared.is_empty() {
+        "it takes no arguments".to_string()
+    } else {
+        format!(
+            "it accepts {}",
+            quoted(declared.keys().map(String::as_str).collect())
+        )
+    };
+    Some(format!(
+        "{} does not take {}: {accepted}. Fix the arguments and call it again.",
+        tool.name,
+        quoted(unknown)
+    ))
 }
 
 /// Everything a worker thread needs to run one call and deliver its reply.

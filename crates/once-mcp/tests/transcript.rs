@@ -1022,3 +1022,20 @@ fn in_memory_transcript() {
         json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}})
     );
 }
+
+#[test]
+fn undeclared_arguments_are_refused_before_the_handler_runs() {
+    let client = Client::start(config(basic_tools()));
+    client.initialize("2025-11-25");
+    let reply = client.call(call(1, "echo", json!({"text": "hi", "txet": "typo"})));
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = tool_error_text(&reply);
+    assert!(text.contains("`txet`") && text.contains("`text`"), "{text}");
+    // The same call without the stray argument reaches the handler.
+    let reply = client.call(call(2, "echo", json!({"text": "hi"})));
+    assert_eq!(
+        reply["result"]["structuredContent"]["result"]["text"], "hi",
+        "{reply}"
+    );
+    client.assert_quiet(3);
+}
