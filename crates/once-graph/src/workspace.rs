@@ -6,7 +6,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use once_fs::Stamp;
@@ -21,13 +21,37 @@ use crate::{Error, MANIFEST_FILE, suggest};
 pub const MAX_MANIFEST_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A manifest that was read, for staleness checks and reporting.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct ManifestRecord {
     pub rel: String,
     pub abs: PathBuf,
     pub hash: blake3::Hash,
-    /// Its metadata when read; `None` when it could not be taken.
-    pub stamp: Option<Stamp>,
+    /// Its metadata when last proven to hold `hash`; `None` when it could not be taken. Behind a
+    /// lock because a check that hashes a racily clean file may replace it with a newer stamp.
+    pub stamp: Mutex<Option<Stamp>>,
+}
+
+impl ManifestRecord {
+    /// Whether the file no longer holds the content that was loaded.
+    fn changed(&self) -> bool {
+        let mut stamp = self.stamp.lock().unwrap_or_else(PoisonError::into_inner);
+        if stamp
+            .as_ref()
+            .is_some_and(|s| s.proves_unchanged(&self.abs))
+        {
+            return false;
+        }
+        match read_limited(&self.abs) {
+            Err(_) => true,
+            Ok((bytes, _)) if blake3::hash(&bytes) != self.hash => true,
+            Ok((_, fresh)) => {
+                // Same content. A file that was racily clean at load keeps being hashed until a
+                // stamp taken now, after it has aged, can prove it unchanged by a stat alone.
+                *stamp = fresh;
+                false
+            }
+        }
+    }
 }
 
 /// A loaded, validated workspace: targets, graph and diagnostics.
@@ -91,7 +115,7 @@ impl Workspace {
             rel: MANIFEST_FILE.into(),
             abs: root_manifest,
             hash: blake3::hash(&bytes),
-            stamp,
+            stamp: Mutex::new(stamp),
         });
         let settings = match decode(MANIFEST_FILE, bytes, &mut diags) {
             Some(src) => {
@@ -151,7 +175,7 @@ impl Workspace {
                 rel: rel.clone(),
                 abs,
                 hash: blake3::hash(&bytes),
-                stamp,
+                stamp: Mutex::new(stamp),
             });
             if let Some(src) = decode(&rel, bytes, &mut diags) {
                 let (_, targets, names) = manifest::parse_file(
@@ -215,13 +239,7 @@ impl Workspace {
     /// Cheap: a `stat` per manifest proves most of them unchanged; the rest are hashed (never
     /// parsed); member globs are re-expanded to catch added or removed members.
     pub fn is_stale(&self) -> bool {
-        let changed = self.manifests.iter().any(|m| {
-            let proven = m
-                .stamp
-                .as_ref()
-                .is_some_and(|stamp| stamp.proves_unchanged(&m.abs));
-            !proven && read_limited(&m.abs).map_or(true, |(b, _)| blake3::hash(&b) != m.hash)
-        });
+        let changed = self.manifests.iter().any(ManifestRecord::changed);
         changed || expand_members(&self.root, &self.member_globs).0 != self.member_dirs
     }
 
