@@ -17,6 +17,8 @@
 //!                                                                  └─► miss: once_exec::run ─► record
 //!     ─► report (RunReport, every action, written to .once/runs/<id>/run.json by the store;
 //!                RunSummary, its bounded view, for the CLI's --json and MCP)
+//!     ─► query (the recent runs, a page of a run's actions or of an action's log: the one value
+//!               of `once query runs` and `once_query_runs`)
 //! ```
 //!
 //! Everything that can be wrong with a request (an unknown target, a capability it lacks, a
@@ -49,6 +51,7 @@ mod hashes;
 mod key;
 mod params;
 mod plan;
+mod query;
 mod report;
 mod request;
 mod schedule;
@@ -59,9 +62,13 @@ pub use error::Error;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
 pub use plan::{Plan, Step, plan};
+pub use query::{
+    QueryRunsError, RunRow, RunsAnswer, RunsList, RunsQuery, query_runs, runs_input_schema,
+    runs_output_schema,
+};
 pub use report::{
     ActionReport, ActionStatus, ActionsPage, Counts, RunReport, RunStatus, RunSummary,
-    SUMMARY_ROWS, SUMMARY_TAILS,
+    SUMMARY_ROWS, SUMMARY_TAILS, summary_schema,
 };
 pub use request::{Request, parse_action, parse_param};
 pub use schedule::{Event, Options, execute};

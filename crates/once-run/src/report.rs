@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 /// How a whole run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,6 +229,64 @@ impl RunReport {
             actions,
         }
     }
+}
+
+/// The JSON Schema of [`RunSummary`], or of `{run_id, status: "running"}`, what a caller that
+/// stops waiting answers while the run goes on.
+pub fn summary_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "The run's summary (as `once run --json` prints it), or `{run_id, status: \"running\"}` when it is still going",
+        "properties": {
+            "run_id": {"type": "string"},
+            "status": run_status_schema(),
+            "started_at": {"type": "integer", "description": "Milliseconds since the Unix epoch"},
+            "duration_ms": {"type": "integer"},
+            "counts": counts_schema(),
+            "actions": {"type": "array", "items": action_schema(), "description": "At most 20: failed, timed out, cancelled and skipped first, then those that ran, then cached ones"},
+            "omitted": {"type": "integer", "description": "Actions not listed; once_query_runs with run_id pages through all of them"},
+            "hint": {"type": "string"},
+        },
+        "required": ["run_id", "status"],
+        "additionalProperties": false,
+    })
+}
+
+pub(crate) fn counts_schema() -> Value {
+    let count = |text: &str| json!({"type": "integer", "description": text});
+    json!({
+        "type": "object",
+        "properties": {
+            "total": count("Actions in the run"),
+            "ran": count("Actions whose command ran, whatever the result"),
+            "cached": count("Actions replayed from the cache"),
+            "failed": count("Failed or timed out"),
+            "skipped": count("Not started: a dependency failed, or the run stopped first"),
+        },
+        "required": ["total", "ran", "cached", "failed", "skipped"],
+        "additionalProperties": false,
+    })
+}
+
+pub(crate) fn run_status_schema() -> Value {
+    json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled", "timed_out"]})
+}
+
+pub(crate) fn action_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "description": "`target:capability`"},
+            "status": {"type": "string", "enum": ["succeeded", "failed", "timed_out", "cancelled", "skipped"]},
+            "cached": {"type": "boolean", "description": "Replayed from the cache: nothing ran"},
+            "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "duration_ms": {"type": "integer"},
+            "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log, when the command ran"},
+            "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
+        },
+        "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
+        "additionalProperties": false,
+    })
 }
 
 #[cfg(test)]

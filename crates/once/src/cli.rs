@@ -586,6 +586,34 @@ Examples:
   once query graph order web:test             What `once run web:test` would run, in waves"
     )]
     Graph(GraphQuery),
+
+    /// Recent runs, a page of one run's actions, or a page of one action's log
+    #[command(after_help = "\
+Examples:
+  once query runs                                 The recent runs, newest first
+  once query runs 20250101-120000-001-42-0        A page of that run's actions, in plan order
+  once query runs 20250101-120000-001-42-0 --offset 50
+  once query runs 20250101-120000-001-42-0 --action web:test --limit 20   Its log, 20 lines
+
+Pass an answer's `next_offset` back with `--offset` for the next page. Exit status 1 when there is
+no such run or log.")]
+    Runs(RunsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// One run, by the id `once run` printed
+    pub run_id: Option<String>,
+    /// With RUN_ID: the action whose log to read
+    #[arg(long, value_name = "TARGET:CAP", requires = "run_id")]
+    pub action: Option<String>,
+    /// First action or log line (0-based)
+    #[arg(long, value_name = "N")]
+    pub offset: Option<u64>,
+    /// How many runs (default 10, max 50), actions (default 50, max 200) or log lines (default
+    /// 100, max 500)
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
 }
 
 #[derive(Debug, Args)]

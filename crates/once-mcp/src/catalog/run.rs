@@ -8,9 +8,11 @@
 //! the run goes on, to be followed with `once_query_runs` or stopped with `once_cancel`. While
 //! it waits, a client's `notifications/cancelled` stops the run's process groups. Answers stay
 //! bounded whatever the size of the run: a report is its `RunSummary` (every count, at most
-//! `once_run::SUMMARY_ROWS` actions, the tail of a log only for the first failures), and a run's
-//! actions and an action's log are read a page at a time. This module must never put a whole
-//! log, or every action of a run, into an answer.
+//! `once_run::SUMMARY_ROWS` actions, the tail of a log only for the first failures), and
+//! `once_query_runs` returns `once_run::query_runs` unchanged, the value `once query runs`
+//! prints, which reads a run's actions and an action's log a page at a time. This module must
+//! never compute or reshape that value, nor put a whole log, or every action of a run, into an
+//! answer.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,20 +22,19 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use once_exec::{Cancel, Registry};
-use once_run::{Cache, Event, Options, Request, RunReport, RunStore};
+use once_run::{Cache, Event, Options, Request, RunReport, RunStore, RunsQuery};
 use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
 use crate::tool::{
-    Annotations, CallContext, Gate, Tool, optional_bool, optional_str, optional_u64, required_str,
+    Annotations, CallContext, Gate, Tool, ToolResult, optional_bool, optional_str, optional_u64,
+    required_str,
 };
 
 /// How long `once_run` waits for the report when `wait_seconds` is not given.
 const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 /// The longest wait an agent may ask for.
 const MAX_WAIT_SECONDS: u64 = 3600;
-/// How many failed actions each run in `once_query_runs`'s list names.
-const LISTED_FAILURES: usize = 5;
 /// How long `once_cancel` waits for a cancelled run to end before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
@@ -349,6 +350,8 @@ fn cancel(live: &Arc<LiveWorkspace>, runs: &LiveRuns) -> Tool {
     }
 }
 
+/// A thin adapter: the arguments become a `RunsQuery`, and `once_run::query_runs` computes the
+/// value that `once query runs` prints too.
 fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
     let live = Arc::clone(live);
     Tool {
@@ -363,178 +366,33 @@ fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
                       `action` (`target:capability`): a page of that action's log lines from \
                       `offset` (default 0, `limit` default 100, max 500)."
             .into(),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "run_id": {"type": "string", "description": "One run"},
-                "action": {"type": "string", "description": "With run_id: the action whose log to read"},
-                "offset": {"type": "integer", "minimum": 0, "description": "First action or log line (0-based)"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "How many runs (default 10, max 50), actions (default 50, max 200) or log lines (default 100, max 500)"},
-            },
-            "required": [],
-            "additionalProperties": false,
-        }),
-        output_schema: query_runs_schema(),
+        input_schema: once_run::runs_input_schema(),
+        output_schema: once_run::runs_output_schema(),
         annotations: Annotations::READ_ONLY,
         gate: Gate::Always,
         handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
-            let result = (|| {
-                let store = RunStore::new(live.read().root());
-                let run_id = optional_str(&args, "run_id")?;
-                let action = optional_str(&args, "action")?;
-                let offset = optional_u64(&args, "offset")?.unwrap_or(0);
-                let limit = optional_u64(&args, "limit")?;
-                let encode = |v: Result<Value, serde_json::Error>| v.map_err(|e| e.to_string());
-                match (run_id, action) {
-                    (Some(id), Some(action)) => {
-                        let limit = limit.unwrap_or(100).clamp(1, 500);
-                        let page = store
-                            .log_page(id, action, to_usize(offset), to_usize(limit))
-                            .map_err(|e| {
-                                format!("{e}; once_query_runs with only run_id lists its actions")
-                            })?;
-                        encode(serde_json::to_value(page))
-                    }
-                    (Some(id), None) => {
-                        let report = store.read(id).map_err(|e| {
-                            format!("{e}; once_query_runs without arguments lists the recent runs")
-                        })?;
-                        let limit = limit.unwrap_or(50).clamp(1, 200);
-                        encode(serde_json::to_value(
-                            report.page(to_usize(offset), to_usize(limit)),
-                        ))
-                    }
-                    (None, Some(_)) => Err("`action` needs `run_id`: call once_query_runs without arguments to find the run".into()),
-                    (None, None) => {
-                        let limit = to_usize(limit.unwrap_or(10).clamp(1, 50));
-                        let runs: Vec<Value> = store
-                            .ids()
-                            .into_iter()
-                            // A run whose folder exists but whose report is not written yet is
-                            // left out, not counted.
-                            .filter_map(|id| store.read(&id).ok())
-                            .take(limit)
-                            .map(|r| {
-                                json!({
-                                    "run_id": r.run_id,
-                                    "status": r.status,
-                                    "started_at": r.started_at,
-                                    "duration_ms": r.duration_ms,
-                                    "counts": r.counts,
-                                    // Bounded: a few names; every action is one call away.
-                                    "failed_actions": r.actions.iter()
-                                        .filter(|a| a.status.is_failure())
-                                        .take(LISTED_FAILURES)
-                                        .map(|a| a.action.as_str())
-                                        .collect::<Vec<_>>(),
-                                })
-                            })
-                            .collect();
-                        Ok(json!({"runs": runs}))
-                    }
+            let q: RunsQuery = match serde_json::from_value(Value::Object(args)) {
+                Ok(q) => q,
+                Err(error) => {
+                    return ToolResult::Error(format!(
+                        "invalid arguments for once_query_runs: {error}; its input schema lists \
+                         the arguments it accepts"
+                    ));
                 }
-            })();
-            result.into()
+            };
+            let store = RunStore::new(live.read().root());
+            match once_run::query_runs(&store, &q).map(serde_json::to_value) {
+                Ok(Ok(value)) => ToolResult::Value(value),
+                Ok(Err(error)) => ToolResult::Error(format!("cannot encode the answer: {error}")),
+                Err(error) => ToolResult::Error(error.to_string()),
+            }
         }),
     }
 }
 
-fn to_usize(n: u64) -> usize {
-    usize::try_from(n).unwrap_or(usize::MAX)
-}
-
-fn counts_schema() -> Value {
-    let count = |text: &str| json!({"type": "integer", "description": text});
-    json!({
-        "type": "object",
-        "properties": {
-            "total": count("Actions in the run"),
-            "ran": count("Actions whose command ran, whatever the result"),
-            "cached": count("Actions replayed from the cache"),
-            "failed": count("Failed or timed out"),
-            "skipped": count("Not started: a dependency failed, or the run stopped first"),
-        },
-        "required": ["total", "ran", "cached", "failed", "skipped"],
-        "additionalProperties": false,
-    })
-}
-
-fn run_status_schema() -> Value {
-    json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled", "timed_out"]})
-}
-
-fn action_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "action": {"type": "string", "description": "`target:capability`"},
-            "status": {"type": "string", "enum": ["succeeded", "failed", "timed_out", "cancelled", "skipped"]},
-            "cached": {"type": "boolean", "description": "Replayed from the cache: nothing ran"},
-            "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
-            "duration_ms": {"type": "integer"},
-            "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log, when the command ran"},
-            "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
-        },
-        "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
-        "additionalProperties": false,
-    })
-}
-
 /// The shape of `RunSummary`, or `{run_id, status: "running"}`.
 fn report_schema() -> Value {
-    json!({
-        "type": "object",
-        "description": "The run's summary (as `once run --json` prints it), or `{run_id, status: \"running\"}` when it is still going",
-        "properties": {
-            "run_id": {"type": "string"},
-            "status": run_status_schema(),
-            "started_at": {"type": "integer", "description": "Milliseconds since the Unix epoch"},
-            "duration_ms": {"type": "integer"},
-            "counts": counts_schema(),
-            "actions": {"type": "array", "items": action_schema(), "description": "At most 20: failed, timed out, cancelled and skipped first, then those that ran, then cached ones"},
-            "omitted": {"type": "integer", "description": "Actions not listed; once_query_runs with run_id pages through all of them"},
-            "hint": {"type": "string"},
-        },
-        "required": ["run_id", "status"],
-        "additionalProperties": false,
-    })
-}
-
-/// The three answers of `once_query_runs` in one object: a list of runs, a page of a run's
-/// actions, or a page of an action's log.
-fn query_runs_schema() -> Value {
-    json!({
-        "type": "object",
-        "description": "Without run_id: `runs`. With run_id: a page of its actions (`actions`, `offset`, `total_actions`, `next_offset`). With run_id and action: a page of its log (`lines`, `offset`, `total_lines`, `next_offset`)",
-        "properties": {
-            "runs": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "run_id": {"type": "string"},
-                    "status": run_status_schema(),
-                    "started_at": {"type": "integer"},
-                    "duration_ms": {"type": "integer"},
-                    "counts": counts_schema(),
-                    "failed_actions": {"type": "array", "items": {"type": "string"}, "description": "The first few failed actions"},
-                },
-                "required": ["run_id", "status", "started_at", "duration_ms", "counts", "failed_actions"],
-                "additionalProperties": false,
-            }},
-            "run_id": {"type": "string"},
-            "status": run_status_schema(),
-            "counts": counts_schema(),
-            "actions": {"type": "array", "items": action_schema()},
-            "total_actions": {"type": "integer"},
-            "action": {"type": "string"},
-            "log": {"type": "string"},
-            "lines": {"type": "array", "items": {"type": "string"}},
-            "total_lines": {"type": "integer"},
-            "offset": {"type": "integer"},
-            "next_offset": {"type": "integer", "description": "Pass as offset for the next page; absent at the end"},
-        },
-        "required": [],
-        "additionalProperties": false,
-    })
+    once_run::summary_schema()
 }
 
 fn lock(runs: &LiveRuns) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {

@@ -1,10 +1,12 @@
 //! `once query …`: print the value that one library function computes. The MCP tools return the
 //! very same values; nothing here may reshape them.
 
+use std::fmt::Display;
 use std::path::Path;
 
 use anyhow::Result;
 use once_graph::query::{self, GraphMode, GraphQuery, SchemaQuery, TargetQuery, TargetsQuery};
+use once_run::{RunStore, RunsQuery};
 use serde::Serialize;
 
 use crate::cli::{self, NeighbourArgs, PageArgs, Query};
@@ -12,6 +14,18 @@ use crate::exit::Outcome;
 use crate::output;
 
 pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
+    // Runs are read from the run store, not the graph: they are answered even while a manifest
+    // is invalid, as `once_query_runs` answers them.
+    if let Query::Runs(args) = request {
+        let store = RunStore::new(&super::find_root(workspace)?);
+        let q = RunsQuery {
+            run_id: args.run_id,
+            action: args.action,
+            offset: args.offset,
+            limit: args.limit,
+        };
+        return print(once_run::query_runs(&store, &q));
+    }
     let loaded = super::load(workspace)?;
     // The workspace overview carries its own diagnostics, so it is printed even for a broken
     // manifest (then with exit status 2); every other query needs a valid graph.
@@ -29,7 +43,7 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     match request {
-        Query::Workspace => unreachable!("answered above"),
+        Query::Workspace | Query::Runs(_) => unreachable!("answered above"),
         Query::Targets(args) => {
             let (cursor, limit) = page(args.page);
             let q = TargetsQuery {
@@ -112,7 +126,7 @@ fn page(args: PageArgs) -> (Option<String>, Option<u32>) {
 }
 
 /// Prints a query's value, or its error as a message that says what to do next (exit 1).
-fn print<T: Serialize>(answer: Result<T, query::QueryError>) -> Result<Outcome> {
+fn print<T: Serialize, E: Display>(answer: Result<T, E>) -> Result<Outcome> {
     match answer {
         Ok(value) => {
             output::json(&value)?;

@@ -590,3 +590,101 @@ fn megabytes_of_output_do_not_block_and_never_reach_the_mcp_stream() {
     assert_eq!(code, Some(0));
     assert!(rest.is_empty(), "stray output: {} lines", rest.len());
 }
+
+/// `once query runs …`, its exit code, stdout as JSON and stderr.
+fn query_runs(root: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+    let output = Command::new(once_binary())
+        .arg("--workspace")
+        .arg(root)
+        .args(["query", "runs"])
+        .args(args)
+        .env_remove("ONCE_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs once");
+    let value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), value, stderr)
+}
+
+#[test]
+fn query_runs_prints_what_once_query_runs_returns() {
+    let ws = workspace(
+        r#"
+[targets.a]
+kind = "command"
+[targets.a.capabilities.build]
+command = "echo one; echo two; echo three"
+
+[targets.b]
+kind = "command"
+deps = ["a"]
+[targets.b.capabilities.build]
+command = "echo the reason; exit 3"
+"#,
+    );
+    let output = run(ws.path(), &["b", "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let run_id = report(&output)["run_id"].as_str().unwrap().to_owned();
+
+    let mut mcp = Mcp::spawn(ws.path(), &[]);
+    mcp.initialize();
+    let mut id = 0;
+    let mut same = |cli: &[&str], arguments: Value| {
+        let (code, value, stderr) = query_runs(ws.path(), cli);
+        assert_eq!(code, Some(0), "{cli:?}: {stderr}");
+        id += 1;
+        let answer = mcp.call(id, "once_query_runs", arguments);
+        assert_eq!(
+            value, answer["result"]["structuredContent"]["result"],
+            "{cli:?}"
+        );
+        value
+    };
+
+    let list = same(&[], json!({}));
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["runs"][0]["run_id"], run_id.as_str());
+    assert_eq!(list["runs"][0]["status"], "failed");
+    assert_eq!(list["runs"][0]["failed_actions"], json!(["b:build"]));
+
+    let first = same(
+        &[&run_id, "--limit", "1"],
+        json!({"run_id": run_id, "limit": 1}),
+    );
+    assert_eq!(first["total_actions"], 2, "{first}");
+    assert_eq!(first["actions"][0]["action"], "a:build");
+    assert_eq!(first["next_offset"], 1);
+    let second = same(
+        &[&run_id, "--offset", "1"],
+        json!({"run_id": run_id, "offset": 1}),
+    );
+    assert_eq!(second["actions"][0]["action"], "b:build");
+    assert_eq!(second["actions"][0]["tail"], json!(["the reason"]));
+    assert!(second.get("next_offset").is_none(), "{second}");
+
+    let log = same(
+        &[
+            &run_id, "--action", "a:build", "--offset", "1", "--limit", "1",
+        ],
+        json!({"run_id": run_id, "action": "a:build", "offset": 1, "limit": 1}),
+    );
+    assert_eq!(log["lines"], json!(["two"]), "{log}");
+    assert_eq!(log["total_lines"], 3);
+    assert_eq!(log["next_offset"], 2);
+
+    // No such run: the same agent-actionable text on stderr as in the tool's error, exit 1.
+    let (code, value, stderr) = query_runs(ws.path(), &["nope"]);
+    assert_eq!((code, value), (Some(1), Value::Null));
+    let answer = mcp.call(10, "once_query_runs", json!({"run_id": "nope"}));
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(stderr.trim_end(), format!("error: {text}"));
+    assert!(text.contains("once_query_runs without arguments"), "{text}");
+    // `--action` needs a run.
+    let (code, _, _) = query_runs(ws.path(), &["--action", "a:build"]);
+    assert_eq!(code, Some(2));
+
+    mcp.close_stdin();
+    let (code, _) = mcp.wait(PATIENCE);
+    assert_eq!(code, Some(0));
+}
