@@ -92,8 +92,9 @@ The target declares its evaluator in once.toml:
 
 Past the deadline the code is interrupted (SIGINT, or nREPL `interrupt`); code that will not stop
 is killed and the output says that state was lost. Ctrl-C interrupts the evaluation the same way.
-The evaluator lives as long as this command; in `once serve` it lives as long as the session and
-keeps its state for every agent that attaches.
+When a `once serve --allow-run` session serves the workspace, `once eval` evaluates there: the
+evaluator stays warm between commands (and agents), and `--reset` starts it afresh. Without a
+session (or with `--local`) the evaluator lives only as long as this command.
 
 Examples:
   once eval analysis 'import pandas as pd; pd.__version__'
@@ -521,6 +522,9 @@ pub struct EvalArgs {
     /// Stop the target's evaluator instead; the next evaluation starts a fresh one
     #[arg(long)]
     pub reset: bool,
+    /// Evaluate in an evaluator of this command's own, even when a `once serve` session runs
+    #[arg(long)]
+    pub local: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,29 +1,73 @@
 //! `once eval`: evaluate code in a target's evaluator and print what happened.
 //!
+//! When a live `once serve` session serves this workspace (and `--local` is not given), the
+//! evaluation happens there, through the session's `once_eval` / `once_eval_reset` tools, so the
+//! evaluator stays warm between commands and `--reset` resets it. Otherwise the command starts
+//! an evaluator of its own, which is stopped when the command ends. Either way the same value is
+//! printed the same way.
+//!
 //! Signals are blocked before any thread starts; the first SIGINT, SIGTERM or SIGHUP interrupts
 //! the evaluation exactly as a deadline does (the evaluator then gets its grace before it is
-//! killed), and the evaluators are stopped when the command ends. This module must never print
-//! the code's output anywhere but where the code meant it: stdout to stdout, stderr to stderr.
+//! killed); in a session it becomes `notifications/cancelled` for the call. This module must
+//! never print the code's output anywhere but where the code meant it: stdout to stdout, stderr
+//! to stderr.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 use once_eval::{Evaluators, Interrupt, Status};
+use serde_json::json;
 
 use crate::cli::EvalArgs;
 use crate::exit::Outcome;
+use crate::session::client::{self, CallOutcome, Client, Writer};
+use crate::session::registry::Entry;
 use crate::{output, signals};
+
+/// A session call the signal thread may cancel: the connection's writer and the call's id.
+type Pending = Arc<Mutex<Option<(Writer, u64)>>>;
 
 pub fn run(workspace: Option<&Path>, args: EvalArgs) -> Result<Outcome> {
     let interrupt = Interrupt::new();
+    let pending: Pending = Arc::default();
+    let stopped_by = Arc::new(AtomicI32::new(0));
     {
         let interrupt = interrupt.clone();
+        let pending = Arc::clone(&pending);
+        let stopped_by = Arc::clone(&stopped_by);
         signals::install(move |signal| {
             tracing::info!("signal {signal}: interrupting the evaluation");
+            stopped_by.store(signal, Ordering::SeqCst);
             interrupt.fire();
+            let call = pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some((writer, id)) = call
+                && let Err(error) = writer.cancel(id, "interrupted by a signal")
+            {
+                tracing::warn!("cannot cancel the evaluation in the session: {error:#}");
+            }
         })
         .context("cannot install the signal handlers")?;
+    }
+    if !args.local {
+        let root = super::find_root(workspace)?;
+        match client::find(&root) {
+            Ok(Some(entry)) => return in_session(&entry, &args, &pending, &stopped_by),
+            Ok(None) => {}
+            // An unreadable registry is no session: evaluating here is still right.
+            Err(error) => tracing::info!("cannot look for a live session: {error:#}"),
+        }
+        if !args.json && !args.reset && io::stderr().is_terminal() {
+            eprintln!(
+                "once: no `once serve` session for this workspace, so the evaluator stops with \
+                 this command; run `once serve --allow-run` to keep its state between commands"
+            );
+        }
     }
     let loaded = super::load(workspace)?;
     let spec = once_mcp::evaluator_spec(&loaded, &args.target).map_err(|text| anyhow!(text))?;
@@ -31,47 +75,170 @@ pub fn run(workspace: Option<&Path>, args: EvalArgs) -> Result<Outcome> {
     let evaluators = Evaluators::new(&registry).context("cannot set up the evaluators")?;
     if args.reset {
         // Evaluators live as long as their owner; this command owns none yet, so there is
-        // nothing to stop unless a `once serve` session holds it (reset it with once_eval_reset).
+        // nothing to stop unless a `once serve` session holds it.
         let was_running = evaluators.reset(&args.target);
         if args.json {
-            output::json(&serde_json::json!({"target": args.target, "was_running": was_running}))?;
+            output::json(&json!({"target": args.target, "was_running": was_running}))?;
         } else {
             eprintln!(
                 "once: no evaluator of `{}` runs in this command; the next `once eval` starts a \
-                 fresh one (in `once serve`, reset it with the MCP tool once_eval_reset)",
+                 fresh one (with `once serve --allow-run` running, `once eval --reset` resets the \
+                 session's)",
                 args.target
             );
         }
         return Ok(Outcome::Success);
     }
     let code = read_code(&args)?;
-    let deadline = once_graph::duration::parse_duration(&args.deadline)
-        .map_err(|error| anyhow!("invalid `--deadline`: {error}"))?;
+    let deadline = parse_deadline(&args.deadline)?;
     let evaluation = evaluators.eval(&args.target, &spec, &code, deadline, &interrupt)?;
     if args.json {
         output::json(&evaluation)?;
     } else {
-        if !evaluation.stdout.is_empty() {
-            let mut stdout = io::stdout().lock();
-            stdout.write_all(evaluation.stdout.as_bytes())?;
-            stdout.flush()?;
-        }
-        eprint!("{}", evaluation.stderr);
-        if let Some(value) = &evaluation.value {
-            output::text(value)?;
-        }
-        if let Some(error) = &evaluation.error {
-            eprintln!("{}", error.trim_end());
-        }
-        if let Some(notice) = &evaluation.notice {
-            eprintln!("once: {notice}");
-        }
+        print(&Printed {
+            stdout: &evaluation.stdout,
+            stderr: &evaluation.stderr,
+            value: evaluation.value.as_deref(),
+            error: evaluation.error.as_deref(),
+            notice: evaluation.notice.as_deref(),
+        })?;
     }
     Ok(if evaluation.status == Status::Ok {
         Outcome::Success
     } else {
         Outcome::Failure
     })
+}
+
+/// Evaluates (or resets) through the session's tools, printing what the local path prints.
+fn in_session(
+    entry: &Entry,
+    args: &EvalArgs,
+    pending: &Pending,
+    stopped_by: &AtomicI32,
+) -> Result<Outcome> {
+    // Everything that can fail here fails before the session is asked.
+    let code = if args.reset {
+        None
+    } else {
+        parse_deadline(&args.deadline)?;
+        Some(read_code(args)?)
+    };
+    tracing::info!(
+        "evaluating in the session of pid {} on port {}",
+        entry.pid,
+        entry.port
+    );
+    let mut session = Client::open(entry, "once eval").with_context(|| {
+        format!(
+            "cannot evaluate in the `once serve` session of `{}` (pid {}); pass `--local` to \
+             evaluate in a one-off evaluator",
+            entry.workspace.display(),
+            entry.pid
+        )
+    })?;
+    if !session.lists("once_eval")? {
+        bail!(
+            "the `once serve` session of `{}` (pid {}) runs without `--allow-run`, so it keeps no \
+             evaluators; restart it with `once serve --allow-run`, or pass `--local` to evaluate \
+             in a one-off evaluator",
+            entry.workspace.display(),
+            entry.pid
+        );
+    }
+    let Some(code) = code else {
+        let value = match session.call("once_eval_reset", json!({"target": args.target}))? {
+            CallOutcome::Value(value) => value,
+            CallOutcome::Error(text) => bail!(text),
+        };
+        if args.json {
+            output::json(&value)?;
+        } else if value["was_running"] == true {
+            eprintln!(
+                "once: stopped the session's evaluator of `{}`; the next `once eval` starts a \
+                 fresh one",
+                args.target
+            );
+        } else {
+            eprintln!(
+                "once: no evaluator of `{}` runs in the session; the next `once eval` starts a \
+                 fresh one",
+                args.target
+            );
+        }
+        return Ok(Outcome::Success);
+    };
+    *pending.lock().unwrap_or_else(PoisonError::into_inner) =
+        Some((session.writer(), session.next_id()));
+    if stopped_by.load(Ordering::SeqCst) != 0 {
+        // The signal came before there was a call to cancel: make none.
+        return Ok(Outcome::Failure);
+    }
+    let arguments = json!({"target": args.target, "code": code, "deadline": args.deadline});
+    let answer = session.call("once_eval", arguments);
+    pending
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if stopped_by.load(Ordering::SeqCst) != 0 {
+        // A cancelled call is never answered; the session interrupted it and kept its state.
+        eprintln!("once: interrupted the evaluation in the session");
+        return Ok(Outcome::Failure);
+    }
+    let value = match answer? {
+        CallOutcome::Value(value) => value,
+        CallOutcome::Error(text) => bail!(text),
+    };
+    if args.json {
+        output::json(&value)?;
+    } else {
+        let text = |key: &str| value[key].as_str();
+        print(&Printed {
+            stdout: text("stdout").unwrap_or_default(),
+            stderr: text("stderr").unwrap_or_default(),
+            value: text("value"),
+            error: text("error"),
+            notice: text("notice"),
+        })?;
+    }
+    Ok(if value["status"] == "ok" {
+        Outcome::Success
+    } else {
+        Outcome::Failure
+    })
+}
+
+/// The parts of an evaluation a person reads.
+struct Printed<'a> {
+    stdout: &'a str,
+    stderr: &'a str,
+    value: Option<&'a str>,
+    error: Option<&'a str>,
+    notice: Option<&'a str>,
+}
+
+fn print(printed: &Printed<'_>) -> Result<()> {
+    if !printed.stdout.is_empty() {
+        let mut stdout = io::stdout().lock();
+        stdout.write_all(printed.stdout.as_bytes())?;
+        stdout.flush()?;
+    }
+    eprint!("{}", printed.stderr);
+    if let Some(value) = printed.value {
+        output::text(value)?;
+    }
+    if let Some(error) = printed.error {
+        eprintln!("{}", error.trim_end());
+    }
+    if let Some(notice) = printed.notice {
+        eprintln!("once: {notice}");
+    }
+    Ok(())
+}
+
+fn parse_deadline(text: &str) -> Result<std::time::Duration> {
+    once_graph::duration::parse_duration(text)
+        .map_err(|error| anyhow!("invalid `--deadline`: {error}"))
 }
 
 fn read_code(args: &EvalArgs) -> Result<String> {

@@ -1,14 +1,15 @@
 //! `once mcp --attach`: a stdio client's way into a live session.
 //!
-//! The bridge picks an entry from the registry, connects to its port, presents the token as the
-//! first line, and from then on is a pipe: one thread copies stdin to the socket, another the
-//! socket to the real stdout, chunk by chunk as the bytes arrive, so every line — a malformed one
-//! included — reaches the other side exactly as it was written. It must never parse, re-encode
+//! The bridge picks an entry from the registry, connects to its port and presents the token as
+//! the first line (`client::connect`, shared with `once eval`), and from then on is a pipe: one
+//! thread copies stdin to the socket, another the socket to the real stdout, chunk by chunk as the
+//! bytes arrive, so every line — a malformed one included — reaches the other side exactly as it
+//! was written. It must never parse, re-encode
 //! or buffer a message, and never write anything but the session's bytes to stdout.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, TcpStream};
+use std::net::Shutdown;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -16,7 +17,6 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use super::registry::Entry;
-use super::token::Token;
 
 /// How long the bridge waits for the session to finish answering after stdin closed.
 const LAST_WORDS: Duration = Duration::from_secs(5);
@@ -83,26 +83,7 @@ fn listing(entries: &[Entry]) -> String {
 /// Connects to `entry`, presents its token, and copies bytes both ways until either side
 /// closes. `stdout` is the real stdout, set aside by `stdout_guard::take`.
 pub fn run(entry: &Entry, stdout: File) -> Result<()> {
-    let mut socket = TcpStream::connect((Ipv4Addr::LOCALHOST, entry.port)).with_context(|| {
-        format!(
-            "cannot connect to the session of `{}` on port {}",
-            entry.workspace.display(),
-            entry.port
-        )
-    })?;
-    // Small messages, answered one at a time: Nagle's delay would dominate every round trip.
-    socket.set_nodelay(true).context("cannot set TCP_NODELAY")?;
-    let token = Token::from_hex(&entry.token).with_context(|| {
-        format!(
-            "the session file of pid {} holds no valid token; stop that session and start it again",
-            entry.pid
-        )
-    })?;
-    let mut first = token.line().into_bytes();
-    first.push(b'\n');
-    socket
-        .write_all(&first)
-        .context("cannot present the session token")?;
+    let socket = super::client::connect(entry)?;
 
     let (done, finished) = mpsc::channel();
     let upstream = socket.try_clone().context("cannot share the socket")?;

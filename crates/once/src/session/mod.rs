@@ -17,6 +17,7 @@
 //! entry behind when it stops.
 
 pub mod bridge;
+pub mod client;
 mod listener;
 mod peer;
 pub mod registry;

@@ -1,10 +1,15 @@
 //! Evaluators through the binary: `once eval` on the command line, and `once_eval` in a live
 //! `once serve` session, where an evaluator outlives the client that started it and dies with
-//! the session.
+//! the session. `once eval` itself evaluates in that session when one serves the workspace.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Mcp, PATIENCE, Serve, TempDir, Test};
+use crate::support::{Mcp, PATIENCE, Serve, TempDir, Test, once_binary, output_within};
 
 const MANIFEST: &str = "\
 [targets.py]
@@ -157,4 +162,169 @@ fn a_long_evaluation_sends_heartbeats_and_a_cancel_interrupts_it_keeping_state()
     assert_eq!(kept["value"], "5", "{reply}");
     assert_eq!(kept["state_lost"], false);
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+/// `once eval ARGS` in the workspace `root` with the registry under `state`, bounded in time.
+fn eval_in(root: &Path, state: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(once_binary());
+    command
+        .arg("eval")
+        .args(args)
+        .current_dir(root)
+        .env("XDG_STATE_HOME", state)
+        .env_remove("ONCE_LOG");
+    output_within(command)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn once_eval_uses_the_live_session_so_state_persists_between_commands() {
+    let test = Test::new().manifest(MANIFEST);
+    let state = TempDir::new();
+    let _serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+
+    let defined = eval_in(test.root(), state.path(), &["py", "x = 41"]);
+    assert_eq!(defined.status.code(), Some(0), "{}", text(&defined.stderr));
+    let used = eval_in(test.root(), state.path(), &["py", "x + 1"]);
+    assert_eq!(
+        (used.status.code(), text(&used.stdout)),
+        (Some(0), "42\n".to_string()),
+        "{}",
+        text(&used.stderr)
+    );
+    // The same value as the local path prints: the evaluation, not the tool's wrapping.
+    let json = eval_in(test.root(), state.path(), &["py", "x", "--json"]);
+    let value: Value = serde_json::from_slice(&json.stdout).expect("stdout is JSON");
+    assert_eq!(
+        (value["target"].clone(), value["value"].clone()),
+        (json!("py"), json!("41"))
+    );
+
+    let reset = eval_in(test.root(), state.path(), &["--reset", "py", "--json"]);
+    assert_eq!(reset.status.code(), Some(0), "{}", text(&reset.stderr));
+    let reset: Value = serde_json::from_slice(&reset.stdout).expect("stdout is JSON");
+    assert_eq!(reset, json!({"target": "py", "was_running": true}));
+    let gone = eval_in(test.root(), state.path(), &["py", "x"]);
+    assert_eq!(gone.status.code(), Some(1));
+    assert!(
+        text(&gone.stderr).contains("NameError"),
+        "{}",
+        text(&gone.stderr)
+    );
+}
+
+#[test]
+fn a_session_without_allow_run_is_named_and_local_ignores_it() {
+    let test = Test::new().manifest(MANIFEST);
+    let state = TempDir::new();
+    let _serve = Serve::start(test.root(), state.path(), &[]);
+
+    let refused = eval_in(test.root(), state.path(), &["py", "1 + 1"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = text(&refused.stderr);
+    assert!(stderr.contains("once serve --allow-run"), "{stderr}");
+    assert!(stderr.contains("--local"), "{stderr}");
+    let refused = eval_in(test.root(), state.path(), &["--reset", "py"]);
+    assert!(text(&refused.stderr).contains("--allow-run"));
+
+    // `--local` evaluates in an evaluator of its own, which ends with the command.
+    let local = eval_in(
+        test.root(),
+        state.path(),
+        &["py", "y = 2; y * 21", "--local"],
+    );
+    assert_eq!(
+        (local.status.code(), text(&local.stdout)),
+        (Some(0), "42\n".to_string()),
+        "{}",
+        text(&local.stderr)
+    );
+    let again = eval_in(test.root(), state.path(), &["py", "y", "--local"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("NameError"),
+        "{}",
+        text(&again.stderr)
+    );
+}
+
+#[test]
+fn local_does_not_touch_a_session_that_has_evaluators() {
+    let test = Test::new().manifest(MANIFEST);
+    let state = TempDir::new();
+    let _serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+    let kept = eval_in(test.root(), state.path(), &["py", "z = 7"]);
+    assert_eq!(kept.status.code(), Some(0), "{}", text(&kept.stderr));
+    let local = eval_in(test.root(), state.path(), &["py", "z", "--local"]);
+    assert!(
+        text(&local.stderr).contains("NameError"),
+        "{}",
+        text(&local.stderr)
+    );
+    let session = eval_in(test.root(), state.path(), &["py", "z"]);
+    assert_eq!(text(&session.stdout), "7\n", "{}", text(&session.stderr));
+}
+
+#[test]
+fn ctrl_c_cancels_a_session_evaluation_and_the_evaluator_keeps_its_state() {
+    let test = Test::new().manifest(MANIFEST);
+    let state = TempDir::new();
+    let _serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+    let started = test.root().join("started");
+    let code = format!(
+        "import pathlib, time\nkept = 3\npathlib.Path({:?}).touch()\ntime.sleep(600)",
+        started.display().to_string()
+    );
+    let mut child = Command::new(once_binary())
+        .args(["eval", "py", &code, "--deadline", "10m"])
+        .current_dir(test.root())
+        .env("XDG_STATE_HOME", state.path())
+        .env_remove("ONCE_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawns once eval");
+    let pid = i32::try_from(child.id()).expect("a pid fits in i32");
+    // The file appears once the code runs in the session's evaluator.
+    let waiting = Instant::now();
+    while !started.exists() {
+        if waiting.elapsed() > PATIENCE || child.try_wait().is_ok_and(|status| status.is_some()) {
+            // SAFETY: our own child, not yet reaped by a wait that returned its status.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the evaluation did not start within {PATIENCE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: a signal to our own child, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let (sender, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    let output = done
+        .recv_timeout(PATIENCE)
+        .unwrap_or_else(|_| {
+            // SAFETY: the waiter has not reaped it yet.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("once eval did not stop within {PATIENCE:?} of SIGINT")
+        })
+        .expect("waits");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("interrupted"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    // The session interrupted the code: its evaluator is free again, with its state.
+    let kept = eval_in(test.root(), state.path(), &["py", "kept", "--json"]);
+    let kept: Value = serde_json::from_slice(&kept.stdout).expect("stdout is JSON");
+    assert_eq!(
+        (kept["value"].clone(), kept["state_lost"].clone()),
+        (json!("3"), json!(false))
+    );
 }
