@@ -462,6 +462,17 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct MemoryQueryArgs {
+    /// Words to search for (ranked); without any, entries are listed
+    pub words: Vec<String>,
+    /// One entry by id, with its body
+    #[arg(long, conflicts_with = "words")]
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub list: ListArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct RunArgs {
     /// `TARGET` or `TARGET:CAPABILITY` (repeat for more)
     #[arg(value_name = "TARGET[:CAPABILITY]")]
@@ -590,6 +601,17 @@ Examples:
   once query graph order web:test             What `once run web:test` would run, in waves"
     )]
     Graph(GraphQuery),
+
+    /// Project memory: ranked search, a filtered list, or one entry (the `once_query_memory` value)
+    #[command(after_help = "\
+Examples:
+  once query memory                                The first page of entries, newest first
+  once query memory release checklist              Ranked search over titles, tags and bodies
+  once query memory --kind decision --target web   Filtered list
+  once query memory --id 20261129-101500-1a2b3c4d  One entry with its body
+
+Always JSON: the same value as `once memory search|list|show --json`.")]
+    Memory(MemoryQueryArgs),
 
     /// Recent runs, a page of one run's actions, or a page of one action's log
     #[command(after_help = "\

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use once_graph::Workspace;
 use once_memory::{Change, Draft, Kind, MemoryQuery, Store, front_matter};
 
-use crate::cli::{AddArgs, EditArgs, ListArgs, MemoryCommand};
+use crate::cli::{AddArgs, EditArgs, ListArgs, MemoryCommand, MemoryQueryArgs};
 use crate::exit::Outcome;
 use crate::output;
 
@@ -45,6 +45,22 @@ pub fn run(workspace: Option<&Path>, command: MemoryCommand) -> Result<Outcome> 
         },
         MemoryCommand::Check { json } => check(&store, json),
     }
+}
+
+/// `once query memory`: the same value as `once memory search|list|show --json`, always as JSON.
+pub fn query(workspace: Option<&Path>, args: MemoryQueryArgs) -> Result<Outcome> {
+    let store = Store::new(&super::find_root(workspace)?);
+    let q = match args.id {
+        Some(id) => MemoryQuery {
+            id: Some(id),
+            ..MemoryQuery::default()
+        },
+        None => {
+            let words = (!args.words.is_empty()).then(|| args.words.join(" "));
+            list_query(words, &args.list)?
+        }
+    };
+    read(&store, &q, true, false)
 }
 
 /// Whether the build graph has a target; an unloadable workspace has none we can vouch for.

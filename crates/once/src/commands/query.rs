@@ -26,6 +26,10 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         };
         return print(once_run::query_runs(&store, &q));
     }
+    // Memory lives beside the graph, not in it: answered even while a manifest is invalid.
+    if let Query::Memory(args) = request {
+        return super::memory::query(workspace, args);
+    }
     let loaded = super::load(workspace)?;
     // The workspace overview carries its own diagnostics, so it is printed even for a broken
     // manifest (then with exit status 2); every other query needs a valid graph.
@@ -43,7 +47,7 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     match request {
-        Query::Workspace | Query::Runs(_) => unreachable!("answered above"),
+        Query::Workspace | Query::Runs(_) | Query::Memory(_) => unreachable!("answered above"),
         Query::Targets(args) => {
             let (cursor, limit) = page(args.page);
             let q = TargetsQuery {

@@ -494,3 +494,32 @@ fn mcp_without_allow_edit_cannot_write_memory() {
     assert!(refused.to_string().contains("--allow-edit"), "{refused}");
     assert!(!ws.path().join(".once/memory").exists());
 }
+
+#[test]
+fn query_memory_prints_the_same_value_as_memory_json() {
+    let ws = workspace();
+    let root = ws.path();
+    let id = add(root, "Release checklist", &["--body", "Tag, then publish."]);
+    add(root, "Unrelated", &["--body", "Nothing here."]);
+
+    let searched = json(&once(root, &["query", "memory", "release"]));
+    assert_eq!(
+        searched,
+        json(&once(root, &["memory", "search", "release", "--json"]))
+    );
+    assert_eq!(searched["entries"][0]["id"], id.as_str(), "{searched}");
+
+    let one = json(&once(root, &["query", "memory", "--id", &id]));
+    assert_eq!(one, json(&once(root, &["memory", "show", &id, "--json"])));
+
+    let listed = json(&once(root, &["query", "memory", "--limit", "1"]));
+    assert_eq!(
+        listed,
+        json(&once(root, &["memory", "list", "--limit", "1", "--json"]))
+    );
+    assert_eq!(
+        listed["entries"].as_array().expect("a list").len(),
+        1,
+        "{listed}"
+    );
+}
