@@ -69,6 +69,20 @@ pub fn write_atomic(dest: &Path, bytes: &[u8], mode: Mode) -> io::Result<()> {
     sync_dir(dir)
 }
 
+/// Replaces `dest` with `bytes` atomically but without flushing anything to disk, creating missing
+/// folders. A reader never sees a torn file; after a crash the file may be the old one, or (on some
+/// file systems) empty. For records that a crash may lose, such as a run's report or a cache of
+/// file hashes, where an fsync would cost every command.
+pub fn write_replacing(dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    fs::create_dir_all(parent(dest))?;
+    let temp = temp_path(dest);
+    let result = fs::write(&temp, bytes).and_then(|()| fs::rename(&temp, dest));
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
 /// Writes `bytes` to a new file at `path` and flushes it to disk; fails if `path` exists.
 /// For callers that stage a file under a name of their own and rename it later.
 pub fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -121,8 +135,9 @@ fn parent(path: &Path) -> &Path {
     }
 }
 
-/// A hidden name next to `dest`, unique across threads and processes.
-fn temp_path(dest: &Path) -> PathBuf {
+/// A hidden name next to `dest`, unique across threads and processes: where a caller stages a
+/// file it will rename over `dest`.
+pub fn temp_path(dest: &Path) -> PathBuf {
     let name = dest
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -154,6 +169,16 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"second");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn write_replacing_makes_folders_and_leaves_no_temporary() {
+        let dir = scratch("replacing");
+        let path = dir.join("a/b.json");
+        write_replacing(&path, b"first, and longer").unwrap();
+        write_replacing(&path, b"second").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"second");
+        assert_eq!(fs::read_dir(dir.join("a")).unwrap().count(), 1);
     }
 
     #[test]

@@ -16,9 +16,9 @@ use globset::{Glob, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::fsio::{temp_path, write_atomic};
 use crate::hashes::FileHashes;
 use crate::key::Key;
+use once_fs::{Mode, temp_path, write_atomic};
 
 /// What `ac/<key>` holds: enough to replay a run without running it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -195,7 +195,10 @@ impl Cache {
             path: path.clone(),
             source: io::Error::other(e),
         })?;
-        write_atomic(&path, &bytes).map_err(Error::io(&path))?;
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(Error::io(parent))?;
+        }
+        write_atomic(&path, &bytes, Mode::Replace).map_err(Error::io(&path))?;
         Ok(result)
     }
 

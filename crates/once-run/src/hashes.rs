@@ -20,8 +20,8 @@ use std::time::SystemTime;
 
 use once_fs::{STAMP_BYTES, Stamp};
 
-use crate::fsio::write_replacing;
 use crate::key::hash_file;
+use once_fs::write_replacing;
 
 /// The first bytes of the file; a new layout gets a new magic, and old files read as empty.
 const MAGIC: &[u8] = b"once file hashes v1\n";

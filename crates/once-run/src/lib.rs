@@ -46,7 +46,6 @@
 
 mod cache;
 mod error;
-mod fsio;
 mod hashes;
 mod key;
 mod params;

@@ -14,8 +14,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::fsio::write_replacing;
 use crate::report::RunReport;
+use once_fs::write_replacing;
 
 /// How many runs the store keeps by default.
 pub const KEEP_RUNS: usize = 50;
