@@ -97,8 +97,9 @@ impl Stamp {
             self.ctime.0 as u64,
             self.ctime.1 as u64,
         ];
-        for (chunk, field) in out.chunks_exact_mut(8).zip(fields) {
-            chunk.copy_from_slice(&field.to_le_bytes());
+        let (words, _racy) = out.as_chunks_mut::<8>();
+        for (word, field) in words.iter_mut().zip(fields) {
+            *word = field.to_le_bytes();
         }
         out[STAMP_BYTES - 1] = u8::from(self.racy);
         out

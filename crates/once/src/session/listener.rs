@@ -121,7 +121,7 @@ impl Door {
         let accepted = self.authenticate(&stream);
         self.handshakes.fetch_sub(1, Ordering::SeqCst);
         let Some(reader) = accepted else { return };
-        let Some(_slot) = self.claim(peer) else {
+        let Some(slot) = self.claim(peer) else {
             let message = self.busy_message();
             tracing::info!("refused {peer}: {message}");
             refuse(stream, BUSY, &message);
@@ -131,6 +131,9 @@ impl Door {
         if let Err(error) = serve(&self.config, reader, &stream) {
             tracing::warn!("the connection from {peer} failed: {error}");
         }
+        // Free the slot before the client can see the connection close: a client that waits for
+        // the close (the bridge, `once eval`) and connects again at once must find it free.
+        drop(slot);
         let _ = stream.shutdown(Shutdown::Both);
         tracing::info!("{peer} disconnected");
     }

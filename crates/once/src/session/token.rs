@@ -51,8 +51,9 @@ impl Token {
             return None;
         }
         let mut bytes = [0u8; TOKEN_BYTES];
-        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
-            *byte = (hex_value(pair[0])? << 4) | hex_value(pair[1])?;
+        let (pairs, _) = digits.as_chunks::<2>();
+        for (byte, &[high, low]) in bytes.iter_mut().zip(pairs) {
+            *byte = (hex_value(high)? << 4) | hex_value(low)?;
         }
         Some(Token(bytes))
     }
