@@ -688,3 +688,25 @@ command = "echo the reason; exit 3"
     let (code, _) = mcp.wait(PATIENCE);
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn warnings_on_a_pipe_carry_no_colour_codes() {
+    let root = workspace(
+        "[targets.t]\nkind = \"command\"\n[targets.t.capabilities.build]\n\
+         command = \"echo built > out.txt\"\noutputs = [\"out.txt\"]\n",
+    );
+    assert_eq!(run(root.path(), &["t:build"]).status.code(), Some(0));
+    // A damaged cache entry is a warning (and a miss), which is what stderr must carry plainly.
+    let entries = root.path().join(".once/cache/ac");
+    for entry in std::fs::read_dir(&entries).expect("the cache has entries") {
+        std::fs::write(entry.expect("an entry").path(), b"not a cache entry").expect("damages it");
+    }
+    let output = run(root.path(), &["t:build"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("unreadable cache entry"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes on a pipe: {stderr:?}"
+    );
+}
