@@ -115,15 +115,22 @@ fn a_long_evaluation_sends_heartbeats_and_a_cancel_interrupts_it_keeping_state()
     let mut server = Mcp::spawn(test.root(), &["--allow-run"]);
     server.initialize();
     let started = std::time::Instant::now();
+    // The code says when it has set `kept` and gone to sleep: a heartbeat only proves the code
+    // reached the evaluator, and on a loaded machine an interrupt may land before the assignment.
+    let asleep = test.root().join("asleep");
+    let code = format!(
+        "import time\nkept = 5\nopen({:?}, 'w').close()\ntime.sleep(600)",
+        asleep.display().to_string()
+    );
     server.send(
         &json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
             "name": "once_eval",
-            "arguments": {"target": "py", "code": "import time\nkept = 5\ntime.sleep(600)", "deadline": "10m"},
+            "arguments": {"target": "py", "code": code, "deadline": "10m"},
             "_meta": {"progressToken": "beat"},
         }})
         .to_string(),
     );
-    // The first heartbeat proves the evaluation is running; then the client gives up on it.
+    // A heartbeat arrives while the code runs; once it is asleep, the client gives up on it.
     loop {
         let message = server.recv();
         if message["method"] == "notifications/progress" {
@@ -140,6 +147,14 @@ fn a_long_evaluation_sends_heartbeats_and_a_cancel_interrupts_it_keeping_state()
             message["id"], 10,
             "answered before any heartbeat: {message}"
         );
+    }
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !asleep.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the code never went to sleep"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
     server.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 10}})
