@@ -149,6 +149,37 @@ pub fn temp_path(dest: &Path) -> PathBuf {
     ))
 }
 
+/// How long a staging file must have been left alone before [`is_abandoned_temp`] may call it
+/// abandoned: far longer than any write takes, so a live writer the pid check cannot see (in
+/// another pid namespace) keeps its file.
+pub const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether `name` (a file name in `dir`) is a staging file that [`temp_path`] made for a writer
+/// that is gone: its process no longer runs and the file is older than [`ABANDONED_AFTER`].
+/// A writer killed between creating its staging file and renaming it leaves such a file; the
+/// folder's owner removes them when it lists the folder anyway.
+pub fn is_abandoned_temp(dir: &Path, name: &str) -> bool {
+    let Some(pid) = temp_owner(name) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only asks whether the process exists; it sends nothing.
+    let gone = unsafe { libc::kill(pid, 0) } == -1
+        && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    gone && fs::symlink_metadata(dir.join(name))
+        .and_then(|meta| meta.modified())
+        .is_ok_and(|modified| modified.elapsed().is_ok_and(|age| age > ABANDONED_AFTER))
+}
+
+/// The pid in a name of [`temp_path`]'s shape, `.NAME.PID.XXXXXXXX.tmp`.
+fn temp_owner(name: &str) -> Option<libc::pid_t> {
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (rest, random) = rest.rsplit_once('.')?;
+    let (_, pid) = rest.rsplit_once('.')?;
+    let valid = random.len() == 8 && random.bytes().all(|b| b.is_ascii_hexdigit());
+    let pid = pid.parse::<libc::pid_t>().ok().filter(|&pid| pid > 0)?;
+    valid.then_some(pid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +189,36 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    #[test]
+    fn a_staging_file_is_abandoned_only_when_its_writer_is_gone_and_it_is_old() {
+        let dir = scratch("abandoned");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let old = std::time::SystemTime::now() - ABANDONED_AFTER * 2;
+        let make = |name: &str, modified| {
+            let file = File::create(dir.join(name)).unwrap();
+            file.set_modified(modified).unwrap();
+            name.to_owned()
+        };
+        let abandoned = make(&format!(".a.md.{dead}.0badcafe.tmp"), old);
+        let fresh = make(
+            &format!(".b.md.{dead}.0badcafe.tmp"),
+            std::time::SystemTime::now(),
+        );
+        let live = make(&format!(".c.md.{}.0badcafe.tmp", std::process::id()), old);
+        let not_ours = make(&format!(".d.md.{dead}.tmp"), old);
+        assert!(is_abandoned_temp(&dir, &abandoned));
+        assert!(!is_abandoned_temp(&dir, &fresh), "too recent");
+        assert!(!is_abandoned_temp(&dir, &live), "its writer runs");
+        assert!(!is_abandoned_temp(&dir, &not_ours), "not a staging name");
+        assert!(!is_abandoned_temp(&dir, "20250101-000000-00000000.md"));
+        let staged = temp_path(&dir.join("e.md"));
+        let name = staged.file_name().unwrap().to_str().unwrap();
+        assert_eq!(temp_owner(name), Some(std::process::id() as libc::pid_t));
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -17,8 +17,8 @@ mod path;
 mod stamp;
 
 pub use atomic::{
-    Lock, Mode, create_dirs, lock, remove_durably, sync_dir, temp_path, write_atomic,
-    write_replacing, write_synced,
+    ABANDONED_AFTER, Lock, Mode, create_dirs, is_abandoned_temp, lock, remove_durably, sync_dir,
+    temp_path, write_atomic, write_replacing, write_synced,
 };
 pub use path::{PathError, WorkspacePath};
 pub use stamp::{RACY_WINDOW, STAMP_BYTES, Stamp};

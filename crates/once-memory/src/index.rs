@@ -571,6 +571,9 @@ fn merge(dir: &Path, old: &Corpus, listed: &[(String, Stamp)]) -> Result<Option<
 ///
 /// Listing and statting overlap: this thread reads the folder and hands each [`BATCH`] of names
 /// to a helper thread that stats them; once the listing ends, both threads stat what is left.
+/// Staging files of writers that were killed mid-write are removed on the way (see
+/// `once_fs::is_abandoned_temp`): the listing is the one pass that sees them, so they cost
+/// nothing when there are none.
 fn list(dir: &Path) -> std::io::Result<Vec<(String, Stamp)>> {
     type Batch = Vec<(String, fs::DirEntry)>;
     let (send, receive) = mpsc::channel::<Batch>();
@@ -590,11 +593,16 @@ fn list(dir: &Path) -> std::io::Result<Vec<(String, Stamp)>> {
     std::thread::scope(|scope| {
         let mut helper = None;
         let mut batch: Batch = Vec::with_capacity(BATCH);
+        let mut staging = Vec::new();
         for item in fs::read_dir(dir)? {
             let item = item?;
             let Ok(name) = item.file_name().into_string() else {
                 continue;
             };
+            if name.starts_with('.') && name.ends_with(".tmp") {
+                staging.push(name);
+                continue;
+            }
             let Some(id) = name.strip_suffix(".md") else {
                 continue;
             };
@@ -612,6 +620,12 @@ fn list(dir: &Path) -> std::io::Result<Vec<(String, Stamp)>> {
         }
         let _ = send.send(batch);
         drop(send);
+        for name in staging {
+            if once_fs::is_abandoned_temp(dir, &name) {
+                // Best effort: another lister may have removed it first.
+                let _ = fs::remove_file(dir.join(&name));
+            }
+        }
         let mut listed = stat();
         if let Some(helper) = helper {
             match helper.join() {

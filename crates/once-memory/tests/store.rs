@@ -390,3 +390,44 @@ fn the_index_cache_never_hides_a_hand_edit() {
     std::fs::remove_file(&file).unwrap();
     assert!(search("gamma").is_empty());
 }
+
+#[test]
+fn staging_files_of_killed_writers_are_cleaned_up_and_live_ones_kept() {
+    let dir = TempDir::new();
+    let store = Store::new(&dir.0);
+    let kept = store
+        .create(draft("Kept", Kind::Note, &[], "body"))
+        .unwrap();
+    // A writer that staged an entry and has not renamed it yet, then is killed.
+    let mut writer = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    let old = std::time::SystemTime::now() - once_fs::ABANDONED_AFTER * 2;
+    let staged = (0..60)
+        .map(|n| {
+            let path = store
+                .dir()
+                .join(format!(".{n}.md.{}.0000abcd.tmp", writer.id()));
+            let file = std::fs::File::create(&path).unwrap();
+            file.set_modified(old).unwrap();
+            path
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(ids(&store, MemoryQuery::default()), ["Kept"]);
+    assert!(
+        staged.iter().all(|path| path.exists()),
+        "a running writer keeps its staging files"
+    );
+
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    assert_eq!(ids(&store, MemoryQuery::default()), ["Kept"]);
+    let left: Vec<_> = std::fs::read_dir(store.dir())
+        .unwrap()
+        .map(|item| item.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "abandoned staging files remain: {left:?}");
+    assert_eq!(store.get(&kept.id).unwrap().title, "Kept");
+}
