@@ -82,7 +82,7 @@ impl RequestId {
 fn integral(x: f64) -> Option<i64> {
     const EXACT: f64 = 9_007_199_254_740_992.0;
     // The range check makes the cast exact (and -0 becomes 0: integers have no sign of zero).
-    (x.fract() == 0.0 && x.abs() <= EXACT).then(|| x as i64)
+    (x.fract() == 0.0 && x.abs() <= EXACT).then_some(x as i64)
 }
 
 impl fmt::Display for RequestId {
