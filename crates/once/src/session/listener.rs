@@ -14,10 +14,14 @@
 //! Unauthenticated connections can never keep the owner out. At most [`MAX_HANDSHAKES`] of them
 //! wait for their first line at once; when one more arrives, the oldest waiting one is shut down
 //! to make room, instead of the newcomer being turned away. A real client presents its token in
-//! its first write, right after connecting, so it spends microseconds in the handshake; a peer
-//! that holds a connection open without a token is always the oldest in the queue soon enough.
-//! A flood of connections therefore costs at most `MAX_HANDSHAKES` threads blocked in reads (each
-//! for at most [`TOKEN_WAIT`]), never the owner's access.
+//! its first write, right after connecting, so it leaves the queue as soon as its thread has read
+//! one line, long before it could become the oldest of 16; connections that hold the door open
+//! without a token are the ones that age and are evicted. (Only a flood of sixteen new
+//! connections inside that first read could evict a real client; it then sees the connection
+//! closed and may retry, and the flood must go on at full speed to do it again.) A connection
+//! stays in the queue until it is accepted or its refusal is sent, so a flood costs at most
+//! `MAX_HANDSHAKES` threads, each for at most [`TOKEN_WAIT`] and [`DRAIN`], plus those of evicted
+//! connections, which end at once.
 //!
 //! No byte of an unauthenticated connection ever reaches `serve`, and this module must never
 //! bind anything but loopback or leave a refused peer waiting.
