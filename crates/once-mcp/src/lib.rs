@@ -6,6 +6,7 @@
 //! signals, the environment): the `once` binary does the fd-level wiring and
 //! registers the tools through [`Tool`].
 
+mod arguments;
 pub mod catalog;
 pub mod codec;
 pub mod message;

@@ -22,10 +22,27 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// Internal JSON-RPC error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// A request other than `initialize` or `ping` came before `initialize` (the code LSP gives
+/// this case, in JSON-RPC's range for implementation-defined server errors).
+pub const NOT_INITIALIZED: i64 = -32002;
 
-/// A request id: MCP allows a string or a number; we accept integers only
-/// (JSON-RPC says ids SHOULD NOT have fractional parts) so that echoing one
-/// back is always byte-exact.
+/// How many characters of a value the client sent an error message may repeat.
+const ECHO_CHARS: usize = 64;
+
+/// What an error message repeats of a value the client sent: the value itself when it is short,
+/// else its first [`ECHO_CHARS`] characters and `…`, so a huge name or id never comes back whole.
+pub fn excerpt(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(ECHO_CHARS) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((cut, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..cut])),
+    }
+}
+
+/// A request id: MCP allows a string or a number; we accept numbers whose
+/// value is an integer (JSON-RPC says ids SHOULD NOT have fractional parts).
+/// An integer written as one is echoed byte-exact; one written otherwise
+/// (`-0`, `7.0`, `1e3`) is the same number and is echoed as the plain
+/// integer (`0`, `7`, `1000`), which every client compares equal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum RequestId {
     /// An integer id that fits in `i64`.
@@ -44,7 +61,8 @@ impl RequestId {
             Value::Number(n) => n
                 .as_i64()
                 .map(Self::Integer)
-                .or_else(|| n.as_u64().map(Self::Unsigned)),
+                .or_else(|| n.as_u64().map(Self::Unsigned))
+                .or_else(|| n.as_f64().and_then(integral).map(Self::Integer)),
             _ => None,
         }
     }
@@ -59,12 +77,21 @@ impl RequestId {
     }
 }
 
+/// The integer a float stands for, when it is one that an `f64` holds exactly (|x| ≤ 2⁵³);
+/// serde_json reads `-0`, `7.0` and `1e3` as floats.
+fn integral(x: f64) -> Option<i64> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    // The range check makes the cast exact (and -0 becomes 0: integers have no sign of zero).
+    (x.fract() == 0.0 && x.abs() <= EXACT).then_some(x as i64)
+}
+
 impl fmt::Display for RequestId {
+    /// For messages and logs: a long string id is cut (see [`excerpt`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Integer(n) => write!(f, "{n}"),
             Self::Unsigned(n) => write!(f, "{n}"),
-            Self::String(s) => write!(f, "{s:?}"),
+            Self::String(s) => write!(f, "{:?}", excerpt(s)),
         }
     }
 }
@@ -172,7 +199,10 @@ impl RpcError {
 
     /// -32601 naming the method.
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
+        Self::new(
+            METHOD_NOT_FOUND,
+            format!("Method not found: {}", excerpt(method)),
+        )
     }
 }
 
@@ -207,6 +237,18 @@ mod tests {
         for raw in [json!(null), json!(1.5), json!(true), json!([1]), json!({})] {
             assert_eq!(RequestId::from_value(&raw), None);
         }
+        for (raw, id) in [(json!(-0.0), 0), (json!(7.0), 7), (json!(-3e3), -3000)] {
+            assert_eq!(RequestId::from_value(&raw), Some(RequestId::Integer(id)));
+        }
+        assert_eq!(RequestId::from_value(&json!(1e300)), None);
+    }
+
+    #[test]
+    fn excerpts_cut_on_characters() {
+        assert_eq!(excerpt("short"), "short");
+        let long = "é".repeat(100);
+        assert_eq!(excerpt(&long), format!("{}…", "é".repeat(64)));
+        assert_eq!(excerpt(&"x".repeat(64)), "x".repeat(64));
     }
 
     #[test]

@@ -16,12 +16,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use crate::arguments::check_arguments;
 use crate::codec::{DEFAULT_MAX_LINE_BYTES, Frame, LineReader, decode_line, is_blank};
 use crate::message::{
-    INTERNAL_ERROR, INVALID_REQUEST, Incoming, PARSE_ERROR, RequestId, RpcError, classify,
-    error_response, result_response,
+    INTERNAL_ERROR, INVALID_REQUEST, Incoming, NOT_INITIALIZED, PARSE_ERROR, RequestId, RpcError,
+    classify, error_response, excerpt, result_response,
 };
-use crate::outbox::{Outbox, Writer};
+use crate::outbox::{self, Outbox, Writer};
 use crate::tool::{
     CallContext, CancelToken, Gate, Gates, LogLevel, LogThreshold, Tool, ToolResult, log_to_client,
     validate_tools, wrap_output_schema,
@@ -90,6 +91,9 @@ pub struct ServeOptions {
     pub max_line_bytes: usize,
     /// Most tool calls running at once; more get a -32603 "busy" error.
     pub max_in_flight: usize,
+    /// Most bytes of output waiting for the client to read them. When they are reached, replies
+    /// wait (so the loop stops reading input) and notifications are dropped; see `outbox.rs`.
+    pub outbox_bytes: usize,
     /// How long, at end of input, to wait for cancelled calls to return.
     pub shutdown_grace: Duration,
     /// When cancelled, the loop stops before reading the next line. (A read
@@ -103,6 +107,7 @@ impl Default for ServeOptions {
         Self {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_in_flight: 32,
+            outbox_bytes: outbox::DEFAULT_CAPACITY,
             shutdown_grace: Duration::from_millis(500),
             shutdown: CancelToken::new(),
         }
@@ -131,7 +136,7 @@ pub fn serve_with<R: BufRead, W: Write + Send + 'static>(
     options: ServeOptions,
 ) -> io::Result<()> {
     validate_tools(&config.tools).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let writer = Writer::spawn(writer)?;
+    let writer = Writer::spawn(writer, options.outbox_bytes)?;
     let mut session = Session::new(config, writer.outbox(), &options);
     let mut lines = LineReader::new(reader, options.max_line_bytes);
     let read_result = loop {
@@ -372,6 +377,19 @@ impl Session {
     }
 
     fn handle_request(&mut self, id: RequestId, method: &str, params: Option<Value>, sink: &Sink) {
+        if !self.initialized && needs_initialize(method) {
+            sink.deliver(Some(error_response(
+                Some(&id),
+                &RpcError::new(
+                    NOT_INITIALIZED,
+                    format!(
+                        "Server not initialized: send initialize (and wait for its reply) before {}",
+                        excerpt(method)
+                    ),
+                ),
+            )));
+            return;
+        }
         if let Some(hook) = self
             .config
             .before_request
@@ -496,7 +514,8 @@ impl Session {
                 .filter(|&n| n > 0 && n < listed.len() && n % page_size == 0)
                 .ok_or_else(|| {
                     RpcError::invalid_params(format!(
-                        "Invalid params: unknown cursor {cursor:?}; call tools/list without a cursor to start over"
+                        "Invalid params: unknown cursor {:?}; call tools/list without a cursor to start over",
+                        excerpt(cursor)
                     ))
                 })?,
             Some(_) => {
@@ -565,7 +584,7 @@ impl Session {
                  until then, do not retry this call."
             ))));
         }
-        if let Some(text) = undeclared_arguments(tool, &arguments) {
+        if let Err(text) = check_arguments(tool, &arguments) {
             return Some(Ok(error_result(text)));
         }
         let progress_token = params
@@ -641,8 +660,12 @@ impl Session {
     }
 
     fn unknown_tool_text(&self, name: &str) -> String {
+        // No tool name is longer than 128 characters, so a longer one is near none of them (and
+        // the quadratic distance is never computed over a huge name).
+        let comparable = name.chars().count() <= 128;
         let mut near: Vec<(usize, &str)> = self
             .listed_tools()
+            .filter(|_| comparable)
             .map(|t| {
                 (
                     edit_distance(&name.to_lowercase(), &t.name.to_lowercase()),
@@ -657,6 +680,7 @@ impl Session {
             .collect();
         near.sort();
         let names: Vec<String> = near.iter().take(3).map(|(_, n)| format!("{n:?}")).collect();
+        let name = excerpt(name);
         if names.is_empty() {
             format!("Unknown tool {name:?}. Call tools/list to see the available tools.")
         } else {
@@ -666,43 +690,6 @@ impl Session {
             )
         }
     }
-}
-
-/// The strict root input schema, enforced here for every tool alike: an argument the schema does
-/// not declare is refused before the handler runs, with the names it does accept.
-fn undeclared_arguments(tool: &Tool, arguments: &Map<String, Value>) -> Option<String> {
-    let declared = tool
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object)?;
-    let unknown: Vec<&str> = arguments
-        .keys()
-        .map(String::as_str)
-        .filter(|key| !declared.contains_key(*key))
-        .collect();
-    if unknown.is_empty() {
-        return None;
-    }
-    let quoted = |names: Vec<&str>| {
-        names
-            .iter()
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let accepted = if declared.is_empty() {
-        "it takes no arguments".to_string()
-    } else {
-        format!(
-            "it accepts {}",
-            quoted(declared.keys().map(String::as_str).collect())
-        )
-    };
-    Some(format!(
-        "{} does not take {}: {accepted}. Fix the arguments and call it again.",
-        tool.name,
-        quoted(unknown)
-    ))
 }
 
 /// Everything a worker thread needs to run one call and deliver its reply.
@@ -743,17 +730,35 @@ impl Job {
                 )
             }
         };
-        // Deciding and delivering under the lock makes a racing cancellation
-        // either suppress this reply or find the call already gone.
-        let mut running = lock(&calls.running);
-        let suppressed = running.remove(&id).is_some_and(|call| call.suppressed);
+        // Delivering may wait for the client to read (a full outbox), so it happens outside the
+        // lock, which the read loop needs. The call stays registered until its reply is queued:
+        // shutdown waits for it, and its id stays in use. A cancellation that arrives after the
+        // check finds a reply already on its way, which the client ignores as the spec says.
+        let suppressed = lock(&calls.running)
+            .get(&id)
+            .is_some_and(|call| call.suppressed);
         if suppressed {
             tracing::debug!(%id, "reply suppressed: the client cancelled the call");
         }
         sink.deliver((!suppressed).then_some(reply));
-        drop(running);
+        lock(&calls.running).remove(&id);
         calls.idle.notify_all();
     }
+}
+
+/// Whether `method` is one we serve only after `initialize`: everything we know but `initialize`
+/// and `ping`. An unknown method is left to dispatch, whose -32601 lets a client that probes for
+/// a newer method fall back at once.
+fn needs_initialize(method: &str) -> bool {
+    matches!(
+        method,
+        "logging/setLevel"
+            | "tools/list"
+            | "tools/call"
+            | "resources/list"
+            | "resources/templates/list"
+            | "prompts/list"
+    )
 }
 
 fn params_object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {

@@ -554,7 +554,8 @@ impl CallContext {
 
     /// Reports progress. A no-op when the client sent no progress token, when
     /// `progress` does not increase (the spec requires it to), after
-    /// cancellation, and after the reply. Never blocks.
+    /// cancellation, and after the reply. Never blocks: when the client has
+    /// left the output unread up to the outbox's limit, it is dropped.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let Some(token) = &self.progress_token else {
             return;
@@ -579,11 +580,12 @@ impl CallContext {
             params.insert("message".into(), json!(message));
         }
         self.outbox
-            .send(&notification("notifications/progress", params));
+            .notify(&notification("notifications/progress", params));
     }
 
     /// Logs a message: always to `tracing`, and to the client as
-    /// `notifications/message` when it asked for this level or lower.
+    /// `notifications/message` when it asked for this level or lower (dropped,
+    /// like progress, while the client leaves the outbox full).
     pub fn log(&self, level: LogLevel, message: &str) {
         tracing::debug!(tool = self.tool, level = level.as_str(), "{message}");
         if !self.log_threshold.allows(level) {
@@ -594,7 +596,7 @@ impl CallContext {
         params.insert("logger".into(), json!("once"));
         params.insert("data".into(), json!(message));
         self.outbox
-            .send(&notification("notifications/message", params));
+            .notify(&notification("notifications/message", params));
     }
 
     /// Called by the worker before queueing the reply: no progress after it.
@@ -615,7 +617,7 @@ pub(crate) fn log_to_client(
         params.insert("level".into(), json!(level.as_str()));
         params.insert("logger".into(), json!("once"));
         params.insert("data".into(), json!(text));
-        outbox.send(&notification("notifications/message", params));
+        outbox.notify(&notification("notifications/message", params));
     }
 }
 

@@ -1039,3 +1039,399 @@ fn undeclared_arguments_are_refused_before_the_handler_runs() {
     );
     client.assert_quiet(3);
 }
+
+// ---------------------------------------------------------------- limits
+
+#[test]
+fn minus_zero_and_other_integral_numbers_are_valid_ids() {
+    let client = Client::start(config(vec![]));
+    // `-0` and `1.0` are JSON numbers whose value is an integer: valid ids, echoed as integers.
+    for (raw, id) in [
+        (r#"{"jsonrpc":"2.0","id":-0,"method":"ping"}"#, json!(0)),
+        (r#"{"jsonrpc":"2.0","id":-0.0,"method":"ping"}"#, json!(0)),
+        (r#"{"jsonrpc":"2.0","id":7.0,"method":"ping"}"#, json!(7)),
+        (r#"{"jsonrpc":"2.0","id":-3e0,"method":"ping"}"#, json!(-3)),
+    ] {
+        client.send_raw(format!("{raw}\n").as_bytes());
+        assert_eq!(
+            client.recv(),
+            json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            "{raw}"
+        );
+    }
+    // A fraction stays refused, as before.
+    client.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":0.5,\"method\":\"ping\"}\n");
+    error(Value::Null, -32600)(&client.recv());
+    client.finish();
+}
+
+#[test]
+fn requests_before_initialize_are_refused_except_ping() {
+    let client = Client::start(config(basic_tools()));
+    client.assert_quiet(1);
+    for (id, method, params) in [
+        (2, "tools/list", json!({})),
+        (
+            3,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "x"}}),
+        ),
+        (4, "logging/setLevel", json!({"level": "debug"})),
+        (5, "resources/list", json!({})),
+        (6, "prompts/list", json!({})),
+    ] {
+        let reply = client.call(request(id, method, params));
+        error(json!(id), -32002)(&reply);
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.contains("initialize"), "{message}");
+    }
+    // An unknown method is still -32601, so a client probing for a newer method falls back at once.
+    error(json!(7), -32601)(&client.call(request(7, "server/discover", json!({}))));
+    client.initialize("2025-11-25");
+    let listed = client.call(request(8, "tools/list", json!({})));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    client.finish();
+}
+
+/// A tool whose schema uses every keyword the server enforces; it counts the calls that reach it.
+fn bounded_tool(reached: Arc<std::sync::atomic::AtomicUsize>) -> Tool {
+    tool(
+        "bounded",
+        Gate::Always,
+        closed_object(
+            json!({
+                "wait_seconds": {"type": "integer", "minimum": 0, "maximum": 3600},
+                "ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+                "name": {"type": "string", "minLength": 1, "maxLength": 8},
+                "tags": {"type": "array", "items": {"type": "string", "maxLength": 4}, "maxItems": 2, "minItems": 1},
+                "mode": {"type": "string", "enum": ["fast", "slow"]},
+                "flag": {"type": "boolean"},
+                "params": {"type": "object", "properties": {"depth": {"type": "integer", "maximum": 3}},
+                           "additionalProperties": false},
+                "either": {"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 2}]},
+            }),
+            &[],
+        ),
+        move |_, _| {
+            reached.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            ToolResult::Value(json!({"text": "ok"}))
+        },
+    )
+}
+
+#[test]
+fn arguments_are_checked_against_every_bound_of_the_input_schema() {
+    let reached = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let client = Client::start(config(vec![bounded_tool(Arc::clone(&reached))]));
+    client.initialize("2025-11-25");
+    let long = "x".repeat(100_000);
+    let cases = [
+        (
+            json!({"wait_seconds": 1_000_000_000_000u64}),
+            vec!["`wait_seconds`", "maximum 3600"],
+        ),
+        (
+            json!({"wait_seconds": -1}),
+            vec!["`wait_seconds`", "minimum 0"],
+        ),
+        (
+            json!({"wait_seconds": 1.5}),
+            vec!["`wait_seconds`", "an integer"],
+        ),
+        (
+            json!({"wait_seconds": "10"}),
+            vec!["`wait_seconds`", "an integer", "a string"],
+        ),
+        (json!({"ratio": 0}), vec!["`ratio`", "above 0"]),
+        (json!({"ratio": 1}), vec!["`ratio`", "below 1"]),
+        (json!({"name": ""}), vec!["`name`", "at least 1 character"]),
+        (
+            json!({"name": "ééééééééé"}),
+            vec!["`name`", "at most 8 characters"],
+        ),
+        (
+            json!({"name": long}),
+            vec!["`name`", "at most 8 characters"],
+        ),
+        (
+            json!({"tags": ["a", "b", "c"]}),
+            vec!["`tags`", "at most 2 items"],
+        ),
+        (json!({"tags": []}), vec!["`tags`", "at least 1 item"]),
+        (
+            json!({"tags": ["abcde"]}),
+            vec!["`tags[0]`", "at most 4 characters"],
+        ),
+        (
+            json!({"mode": "medium"}),
+            vec!["`mode`", "\"fast\", \"slow\""],
+        ),
+        (json!({"flag": "yes"}), vec!["`flag`", "a boolean"]),
+        (
+            json!({"params": {"depth": 4}}),
+            vec!["`params.depth`", "maximum 3"],
+        ),
+        (json!({"params": {"width": 1}}), vec!["`params`", "`width`"]),
+        (json!({"either": "abc"}), vec!["`either`"]),
+        (json!({"either": true}), vec!["`either`"]),
+    ];
+    for (id, (arguments, needles)) in (1..).zip(cases) {
+        let text = tool_error_text(&client.call(call(id, "bounded", arguments.clone())));
+        for needle in needles {
+            assert!(text.contains(needle), "{arguments}: {needle} not in {text}");
+        }
+        assert!(
+            text.len() < 400,
+            "the message echoes too much: {} bytes",
+            text.len()
+        );
+    }
+    assert_eq!(
+        reached.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a bad call reached the handler"
+    );
+    // Values inside every bound reach the handler; `null` still counts as absent.
+    let good = json!({"wait_seconds": 3600, "ratio": 0.5, "name": "ééééééé", "tags": ["a", "bcde"],
+                      "mode": "slow", "flag": false, "params": {"depth": 3}, "either": "ab"});
+    let reply = client.call(call(100, "bounded", good));
+    assert_eq!(
+        reply["result"]["structuredContent"]["result"]["text"], "ok",
+        "{reply}"
+    );
+    let reply = client.call(call(
+        101,
+        "bounded",
+        json!({"wait_seconds": 0, "either": 5, "name": null}),
+    ));
+    assert_eq!(
+        reply["result"]["structuredContent"]["result"]["text"], "ok",
+        "{reply}"
+    );
+    assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 2);
+    client.finish();
+}
+
+#[test]
+fn values_echoed_in_errors_are_cut_short() {
+    let client = Client::start(config(basic_tools()));
+    client.initialize("2025-11-25");
+    let huge = "q".repeat(5 * 1024 * 1024);
+    let short = |reply: &Value, text: &str| {
+        assert!(text.len() < 400, "{} bytes echoed", text.len());
+        assert!(
+            text.contains(&format!("{}…", "q".repeat(64))),
+            "{reply:.200}"
+        );
+    };
+    let reply = client.call(call(1, &huge, json!({})));
+    short(&reply, &tool_error_text(&reply));
+    let reply = client.call(request(2, &huge, json!({})));
+    error(json!(2), -32601)(&reply);
+    short(&reply, reply["error"]["message"].as_str().unwrap());
+    let mut arguments = serde_json::Map::new();
+    arguments.insert(huge.clone(), json!(1));
+    let reply = client.call(call(3, "echo", Value::Object(arguments)));
+    short(&reply, &tool_error_text(&reply));
+    let reply = client.call(request(4, "tools/list", json!({"cursor": huge})));
+    error(json!(4), -32602)(&reply);
+    short(&reply, reply["error"]["message"].as_str().unwrap());
+    client.finish();
+}
+
+/// An endless supply of `tools/list` requests that counts how many lines were taken from it.
+struct Flood {
+    sent: Arc<std::sync::atomic::AtomicUsize>,
+    limit: usize,
+    line: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for Flood {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(out.len());
+        out[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Flood {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.pos == self.line.len() {
+            let n = self.sent.load(std::sync::atomic::Ordering::SeqCst);
+            if n == self.limit {
+                return Ok(&[]);
+            }
+            self.line = if n == 0 {
+                br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#.to_vec()
+            } else {
+                format!(r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/list"}}"#).into_bytes()
+            };
+            self.line.push(b'\n');
+            self.pos = 0;
+            self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(&self.line[self.pos..])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.pos += amount;
+    }
+}
+
+/// A writer that blocks every write until the test opens it, like a client that does not read.
+struct Stuck {
+    open: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    lines: Sender<Vec<u8>>,
+}
+
+impl Write for Stuck {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let (open, opened) = &*self.open;
+        let mut guard = open.lock().unwrap();
+        while !*guard {
+            guard = opened.wait(guard).unwrap();
+        }
+        let _ = self.lines.send(bytes.to_vec());
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Polls `count` until it has not moved for a while (bounded), and returns it.
+fn settled(count: &std::sync::atomic::AtomicUsize) -> usize {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let mut last = count.load(std::sync::atomic::Ordering::SeqCst);
+    let mut still = 0;
+    while still < 50 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        let now = count.load(std::sync::atomic::Ordering::SeqCst);
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    last
+}
+
+#[test]
+fn a_client_that_does_not_read_stops_the_server_reading() {
+    const REQUESTS: usize = 20_000;
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let open = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let (lines, output) = mpsc::channel();
+    let flood = Flood {
+        sent: Arc::clone(&sent),
+        limit: REQUESTS,
+        line: Vec::new(),
+        pos: 0,
+    };
+    let writer = Stuck {
+        open: Arc::clone(&open),
+        lines,
+    };
+    let options = ServeOptions {
+        outbox_bytes: 16 * 1024,
+        ..ServeOptions::default()
+    };
+    let server = std::thread::spawn(move || {
+        serve_with(Arc::new(config(basic_tools())), flood, writer, options)
+    });
+    // A tools/list reply here is about a kilobyte: a 16 KiB outbox holds a few dozen, and then
+    // the loop must stop taking requests until the client reads.
+    let taken = settled(&sent);
+    assert!(
+        taken < 200,
+        "the server took {taken} requests from a client that reads nothing"
+    );
+    // Once the client reads, every request is answered, in order, and serve ends cleanly.
+    *open.0.lock().unwrap() = true;
+    open.1.notify_all();
+    for id in 0..REQUESTS {
+        let reply = parse_line(&output.recv_timeout(PATIENCE).expect("every reply comes"));
+        assert_eq!(reply["id"], json!(id), "{reply:.200}");
+    }
+    server.join().unwrap().expect("serve ends cleanly");
+}
+
+#[test]
+fn progress_never_blocks_a_tool_when_the_client_does_not_read() {
+    let (finished_tx, finished) = mpsc::channel();
+    let finished_tx = Mutex::new(finished_tx);
+    let chatty = tool(
+        "chatty",
+        Gate::Always,
+        closed_object(json!({}), &[]),
+        move |ctx, _| {
+            for step in 1..=10_000 {
+                ctx.progress(
+                    f64::from(step),
+                    Some(10_000.0),
+                    Some("a step of a long job"),
+                );
+            }
+            let _ = finished_tx.lock().unwrap().send(());
+            ToolResult::Value(json!({"text": "done"}))
+        },
+    );
+    let open = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let (lines, output) = mpsc::channel();
+    let (input, rx) = mpsc::channel();
+    let reader = ChannelReader {
+        rx,
+        buf: Vec::new(),
+        pos: 0,
+    };
+    let writer = Stuck {
+        open: Arc::clone(&open),
+        lines,
+    };
+    let options = ServeOptions {
+        outbox_bytes: 16 * 1024,
+        ..ServeOptions::default()
+    };
+    let server = std::thread::spawn(move || {
+        serve_with(Arc::new(config(vec![chatty])), reader, writer, options)
+    });
+    let line = |value: Value| {
+        let mut bytes = serde_json::to_vec(&value).unwrap();
+        bytes.push(b'\n');
+        bytes
+    };
+    input
+        .send(line(request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25"}),
+        )))
+        .unwrap();
+    input
+        .send(line(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                         "params": {"name": "chatty", "arguments": {}, "_meta": {"progressToken": "p"}}})))
+        .unwrap();
+    // The tool gets through all its progress while nothing is written: the overflow is dropped.
+    finished
+        .recv_timeout(PATIENCE)
+        .expect("the tool finishes while the client reads nothing");
+    *open.0.lock().unwrap() = true;
+    open.1.notify_all();
+    let mut progress = 0;
+    loop {
+        let reply = parse_line(&output.recv_timeout(PATIENCE).expect("the reply comes"));
+        if reply["method"] == "notifications/progress" {
+            progress += 1;
+        } else if reply["id"] == 1 {
+            assert_eq!(
+                reply["result"]["structuredContent"]["result"]["text"],
+                "done"
+            );
+            break;
+        }
+    }
+    assert!(progress < 10_000, "every progress notification was queued");
+    drop(input);
+    server.join().unwrap().expect("serve ends cleanly");
+}

@@ -4,8 +4,14 @@
 //! the first line (`client::connect`, shared with `once eval`), and from then on is a pipe: one
 //! thread copies stdin to the socket, another the socket to the real stdout, chunk by chunk as the
 //! bytes arrive, so every line — a malformed one included — reaches the other side exactly as it
-//! was written. It must never parse, re-encode
-//! or buffer a message, and never write anything but the session's bytes to stdout.
+//! was written.
+//!
+//! One exception, for the exit code: the session's first line is held back until it is complete
+//! (or clearly too long to be a refusal), and when it is the door's refusal — an error with a
+//! null id and the door's "busy" or "unauthorized" code — the bridge forwards it and then fails,
+//! so whoever started it sees that it is not connected. The line goes out unchanged either way.
+//! It must never re-encode or otherwise buffer a message, and never write anything but the
+//! session's bytes to stdout.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -102,7 +108,7 @@ pub fn run(entry: &Entry, stdout: File) -> Result<()> {
         .name("session → stdout".into())
         .spawn(move || {
             let mut stdout = stdout;
-            let result = copy(&mut &downstream, &mut stdout);
+            let result = copy_watching_for_refusal(&mut &downstream, &mut stdout);
             let _ = done.send(Side::Session(result));
         })
         .context("cannot start the bridge")?;
@@ -118,19 +124,65 @@ pub fn run(entry: &Entry, stdout: File) -> Result<()> {
                 Ok(Side::Session(result)) => result,
                 _ => {
                     tracing::warn!("the session did not close within {LAST_WORDS:?} of stdin");
-                    Ok(())
+                    Ok(None)
                 }
             }
         }
     };
     // Either way we are done; a thread still blocked reading stdin ends with the process.
     let _ = socket.shutdown(Shutdown::Both);
-    session_result.context("the connection to the session failed")
+    match session_result.context("the connection to the session failed")? {
+        Some(refusal) => bail!("the session refused the connection: {refusal}"),
+        None => Ok(()),
+    }
 }
 
 enum Side {
     Stdin(io::Result<()>),
-    Session(io::Result<()>),
+    /// How the session's side ended, with the door's refusal when it refused us.
+    Session(io::Result<Option<String>>),
+}
+
+/// The door's JSON-RPC codes for "busy" and "unauthorized" (see `listener.rs`).
+const REFUSAL_CODES: [i64; 2] = [-32000, -32001];
+/// A refusal is one short line; a first line longer than this is the session answering.
+const REFUSAL_MAX: usize = 4096;
+
+/// Copies like [`copy`], but holds the first line back until it is complete (or longer than any
+/// refusal) to see whether it is the door's refusal, whose message it returns.
+fn copy_watching_for_refusal(
+    from: &mut impl Read,
+    to: &mut impl Write,
+) -> io::Result<Option<String>> {
+    let mut first = Vec::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    while !first.contains(&b'\n') && first.len() <= REFUSAL_MAX {
+        let n = match from.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        first.extend_from_slice(&buffer[..n]);
+    }
+    to.write_all(&first)?;
+    to.flush()?;
+    let line = first.split(|&b| b == b'\n').next().unwrap_or_default();
+    if let Some(refusal) = refusal(line) {
+        return Ok(Some(refusal));
+    }
+    copy(from, to).map(|()| None)
+}
+
+/// The message of the door's refusal, when `line` is one.
+fn refusal(line: &[u8]) -> Option<String> {
+    let message: serde_json::Value = serde_json::from_slice(line).ok()?;
+    let error = message.get("error")?;
+    let refused = message.get("id").is_some_and(serde_json::Value::is_null)
+        && error["code"]
+            .as_i64()
+            .is_some_and(|code| REFUSAL_CODES.contains(&code));
+    refused.then(|| error["message"].as_str().unwrap_or("refused").to_owned())
 }
 
 /// Copies until end of input, writing each chunk as soon as it is read.

@@ -1,19 +1,36 @@
 //! The session's door: a TCP listener on 127.0.0.1 that lets one authenticated client at a time
 //! talk MCP.
 //!
-//! Every connection gets its own thread, which reads one first line within [`TOKEN_WAIT`]:
-//! something that looks like HTTP is answered `403` and closed (a web page cannot reach the
-//! session); anything but `{"once_token":"<hex>"}` with the session's token gets a JSON-RPC error
-//! line and is closed. Only then does the connection claim the single client slot; when it is
-//! taken, the newcomer gets a "busy" error naming the holder and is closed. The holder runs
-//! `once_mcp::serve_with` over the socket until it disconnects, which cancels its calls, exactly
-//! as end of input does on stdio. No byte of an unauthenticated connection ever reaches `serve`,
-//! and this module must never bind anything but loopback or leave a refused peer waiting.
+//! Every connection gets its own thread, which must read a complete first line within
+//! [`TOKEN_WAIT`] of the accept — one deadline for the whole line, not a timeout per read, so a
+//! peer that trickles a byte at a time is cut off as surely as a silent one. Something that looks
+//! like HTTP is answered `403` and closed (a web page cannot reach the session); anything but
+//! `{"once_token":"<hex>"}` with the session's token gets a JSON-RPC error line and is closed.
+//! Only then does the connection claim the single client slot; when it is taken, the newcomer
+//! gets a "busy" error naming the holder and is closed. The holder runs `once_mcp::serve_with`
+//! over the socket until it disconnects, which cancels its calls, exactly as end of input does on
+//! stdio.
+//!
+//! Unauthenticated connections can never keep the owner out. At most [`MAX_HANDSHAKES`] of them
+//! wait for their first line at once; when one more arrives, the oldest waiting one is shut down
+//! to make room, instead of the newcomer being turned away. A real client presents its token in
+//! its first write, right after connecting, so it leaves the queue as soon as its thread has read
+//! one line, long before it could become the oldest of 16; connections that hold the door open
+//! without a token are the ones that age and are evicted. (Only a flood of sixteen new
+//! connections inside that first read could evict a real client; it then sees the connection
+//! closed and may retry, and the flood must go on at full speed to do it again.) A connection
+//! stays in the queue until it is accepted or its refusal is sent, so a flood costs at most
+//! `MAX_HANDSHAKES` threads, each for at most [`TOKEN_WAIT`] and [`DRAIN`], plus those of evicted
+//! connections, which end at once.
+//!
+//! No byte of an unauthenticated connection ever reaches `serve`, and this module must never
+//! bind anything but loopback or leave a refused peer waiting.
 
+use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use once_mcp::{ServeOptions, ServerConfig};
@@ -21,12 +38,12 @@ use once_mcp::{ServeOptions, ServerConfig};
 use super::peer;
 use super::token::Token;
 
-/// How long a connection may take to send its first line.
+/// How long a connection may take, from its accept, to send its whole first line.
 pub const TOKEN_WAIT: Duration = Duration::from_secs(3);
 /// The longest first line read; a token line is 47 bytes.
-const FIRST_LINE_LIMIT: u64 = 256;
-/// Connections allowed to sit in the handshake at once; more are closed straight away, so a
-/// flood of idle connections cannot pile up threads.
+const FIRST_LINE_LIMIT: usize = 256;
+/// Connections allowed to wait for their first line at once; one more evicts the oldest, so a
+/// flood of idle connections can neither pile up threads nor turn the owner away.
 const MAX_HANDSHAKES: usize = 16;
 /// How long a refused connection's unread input is drained, so closing it does not reset the
 /// connection and destroy the error line before the peer reads it.
@@ -53,7 +70,9 @@ struct Door {
     config: Arc<ServerConfig>,
     local: SocketAddr,
     holder: Mutex<Option<Holder>>,
-    handshakes: AtomicUsize,
+    /// The connections waiting for their first line, oldest first, by a number of their own.
+    waiting: Mutex<VecDeque<(u64, TcpStream)>>,
+    next: AtomicU64,
 }
 
 /// Accepts connections for the life of the process; returns only if accepting fails.
@@ -63,7 +82,8 @@ pub fn run(listener: TcpListener, token: Token, config: Arc<ServerConfig>) -> io
         config,
         local: listener.local_addr()?,
         holder: Mutex::new(None),
-        handshakes: AtomicUsize::new(0),
+        waiting: Mutex::new(VecDeque::new()),
+        next: AtomicU64::new(0),
     });
     loop {
         let (stream, peer) = match listener.accept() {
@@ -76,21 +96,17 @@ pub fn run(listener: TcpListener, token: Token, config: Arc<ServerConfig>) -> io
             }
             Err(error) => return Err(error),
         };
-        if door.handshakes.fetch_add(1, Ordering::SeqCst) >= MAX_HANDSHAKES {
-            door.handshakes.fetch_sub(1, Ordering::SeqCst);
-            refuse(
-                stream,
-                BUSY,
-                "busy: too many connections are waiting to authenticate",
-            );
+        let accepted = Instant::now();
+        let Some(number) = door.wait_for_token(&stream) else {
             continue;
-        }
-        let door = Arc::clone(&door);
+        };
+        let handle = Arc::clone(&door);
         let spawned = std::thread::Builder::new()
             .name(format!("connection {peer}"))
-            .spawn(move || door.connection(stream, peer));
+            .spawn(move || handle.connection(stream, peer, number, accepted + TOKEN_WAIT));
         if let Err(error) = spawned {
             tracing::warn!("cannot start a thread for {peer}: {error}");
+            door.done_waiting(number);
         }
     }
 }
@@ -112,14 +128,49 @@ enum FirstLine {
     Token(Token),
     Http,
     Other,
-    Silent,
+    /// The deadline passed before a whole line came.
+    Late,
     Closed,
 }
 
 impl Door {
-    fn connection(self: Arc<Self>, stream: TcpStream, peer: SocketAddr) {
-        let accepted = self.authenticate(&stream);
-        self.handshakes.fetch_sub(1, Ordering::SeqCst);
+    fn waiting(&self) -> MutexGuard<'_, VecDeque<(u64, TcpStream)>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Puts a new connection in the queue of those waiting for their first line, shutting down
+    /// the oldest when the queue is full; `None` if the connection cannot be tracked.
+    fn wait_for_token(&self, stream: &TcpStream) -> Option<u64> {
+        let tracked = stream
+            .try_clone()
+            .map_err(|error| tracing::warn!("cannot track a connection: {error}"))
+            .ok()?;
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut waiting = self.waiting();
+        if waiting.len() >= MAX_HANDSHAKES
+            && let Some((_, oldest)) = waiting.pop_front()
+        {
+            // Its thread's read returns at once and the thread ends; the peer had its chance.
+            tracing::info!("evicted a connection that sent no token, to make room");
+            let _ = oldest.shutdown(Shutdown::Both);
+        }
+        waiting.push_back((number, tracked));
+        Some(number)
+    }
+
+    fn done_waiting(&self, number: u64) {
+        self.waiting().retain(|(n, _)| *n != number);
+    }
+
+    fn connection(
+        self: Arc<Self>,
+        stream: TcpStream,
+        peer: SocketAddr,
+        number: u64,
+        deadline: Instant,
+    ) {
+        let accepted = self.authenticate(&stream, deadline);
+        self.done_waiting(number);
         let Some(reader) = accepted else { return };
         let Some(slot) = self.claim(peer) else {
             let message = self.busy_message();
@@ -138,18 +189,18 @@ impl Door {
         tracing::info!("{peer} disconnected");
     }
 
-    /// Checks the first line; on success returns the reader, positioned after it.
-    fn authenticate(&self, stream: &TcpStream) -> Option<BufReader<TcpStream>> {
+    /// Checks the first line, which must be complete by `deadline`; on success returns the
+    /// reader, positioned after it.
+    fn authenticate(&self, stream: &TcpStream, deadline: Instant) -> Option<BufReader<TcpStream>> {
         let mut reader = stream
             .try_clone()
             .and_then(|clone| {
                 stream.set_nodelay(true)?;
-                stream.set_read_timeout(Some(TOKEN_WAIT))?;
                 Ok(BufReader::new(clone))
             })
             .map_err(|error| tracing::warn!("cannot set up a connection: {error}"))
             .ok()?;
-        let reason = match first_line(&mut reader) {
+        let reason = match first_line(&mut reader, stream, deadline) {
             FirstLine::Token(presented) if self.token.matches(&presented) => {
                 return stream
                     .set_read_timeout(None)
@@ -164,7 +215,7 @@ impl Door {
             }
             FirstLine::Token(_) => "unauthorized: wrong session token",
             FirstLine::Other => "unauthorized: the first line must be {\"once_token\":\"…\"}",
-            FirstLine::Silent => "unauthorized: no session token in time",
+            FirstLine::Late => "unauthorized: no session token in time",
         };
         refuse(
             stream.try_clone().ok()?,
@@ -223,37 +274,63 @@ fn serve(
     once_mcp::serve_with(Arc::clone(config), reader, writer, ServeOptions::default())
 }
 
-fn first_line(reader: &mut BufReader<TcpStream>) -> FirstLine {
+/// Reads the first line, at most [`FIRST_LINE_LIMIT`] bytes, all of it before `deadline`: the
+/// read timeout is set to what is left of the deadline before every read.
+fn first_line(
+    reader: &mut BufReader<TcpStream>,
+    stream: &TcpStream,
+    deadline: Instant,
+) -> FirstLine {
     let mut line = Vec::new();
-    let read = reader
-        .by_ref()
-        .take(FIRST_LINE_LIMIT)
-        .read_until(b'\n', &mut line);
+    let ended = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break Err(io::ErrorKind::TimedOut.into());
+        }
+        if let Err(error) = stream.set_read_timeout(Some(left)) {
+            break Err(error);
+        }
+        let available = match reader.fill_buf() {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => break Err(error),
+        };
+        if available.is_empty() {
+            break Ok(false);
+        }
+        let room = FIRST_LINE_LIMIT - line.len();
+        let newline = available.iter().take(room).position(|&b| b == b'\n');
+        let taken = newline.map_or(available.len().min(room), |at| at + 1);
+        line.extend_from_slice(&available[..taken]);
+        reader.consume(taken);
+        if newline.is_some() {
+            break Ok(true);
+        }
+        if line.len() == FIRST_LINE_LIMIT {
+            break Ok(false);
+        }
+    };
     if looks_like_http(&line) {
         return FirstLine::Http;
     }
-    match read {
-        Ok(0) => FirstLine::Closed,
-        Ok(_) if line.ends_with(b"\n") => {
+    match ended {
+        Ok(true) => {
             let text = line
                 .strip_suffix(b"\r\n")
                 .or(line.strip_suffix(b"\n"))
                 .unwrap_or(&line);
             Token::from_line(text).map_or(FirstLine::Other, FirstLine::Token)
         }
+        Ok(false) if line.is_empty() => FirstLine::Closed,
         // Too long, or the peer closed its side in the middle of a line.
-        Ok(_) => FirstLine::Other,
+        Ok(false) => FirstLine::Other,
         Err(error)
             if matches!(
                 error.kind(),
                 io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
             ) =>
         {
-            if line.is_empty() {
-                FirstLine::Silent
-            } else {
-                FirstLine::Other
-            }
+            FirstLine::Late
         }
         Err(_) => FirstLine::Closed,
     }

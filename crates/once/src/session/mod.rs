@@ -10,6 +10,17 @@
 //! [`Stopper::stop`] (remove the entry, stop every run) and exits; or a fatal error, where the
 //! entry's guard removes the file as the error unwinds and the caller stops the runtime.
 //!
+//! The door (`listener.rs`) serves one authenticated client at a time and never lets anyone
+//! else lock the owner out: a connection has one deadline, `TOKEN_WAIT` (3 s)
+//! from its accept, to deliver its whole token line (a peer trickling a byte at a time gets no
+//! more time than a silent one), and when `MAX_HANDSHAKES` (16)
+//! connections already wait for their token, a new one evicts the oldest waiting one rather than
+//! being refused. A real client sends its token in its first write, so it waits microseconds
+//! where an attacker's connections wait seconds; a flood costs the session a bounded number of
+//! threads and never the owner's access. Once connected, a client that stops reading stalls only
+//! its own connection: `once_mcp`'s outbox is bounded and its loop stops reading until the client
+//! reads. A refused `once mcp --attach` (busy, bad token) exits non-zero.
+//!
 //! The session owns everything that outlives one client: the graph (inside the server config's
 //! tools), the runtime registry of runs, and the evaluators (built with the config, registered
 //! with that registry), so an agent that reconnects finds its evaluators and their state. This

@@ -137,3 +137,27 @@ fn garbage_does_not_stop_the_loop() {
     let pong = server.request(7, "ping", json!({}));
     assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
 }
+
+#[test]
+fn once_run_refuses_a_wait_beyond_its_schema_before_running_anything() {
+    let test = Test::new().manifest(MANIFEST);
+    let mut server = Mcp::spawn(test.root(), &["--allow-run"]);
+    server.initialize();
+    let reply = server.call(
+        1,
+        "once_run",
+        json!({"target": "core", "wait_seconds": 1_000_000_000_000u64}),
+    );
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    let text = reply["result"]["content"][0]["text"]
+        .as_str()
+        .expect("a text block");
+    assert!(
+        text.contains("`wait_seconds`") && text.contains("maximum 3600"),
+        "{text}"
+    );
+    assert!(
+        !test.root().join(".once/runs").exists(),
+        "a refused call started a run"
+    );
+}

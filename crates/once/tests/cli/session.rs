@@ -292,8 +292,8 @@ fn a_second_client_gets_busy_and_the_first_keeps_working() {
     let (code, rest) = second.wait(PATIENCE);
     assert_eq!(
         code,
-        Some(0),
-        "the refused bridge exits 0 once the session closes"
+        Some(1),
+        "a refused bridge fails, so whoever started it sees that it is not connected"
     );
     assert!(rest.is_empty(), "{rest:?}");
 
@@ -538,4 +538,78 @@ fn sessions_lists_live_sessions_as_text() {
             "{stdout}"
         );
     }
+}
+
+/// A connection that sends one byte of a first line every `every`, from its own thread, until it
+/// is closed or `stop` is set; bounded to [`PATIENCE`] in all.
+fn trickle(
+    port: u16,
+    every: std::time::Duration,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (TcpStream, std::thread::JoinHandle<()>) {
+    let stream = connect(port);
+    let mut writer = stream.try_clone().expect("clones the socket");
+    let stop = std::sync::Arc::clone(stop);
+    let thread = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) && started.elapsed() < PATIENCE {
+            if writer.write_all(b"{").is_err() {
+                return;
+            }
+            // Pacing the trickle is the attack itself, not a wait for something to happen.
+            std::thread::sleep(every);
+        }
+    });
+    (stream, thread)
+}
+
+#[test]
+fn a_trickling_first_line_is_cut_at_one_deadline() {
+    let (test, state) = workspace();
+    let serve = Serve::start(test.root(), state.path(), &[]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let started = std::time::Instant::now();
+    // One byte every 300 ms never lets a per-read timeout expire; the deadline counts from accept.
+    let (mut stream, thread) = trickle(serve.port, std::time::Duration::from_millis(300), &stop);
+    let text = read_to_close(&mut stream);
+    let elapsed = started.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    thread.join().expect("the trickle thread ends");
+    let reply = error_line(&text);
+    assert_eq!(reply["error"]["code"], -32001, "{reply}");
+    assert!(
+        elapsed < std::time::Duration::from_secs(8),
+        "the connection was held {elapsed:?}"
+    );
+    assert_serves(state.path(), test.root());
+}
+
+#[test]
+fn trickling_connections_never_keep_the_owner_out() {
+    let (test, state) = workspace();
+    let serve = Serve::start(test.root(), state.path(), &[]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let tricklers: Vec<_> = (0..16)
+        .map(|_| trickle(serve.port, std::time::Duration::from_millis(250), &stop))
+        .collect();
+    let mut client = Mcp::attach(state.path(), Some(test.root()));
+    let started = std::time::Instant::now();
+    let reply = client.initialize();
+    let elapsed = started.elapsed();
+    assert_eq!(
+        workspace_of(&reply),
+        test.root().display().to_string(),
+        "{reply}"
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(1),
+        "initialize took {elapsed:?} behind 16 trickling connections"
+    );
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for (stream, thread) in tricklers {
+        drop(stream);
+        thread.join().expect("a trickle thread ends");
+    }
+    client.close_stdin();
+    assert_eq!(client.wait(PATIENCE).0, Some(0));
 }
