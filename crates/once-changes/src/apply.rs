@@ -228,7 +228,7 @@ fn verify(root: &Root, proposal: &Proposal) -> Result<(), Error> {
         {
             Ok(now) => now,
             Err(problem) => {
-                moved.push(format!("`{}`: {problem}", change.path));
+                moved.push(problem);
                 continue;
             }
         };

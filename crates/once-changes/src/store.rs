@@ -140,7 +140,7 @@ impl ChangeStore {
             ));
         }
         let root = Root::open(&self.root).map_err(|e| format!("`{shown}`: {e}"))?;
-        let current = current_hash(&root, &path).map_err(|e| format!("`{shown}`: {e}"))?;
+        let current = current_hash(&root, &path)?;
         let need_content = matches!(change.action, Action::Create | Action::Replace);
         match (need_content, &change.content) {
             (true, None) => {
@@ -383,7 +383,8 @@ pub(crate) fn write_proposal(folder: &Path, proposal: &Proposal) -> Result<(), E
 
 /// BLAKE3 of the file at `path`, or `None` when there is none, reached through `root` (so a
 /// link anywhere on the way, or a `.git` or `.once` folder, is refused). A folder, a link or
-/// anything but a regular file is an error: a change set changes files only.
+/// anything but a regular file is an error: a change set changes files only. Each problem names
+/// the path.
 pub(crate) fn current_hash(root: &Root, path: &WorkspacePath) -> Result<Option<String>, String> {
     match root.kind(path).map_err(|e| e.to_string())? {
         None => Ok(None),

@@ -261,9 +261,9 @@ impl Store {
             if links.iter().any(|l| l.path == path) {
                 continue;
             }
-            let blake3 = stale::hash_file(&self.root.join(&path)).ok_or_else(|| Error::Invalid {
+            let blake3 = stale::hash_file(&self.root, &path).map_err(|problem| Error::Invalid {
                 message: format!(
-                    "cannot link `{path}`: no readable file there (paths are relative to the workspace root)"
+                    "cannot link `{path}`: {problem} (paths are relative to the workspace root)"
                 ),
             })?;
             links.push(PathLink { path, blake3 });
@@ -278,7 +278,7 @@ impl Store {
             .iter()
             .map(|path| PathLink {
                 path: path.clone(),
-                blake3: stale::hash_file(&self.root.join(path)).unwrap_or_default(),
+                blake3: stale::hash_file(&self.root, path).unwrap_or_default(),
             })
             .collect()
     }
