@@ -173,7 +173,7 @@ fn the_agent_cannot_reach_git_once_or_outside_through_links() {
             json!({"title": "a note", "body": "x", "paths": [path]}),
         );
         assert_eq!(reply["result"]["isError"], true, "{path}: {reply}");
-        assert!(!reply.to_string().contains(&secret_hash), "{reply}");
+        assert!(!reply.to_string().contains(secret_hash), "{reply}");
     }
     let cli = crate::examples::once(
         &root,
