@@ -63,7 +63,7 @@ impl ChangeStore {
             reason: None,
             changes: Vec::new(),
         };
-        once_fs::create_dirs(&self.dir).map_err(Error::io("create", self.dir.display()))?;
+        self.make_dir()?;
         let staging = self.dir.join(format!(".new-{id}"));
         let result = self.write_new(&staging, &mut proposal, changes);
         if result.is_err() {
@@ -364,8 +364,14 @@ impl ChangeStore {
         Ok(())
     }
 
+    /// Makes `.once/changes`, never through a link (see `once_fs::state_dir`).
+    fn make_dir(&self) -> Result<(), Error> {
+        once_fs::state_dir(&self.dir)
+            .map_err(|e| Error::io("create", self.dir.display())(std::io::Error::other(e)))
+    }
+
     fn lock(&self) -> Result<once_fs::Lock, Error> {
-        once_fs::create_dirs(&self.dir).map_err(Error::io("create", self.dir.display()))?;
+        self.make_dir()?;
         let path = self.dir.join(".lock");
         once_fs::lock(&path).map_err(Error::io("lock", path.display()))
     }

@@ -594,3 +594,12 @@ fn a_set_that_can_be_neither_finished_nor_undone_is_marked_failed_and_the_store_
         s.store().reject(&rejected, None).unwrap();
     }
 }
+
+#[test]
+fn the_store_never_follows_a_linked_state_folder_out_of_the_workspace() {
+    let s = Scratch::new("state-link");
+    symlink(s.0.join("outside"), s.root().join(".once")).unwrap();
+    let error = s.store().propose(three_changes()).unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
+}

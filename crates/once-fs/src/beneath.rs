@@ -364,6 +364,36 @@ impl Folder {
     }
 }
 
+/// Makes `once`'s own folder `dir` (a path through a workspace's `.once` folder, such as
+/// `<root>/.once/changes`) if missing, and refuses it if any folder from the workspace root down
+/// is a symbolic link (a folder outside any `.once` is simply made). Our state keeps its own writes by path (temporary files, locks, renames);
+/// this check, made before them, keeps a link planted in advance (`.once` itself, or
+/// `.once/memory`) from leading them out of the workspace.
+pub fn state_dir(dir: &Path) -> Result<(), PathError> {
+    let parts: Vec<_> = dir.components().collect();
+    let Some(at) = parts.iter().rposition(|c| c.as_os_str() == ".once") else {
+        // Not under a workspace's `.once` (a store opened on a bare folder, as tests do): there
+        // is no workspace root to check from.
+        return std::fs::create_dir_all(dir).map_err(|source| PathError::Io {
+            path: dir.to_path_buf(),
+            source,
+        });
+    };
+    let root: PathBuf = parts[..at].iter().collect();
+    let relative: PathBuf = parts[at..].iter().collect();
+    let path = WorkspacePath::parse(&relative.to_string_lossy())?;
+    // The root is the caller's choice, like `Root::open`'s: made if missing, not checked.
+    let opened = std::fs::create_dir_all(&root)
+        .and_then(|()| Root::open(&root))
+        .map_err(|source| PathError::Io {
+            path: root.clone(),
+            source,
+        })?;
+    // No reserved-name check here: `.once` is exactly where this folder is meant to be.
+    opened.walk(&path, path.parts().len(), true)?;
+    Ok(())
+}
+
 /// A short hidden name for a file staged in the folder it will be renamed in. It never depends on
 /// the destination's name, so staging a file never makes a name longer than the one asked for.
 pub fn stage_name() -> String {
@@ -535,6 +565,28 @@ mod tests {
         assert_eq!(fs::read_dir(s.0.join("root/new/deep")).unwrap().count(), 1);
         assert!(folder.create("..", 0o666).is_err());
         assert!(folder.create(".git", 0o666).is_err());
+    }
+
+    #[test]
+    fn state_folders_are_made_but_never_through_a_link() {
+        let s = Scratch::new("state");
+        let dir = s.0.join("root");
+        state_dir(&dir.join(".once/changes")).unwrap();
+        assert!(dir.join(".once/changes").is_dir());
+        symlink(s.0.join("outside"), dir.join(".once/memory")).unwrap();
+        assert!(matches!(
+            state_dir(&dir.join(".once/memory")),
+            Err(PathError::Link { .. })
+        ));
+        fs::remove_dir_all(dir.join(".once")).unwrap();
+        symlink(s.0.join("outside"), dir.join(".once")).unwrap();
+        assert!(matches!(
+            state_dir(&dir.join(".once/cache/cas")),
+            Err(PathError::Link { .. })
+        ));
+        assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
+        state_dir(&dir.join("src/a")).unwrap();
+        assert!(dir.join("src/a").is_dir());
     }
 
     #[test]

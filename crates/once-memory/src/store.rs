@@ -123,7 +123,8 @@ impl Store {
     pub fn create(&self, draft: Draft) -> Result<Entry, Error> {
         check_title(&draft.title)?;
         let paths = self.link_paths(&draft.paths)?;
-        std::fs::create_dir_all(&self.dir).map_err(Error::io("create", &self.dir))?;
+        fsio::state_dir(&self.dir)
+            .map_err(|e| Error::io("create", &self.dir)(std::io::Error::other(e)))?;
         let now = clock::now_seconds();
         let mut entry = Entry {
             id: String::new(),
@@ -248,7 +249,8 @@ impl Store {
     }
 
     fn lock(&self) -> Result<fsio::Lock, Error> {
-        std::fs::create_dir_all(&self.dir).map_err(Error::io("create", &self.dir))?;
+        fsio::state_dir(&self.dir)
+            .map_err(|e| Error::io("create", &self.dir)(std::io::Error::other(e)))?;
         let path = self.dir.join(".lock");
         fsio::lock(&path).map_err(Error::io("lock", path))
     }

@@ -426,3 +426,17 @@ fn a_linked_path_that_leaves_the_workspace_is_refused() {
 fn once_fs_hash(text: &str) -> String {
     blake3::hash(text.as_bytes()).to_hex().to_string()
 }
+
+#[test]
+fn the_store_never_follows_a_linked_state_folder_out_of_the_workspace() {
+    let dir = TempDir::new();
+    let root = dir.0.join("root");
+    std::fs::create_dir_all(root.join(".once")).unwrap();
+    std::fs::create_dir_all(dir.0.join("outside")).unwrap();
+    std::os::unix::fs::symlink(dir.0.join("outside"), root.join(".once/memory")).unwrap();
+    let error = Store::new(&root)
+        .create(draft("A note", Kind::Note, &[], "body"))
+        .unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(std::fs::read_dir(dir.0.join("outside")).unwrap().count(), 0);
+}

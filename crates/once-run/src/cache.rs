@@ -84,7 +84,7 @@ impl Cache {
     /// the same folder at once: the second waits, then finds the first one's result.
     pub fn lock(&self, key: &Key) -> Result<KeyLock, Error> {
         let folder = self.root.join("locks");
-        fs::create_dir_all(&folder).map_err(Error::io(&folder))?;
+        state_dir(&folder)?;
         let path = folder.join(key.to_hex());
         let file = fs::OpenOptions::new()
             .create(true)
@@ -221,7 +221,7 @@ impl Cache {
             source: io::Error::other(e),
         })?;
         if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(Error::io(parent))?;
+            state_dir(parent)?;
         }
         write_atomic(&path, &bytes, Mode::Replace).map_err(Error::io(&path))?;
         Ok(result)
@@ -231,7 +231,7 @@ impl Cache {
     /// even if the file changes meanwhile. Returns the digest and size.
     fn store_object(&self, path: &Path) -> Result<(String, u64), Error> {
         let folder = self.root.join("cas");
-        fs::create_dir_all(&folder).map_err(Error::io(&folder))?;
+        state_dir(&folder)?;
         let temp = temp_path(&folder.join("object"));
         let copy = || -> io::Result<(String, u64)> {
             let mut source = File::open(path)?;
@@ -268,6 +268,14 @@ impl Cache {
             }
         })
     }
+}
+
+/// Makes a folder of the cache, never through a link (see `once_fs::state_dir`).
+pub(crate) fn state_dir(folder: &Path) -> Result<(), Error> {
+    once_fs::state_dir(folder).map_err(|e| Error::Io {
+        path: folder.to_path_buf(),
+        source: io::Error::other(e),
+    })
 }
 
 /// The files under `dir` matching `outputs`, sorted; ignored files count (outputs usually are).
