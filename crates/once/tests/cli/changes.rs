@@ -97,7 +97,7 @@ fn an_agent_proposes_and_a_person_reads_and_applies() {
         serde_json::from_str(&ok(&once(root, &["query", "workspace"], &[]))).expect("JSON");
     assert_eq!(
         overview["change_sets"],
-        json!({"pending": 1, "applied": 0, "rejected": 0})
+        json!({"pending": 1, "applied": 0, "rejected": 0, "failed": 0})
     );
 
     let list = ok(&once(root, &["changes", "list"], &[]));
@@ -127,7 +127,7 @@ fn an_agent_proposes_and_a_person_reads_and_applies() {
         serde_json::from_str(&ok(&once(root, &["query", "workspace"], &[]))).expect("JSON");
     assert_eq!(
         overview["change_sets"],
-        json!({"pending": 0, "applied": 1, "rejected": 0})
+        json!({"pending": 0, "applied": 1, "rejected": 0, "failed": 0})
     );
 }
 
@@ -233,6 +233,8 @@ fn a_process_killed_during_apply_leaves_nothing_half_written() {
         ("commit", true),
         ("rename:1", true),
         ("rename:2", true),
+        ("rename:3", true),
+        ("decided", true),
     ] {
         let ws = workspace();
         let root = ws.path();
