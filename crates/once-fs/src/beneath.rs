@@ -145,7 +145,8 @@ impl Root {
     }
 
     /// The checks by text that need the root: no reserved component, and the whole path short
-    /// enough for every other tool to open (`PATH_MAX`, its NUL included).
+    /// enough for every other tool to open (`PATH_MAX`, its NUL included), counting the file's
+    /// name as at least [`STAGE_ROOM`] bytes, so that a file staged beside it fits too.
     fn check(&self, path: &WorkspacePath) -> Result<(), PathError> {
         if let Some(part) = path.parts().iter().find(|p| RESERVED.contains(&p.as_str())) {
             return Err(PathError::Reserved {
@@ -153,7 +154,9 @@ impl Root {
                 part: part.clone(),
             });
         }
-        let length = self.path.as_os_str().len() + 1 + path.to_string().len();
+        let name = path.name().len();
+        let length =
+            self.path.as_os_str().len() + 1 + path.to_string().len() - name + name.max(STAGE_ROOM);
         if length >= PATH_MAX {
             return Err(PathError::PathTooLong {
                 path: path.to_string(),
@@ -406,6 +409,10 @@ pub fn stage_name() -> String {
 
 /// `PATH_MAX` on Linux, its terminating NUL included.
 pub const PATH_MAX: usize = 4096;
+
+/// Room kept for the name of a file staged beside a destination: the longest of [`stage_name`]
+/// (29 bytes) and a change set's `.once-stage-<id>-<N>` (41 bytes), rounded up.
+pub const STAGE_ROOM: usize = 48;
 
 fn open_dir(parent: &OwnedFd, name: &CStr) -> io::Result<OwnedFd> {
     // SAFETY: a valid descriptor and C string; the result is checked before use.

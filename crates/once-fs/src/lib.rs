@@ -25,7 +25,7 @@ pub use atomic::{
     Lock, Mode, create_dirs, lock, remove_durably, sync_dir, temp_path, write_atomic,
     write_replacing, write_synced,
 };
-pub use beneath::{Folder, Kind, PATH_MAX, RESERVED, Root, stage_name, state_dir};
+pub use beneath::{Folder, Kind, PATH_MAX, RESERVED, Root, STAGE_ROOM, stage_name, state_dir};
 pub use path::{NAME_MAX, PathError, WorkspacePath, open_inside};
 pub use stamp::{RACY_WINDOW, STAMP_BYTES, Stamp};
 
