@@ -6,27 +6,40 @@
 //!
 //! 1. `journal.json` (state `staging`) is written into the change set's folder. It lists every
 //!    step (destination, staging name) and the folders that will be created.
-//! 2. Each new content is written and flushed to a hidden staging file next to its destination
-//!    (`.<name>.once-stage-<id>`), so the final rename never crosses a file system.
+//! 2. Each new content is written and flushed to a staging file in its destination's folder,
+//!    under a short name of its own (`.once-stage-<id>-<N>`), so the final rename never crosses a
+//!    file system and staging never needs a longer name than the destination's.
 //! 3. The journal's state becomes `committed`, atomically. This is the commit point.
 //! 4. Each staging file is renamed over its destination, and each deletion removes its file,
 //!    flushing the folders.
 //! 5. `proposal.json` records the decision (`applied`), then the journal is removed.
 //!
+//! Every file operation goes through `once_fs::Root`: each folder is reached from the workspace
+//! root's descriptor one component at a time without following a link, and the staging write, the
+//! rename and the removal are made relative to that folder's descriptor, which this apply keeps
+//! open from step 2 to step 4. A link swapped into the tree at any moment therefore either makes
+//! the walk fail (the set is refused and rolled back) or is never looked at; nothing is written
+//! through it.
+//!
 //! Recovery, run by the next command that touches change sets, reads any journal left behind:
 //! before the commit point it rolls back (removes the staging files and the folders it created,
 //! so the tree is exactly as before); after it, it rolls forward (redoes step 4, where a staging
 //! file that is already gone means its rename happened, then step 5). Every step of both is
-//! idempotent, so a crash during recovery is recovered by the next one.
+//! idempotent, so a crash during recovery is recovered by the next one. A set that recovery can
+//! neither roll back nor forward (a folder became a link, a name the file system refuses, a
+//! journal that cannot be read) is marked `failed` with the reason, and its journal is retired to
+//! `journal.failed.json`, so one broken set never stops the store.
 //!
-//! Must never touch a destination before the commit point, and never leave the journal's state
-//! ambiguous: it is only ever replaced whole.
+//! Must never touch a destination before the commit point, never leave the journal's state
+//! ambiguous (it is only ever replaced whole), and never mark a set `applied` before every one of
+//! its files is in place.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::Path;
 
-use once_fs::{Mode, WorkspacePath, clock};
+use once_fs::{Folder, Kind, Mode, PathError, Root, WorkspacePath, clock};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Action, Proposal, Status};
@@ -34,6 +47,8 @@ use crate::store::{ChangeStore, current_hash, write_proposal};
 use crate::{Error, Fault};
 
 pub(crate) const JOURNAL: &str = "journal.json";
+/// Where a journal goes when its set is marked `failed`: kept for a person, never read again.
+const RETIRED: &str = "journal.failed.json";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -54,8 +69,49 @@ struct Journal {
 struct Step {
     /// The destination, relative to the root.
     path: String,
-    /// The staging file, relative to the root; null for a deletion.
+    /// The staging file, relative to the root (in the destination's folder); null for a deletion.
     staged: Option<String>,
+}
+
+/// The folders of one apply or recovery, each walked to once from the root and kept open, so
+/// that staging, renaming and rolling back act in the very folders that were checked.
+struct Folders {
+    root: Root,
+    open: BTreeMap<String, Folder>,
+}
+
+impl Folders {
+    fn new(root: &Path) -> Result<Folders, Error> {
+        let root = Root::open(root).map_err(Error::io("open", root.display()))?;
+        Ok(Folders {
+            root,
+            open: BTreeMap::new(),
+        })
+    }
+
+    /// The open folder holding `path`, walking to it (and making it when `make`) the first time;
+    /// `None` when it does not exist and `make` is false.
+    fn holding(&mut self, path: &WorkspacePath, make: bool) -> Result<Option<&Folder>, PathError> {
+        let key = path.parent().map(|p| p.to_string()).unwrap_or_default();
+        if !self.open.contains_key(&key) {
+            let folder = if make {
+                Some(self.root.make_parent_of(path)?.0)
+            } else {
+                self.root.parent_of(path)?
+            };
+            match folder {
+                Some(folder) => self.open.insert(key.clone(), folder),
+                None => return Ok(None),
+            };
+        }
+        Ok(self.open.get(&key))
+    }
+
+    /// The folder holding `path` if this apply already walked to it: where it staged files.
+    fn walked(&self, path: &WorkspacePath) -> Option<&Folder> {
+        let key = path.parent().map(|p| p.to_string()).unwrap_or_default();
+        self.open.get(&key)
+    }
 }
 
 pub(crate) fn apply(store: &ChangeStore, id: &str, fault: &Fault) -> Result<Proposal, Error> {
@@ -66,64 +122,113 @@ pub(crate) fn apply(store: &ChangeStore, id: &str, fault: &Fault) -> Result<Prop
             status: proposal.status.as_str(),
         });
     }
-    verify(store.root(), &proposal)?;
+    let mut folders = Folders::new(store.root())?;
+    verify(&folders.root, &proposal)?;
     let mut contents = Vec::new();
     for change in &proposal.changes {
         contents.push(store.content(&proposal, change)?);
     }
-    let journal = plan(store.root(), &proposal)?;
+    let journal = plan(&folders.root, &proposal)?;
     let folder = store.folder(id)?;
+    fault
+        .at("journal")
+        .map_err(Error::io("write", folder.join(JOURNAL).display()))?;
     write_journal(&folder, &journal)?;
 
-    if let Err(error) = stage(store.root(), &journal, &proposal, &contents, fault) {
+    if let Err(error) = stage(&mut folders, &journal, &contents, fault) {
         // Nothing has touched a destination yet: undo, so the tree is as it was. Should the undo
-        // fail too, the journal stays and the next command that touches change sets retries
-        // it; the staging error is the one worth reporting, since it is the cause.
-        let _ = roll_back(store.root(), &folder, &journal);
+        // fail too, the journal stays and the next command that touches change sets retries it
+        // (and marks the set failed if it cannot); the staging error is the one worth reporting,
+        // since it is the cause.
+        let _ = roll_back(&mut folders, &folder, &journal, false, fault);
         return Err(error);
     }
     let journal = Journal {
         state: State::Committed,
         ..journal
     };
-    write_journal(&folder, &journal)?;
+    if let Err(error) = write_journal(&folder, &journal) {
+        // The journal is the old one or the new one, whole. Rolling back is right if it is the
+        // old one; if the new one landed, the next recovery rolls forward from what is staged.
+        if read_journal(&folder, id).is_ok_and(|j| j.state == State::Staging) {
+            let _ = roll_back(&mut folders, &folder, &journal, false, fault);
+        }
+        return Err(error);
+    }
     fault
         .at("commit")
         .map_err(Error::io("commit", folder.display()))?;
-    roll_forward(store, id, &folder, &journal, fault)
+    roll_forward(store, id, &mut folders, &folder, &journal, fault)
 }
 
-/// The recovery of an apply interrupted in the change set `id`.
-pub(crate) fn recover(store: &ChangeStore, id: &str) -> Result<(), Error> {
+/// The recovery of an apply interrupted in the change set `id`. Never fails because of the set
+/// itself: one that can be neither rolled back nor forward is marked `failed`.
+pub(crate) fn recover(store: &ChangeStore, id: &str, fault: &Fault) -> Result<(), Error> {
     let folder = store.folder(id)?;
+    let outcome = read_journal(&folder, id).and_then(|journal| {
+        let mut folders = Folders::new(store.root())?;
+        match journal.state {
+            State::Staging => roll_back(&mut folders, &folder, &journal, true, fault),
+            State::Committed => {
+                roll_forward(store, id, &mut folders, &folder, &journal, fault).map(drop)
+            }
+        }
+    });
+    match outcome {
+        Ok(()) => Ok(()),
+        Err(error) => mark_failed(store, id, &folder, &error),
+    }
+}
+
+/// Records that `id` could not be applied nor undone, with why, and retires its journal.
+fn mark_failed(store: &ChangeStore, id: &str, folder: &Path, cause: &Error) -> Result<(), Error> {
+    if let Ok(mut proposal) = store.load(id) {
+        proposal.status = Status::Failed;
+        proposal.decided = Some(clock::rfc3339(clock::now_seconds()));
+        proposal.reason = Some(format!(
+            "the apply was interrupted and could be neither finished nor undone: {cause}; \
+             staging files named `.once-stage-{id}-N` may remain beside the destinations"
+        ));
+        write_proposal(folder, &proposal)?;
+    }
+    let (from, to) = (folder.join(JOURNAL), folder.join(RETIRED));
+    fs::rename(&from, &to).map_err(Error::io("retire", from.display()))?;
+    once_fs::sync_dir(folder).map_err(Error::io("retire", from.display()))
+}
+
+fn read_journal(folder: &Path, id: &str) -> Result<Journal, Error> {
     let path = folder.join(JOURNAL);
     let bytes = fs::read(&path).map_err(Error::io("read", path.display()))?;
-    let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| Error::Damaged {
+    serde_json::from_slice(&bytes).map_err(|e| Error::Damaged {
         id: id.to_string(),
         message: format!("{JOURNAL}: {e}"),
-    })?;
-    match journal.state {
-        State::Staging => roll_back(store.root(), &folder, &journal),
-        State::Committed => roll_forward(store, id, &folder, &journal, &Fault::none()).map(drop),
-    }
+    })
+}
+
+fn parse(id: &str, text: &str) -> Result<WorkspacePath, Error> {
+    WorkspacePath::parse(text).map_err(|e| Error::Damaged {
+        id: id.to_string(),
+        message: e.to_string(),
+    })
+}
+
+fn refused(action: &'static str, path: &str) -> impl FnOnce(PathError) -> Error {
+    let path = path.to_string();
+    move |error| Error::io(action, path)(io::Error::other(error))
 }
 
 /// Every destination must still be what the agent saw; all of them are checked, so a refusal
 /// names every file that moved on.
-fn verify(root: &Path, proposal: &Proposal) -> Result<(), Error> {
+fn verify(root: &Root, proposal: &Proposal) -> Result<(), Error> {
     let mut moved = Vec::new();
     for change in &proposal.changes {
-        let dest = match WorkspacePath::parse(&change.path).and_then(|p| p.resolve(root)) {
-            Ok(dest) => dest,
-            Err(error) => {
-                moved.push(error.to_string());
-                continue;
-            }
-        };
-        let now = match current_hash(&dest) {
+        let now = match WorkspacePath::parse(&change.path)
+            .map_err(|e| e.to_string())
+            .and_then(|path| current_hash(root, &path))
+        {
             Ok(now) => now,
             Err(problem) => {
-                moved.push(format!("`{}`: {problem}", change.path));
+                moved.push(problem);
                 continue;
             }
         };
@@ -147,14 +252,11 @@ fn verify(root: &Path, proposal: &Proposal) -> Result<(), Error> {
     }
 }
 
-fn plan(root: &Path, proposal: &Proposal) -> Result<Journal, Error> {
+fn plan(root: &Root, proposal: &Proposal) -> Result<Journal, Error> {
     let mut dirs: Vec<String> = Vec::new();
     let mut steps = Vec::new();
-    for change in &proposal.changes {
-        let path = WorkspacePath::parse(&change.path).map_err(|e| Error::Damaged {
-            id: proposal.id.clone(),
-            message: e.to_string(),
-        })?;
+    for (index, change) in proposal.changes.iter().enumerate() {
+        let path = parse(&proposal.id, &change.path)?;
         if change.action == Action::Delete {
             steps.push(Step {
                 path: path.to_string(),
@@ -162,27 +264,25 @@ fn plan(root: &Path, proposal: &Proposal) -> Result<Journal, Error> {
             });
             continue;
         }
-        let text = path.to_string();
-        let (parent, name) = match text.rsplit_once('/') {
-            Some((parent, name)) => (Some(parent), name),
-            None => (None, text.as_str()),
-        };
-        let staged_name = format!(".{name}.once-stage-{}", proposal.id);
-        let staged = match parent {
+        let staged_name = format!(".once-stage-{}-{}", proposal.id, index + 1);
+        let staged = match path.parent() {
             Some(parent) => {
-                // Missing ancestors, outermost first, each listed once.
-                let mut missing = Vec::new();
-                let mut current = Some(parent);
+                // Missing folders, outermost first, each listed once: below the first missing
+                // one, everything is missing.
+                let mut ancestors = Vec::new();
+                let mut current = Some(parent.clone());
                 while let Some(dir) = current {
-                    if root.join(dir).is_dir() {
-                        break;
-                    }
-                    missing.push(dir.to_string());
-                    current = dir.rsplit_once('/').map(|(up, _)| up);
+                    current = dir.parent();
+                    ancestors.push(dir);
                 }
-                for dir in missing.into_iter().rev() {
-                    if !dirs.contains(&dir) {
-                        dirs.push(dir);
+                for dir in ancestors.into_iter().rev() {
+                    let exists = root
+                        .folder(&dir)
+                        .map_err(refused("apply", &change.path))?
+                        .is_some();
+                    let text = dir.to_string();
+                    if !exists && !dirs.contains(&text) {
+                        dirs.push(text);
                     }
                 }
                 format!("{parent}/{staged_name}")
@@ -190,7 +290,7 @@ fn plan(root: &Path, proposal: &Proposal) -> Result<Journal, Error> {
             None => staged_name,
         };
         steps.push(Step {
-            path: text.clone(),
+            path: path.to_string(),
             staged: Some(staged),
         });
     }
@@ -202,50 +302,78 @@ fn plan(root: &Path, proposal: &Proposal) -> Result<Journal, Error> {
 }
 
 fn stage(
-    root: &Path,
+    folders: &mut Folders,
     journal: &Journal,
-    proposal: &Proposal,
     contents: &[Vec<u8>],
     fault: &Fault,
 ) -> Result<(), Error> {
-    for dir in &journal.dirs {
-        let path = root.join(dir);
-        match fs::create_dir(&path) {
-            Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(error) => return Err(Error::io("create", dir)(error)),
-        }
-        once_fs::sync_dir(parent(&path)).map_err(Error::io("create", dir))?;
-    }
     let mut number = 0;
-    for ((step, change), bytes) in journal.steps.iter().zip(&proposal.changes).zip(contents) {
+    for (step, bytes) in journal.steps.iter().zip(contents) {
         let Some(staged) = &step.staged else { continue };
-        debug_assert_eq!(step.path, change.path);
         number += 1;
         fault
             .at(&format!("stage:{number}"))
-            .and_then(|()| once_fs::write_synced(&root.join(staged), bytes))
+            .map_err(Error::io("stage", &step.path))?;
+        let staged = parse(&step.path, staged)?;
+        let folder = folders
+            .holding(&staged, true)
+            .map_err(refused("stage", &step.path))?
+            .ok_or_else(|| Error::io("stage", &step.path)(io::ErrorKind::NotFound.into()))?;
+        folder
+            .write_synced(staged.name(), bytes)
             .map_err(Error::io("stage", &step.path))?;
     }
     Ok(())
 }
 
-fn roll_back(root: &Path, folder: &Path, journal: &Journal) -> Result<(), Error> {
+/// Removes the staging files and the folders made for them. `walk` is true in a recovery, which
+/// must walk to every staging folder; the apply that staged them passes false and looks only in
+/// the folders it walked to (and kept open), since nothing of it can be anywhere else: a folder
+/// that turned into a link meanwhile then costs nothing.
+fn roll_back(
+    folders: &mut Folders,
+    folder: &Path,
+    journal: &Journal,
+    walk: bool,
+    fault: &Fault,
+) -> Result<(), Error> {
+    let mut number = 0;
     for step in &journal.steps {
-        if let Some(staged) = &step.staged {
-            let path = root.join(staged);
-            match fs::remove_file(&path) {
-                Ok(()) => once_fs::sync_dir(parent(&path)).map_err(Error::io("remove", staged))?,
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(error) => return Err(Error::io("remove", staged)(error)),
-            }
+        let Some(staged) = &step.staged else { continue };
+        number += 1;
+        fault
+            .at(&format!("unstage:{number}"))
+            .map_err(Error::io("remove", staged))?;
+        let staged = parse(&step.path, staged)?;
+        let dir = if walk {
+            folders
+                .holding(&staged, false)
+                .map_err(refused("remove", &staged.to_string()))?
+        } else {
+            folders.walked(&staged)
+        };
+        let Some(dir) = dir else {
+            continue;
+        };
+        match dir.remove_file(staged.name()) {
+            Ok(()) => dir.sync().map_err(Error::io("remove", &staged))?,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => return Err(Error::io("remove", &staged)(error)),
         }
     }
+    // Folders are removed deepest first, each walked to afresh: the open ones may be the very
+    // folders being removed.
+    folders.open.clear();
     for dir in journal.dirs.iter().rev() {
-        let path = root.join(dir);
-        // A folder someone else put files into since is theirs now: leave it.
-        if fs::remove_dir(&path).is_ok() {
-            once_fs::sync_dir(parent(&path)).map_err(Error::io("remove", dir))?;
+        let Ok(path) = WorkspacePath::parse(dir) else {
+            continue;
+        };
+        // A folder someone else put files into since, or that is no longer a plain folder of
+        // ours, is theirs now: leave it.
+        if let Ok(Some(parent)) = folders.root.parent_of(&path)
+            && parent.remove_dir(path.name()).is_ok()
+        {
+            parent.sync().map_err(Error::io("remove", dir))?;
         }
     }
     remove_journal(folder)
@@ -254,33 +382,53 @@ fn roll_back(root: &Path, folder: &Path, journal: &Journal) -> Result<(), Error>
 fn roll_forward(
     store: &ChangeStore,
     id: &str,
+    folders: &mut Folders,
     folder: &Path,
     journal: &Journal,
     fault: &Fault,
 ) -> Result<Proposal, Error> {
-    let root = store.root();
     for (index, step) in journal.steps.iter().enumerate() {
-        let path = WorkspacePath::parse(&step.path).map_err(|e| Error::Damaged {
-            id: id.to_string(),
-            message: e.to_string(),
-        })?;
-        let dest = path
-            .resolve(root)
-            .map_err(|e| Error::io("apply", &step.path)(io::Error::other(e)))?;
+        let path = parse(id, &step.path)?;
         match &step.staged {
             Some(staged) => {
-                let from = root.join(staged);
-                // Gone means this rename already happened before an interruption.
-                if from.exists() {
-                    fs::rename(&from, &dest).map_err(Error::io("apply", &step.path))?;
-                    once_fs::sync_dir(parent(&dest)).map_err(Error::io("apply", &step.path))?;
+                let staged = parse(id, staged)?;
+                let dir = folders
+                    .holding(&path, false)
+                    .map_err(refused("apply", &step.path))?;
+                // A staging file that is gone means its rename already happened before an
+                // interruption; so does a missing folder, which only a finished rename and a
+                // person's removal since could explain.
+                if let Some(dir) = dir
+                    && dir
+                        .kind(staged.name())
+                        .map_err(Error::io("apply", &step.path))?
+                        .is_some()
+                {
+                    dir.rename(staged.name(), path.name())
+                        .and_then(|()| dir.sync())
+                        .map_err(Error::io("apply", &step.path))?;
                 }
             }
-            None => match fs::symlink_metadata(&dest) {
-                Ok(_) => once_fs::remove_durably(&dest).map_err(Error::io("delete", &step.path))?,
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(error) => return Err(Error::io("delete", &step.path)(error)),
-            },
+            None => {
+                let dir = folders
+                    .holding(&path, false)
+                    .map_err(refused("delete", &step.path))?;
+                if let Some(dir) = dir {
+                    match dir.kind(path.name()) {
+                        Ok(Some(Kind::Folder)) => {
+                            return Err(Error::io("delete", &step.path)(io::Error::other(
+                                "it is a folder now",
+                            )));
+                        }
+                        Ok(Some(_)) => dir
+                            .remove_file(path.name())
+                            .and_then(|()| dir.sync())
+                            .map_err(Error::io("delete", &step.path))?,
+                        Ok(None) => {}
+                        Err(error) => return Err(Error::io("delete", &step.path)(error)),
+                    }
+                }
+            }
         }
         fault
             .at(&format!("rename:{}", index + 1))
@@ -292,6 +440,9 @@ fn roll_forward(
         proposal.decided = Some(clock::rfc3339(clock::now_seconds()));
         write_proposal(folder, &proposal)?;
     }
+    fault
+        .at("decided")
+        .map_err(Error::io("remove", folder.join(JOURNAL).display()))?;
     remove_journal(folder)?;
     Ok(proposal)
 }
@@ -312,9 +463,4 @@ fn remove_journal(folder: &Path) -> Result<(), Error> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(error) => Err(Error::io("remove", path.display())(error)),
     }
-}
-
-/// Every path here is under the root, so it always has a parent.
-fn parent(path: &Path) -> &Path {
-    path.parent().unwrap_or(Path::new("."))
 }

@@ -20,8 +20,11 @@ impl ChangeStore {
         let mut out = header(&proposal);
         for change in &proposal.changes {
             let new = self.content(&proposal, change)?;
-            let dest = self.root().join(&change.path);
-            let current = std::fs::read(&dest).ok();
+            // Read as apply would reach it: never through a link, never inside `.git`/`.once`.
+            let current = once_fs::Root::open(self.root()).ok().and_then(|root| {
+                let path = once_fs::WorkspacePath::parse(&change.path).ok()?;
+                root.read(&path).ok().flatten()
+            });
             let moved = match (&change.base_blake3, &current) {
                 (None, Some(_)) => Some("the file exists now"),
                 (Some(_), None) => Some("the file is gone now"),

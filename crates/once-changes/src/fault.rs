@@ -1,25 +1,30 @@
-//! Fault injection for the tests of `apply`, and nothing else.
+//! Fault injection for the tests of `apply` and recovery, and nothing else.
 //!
-//! An apply passes named points (`stage:N` before staging the N-th file, `commit` right after the
-//! journal's commit point, `rename:N` after the N-th file was put in place). A test names one
-//! point and what happens there: `fail` (the step returns an error, as a full disk would) or
-//! `kill` (the process sends itself SIGKILL, so nothing is cleaned up, exactly as if it were
-//! killed from outside at that instant).
+//! An apply passes named points, in order: `journal` (before the journal is first written),
+//! `stage:N` (before staging the N-th file), `commit` (right after the journal's commit point),
+//! `rename:N` (after the N-th step was put in place), `decided` (after `applied` was recorded,
+//! before the journal is removed). Rolling back passes `unstage:N` (before removing the N-th
+//! staging file). A test names one or more points, each with what happens there: `fail` (the step
+//! returns an error, as a full disk would) or `kill` (the process sends itself SIGKILL, so nothing
+//! is cleaned up, exactly as if it were killed from outside at that instant). A fault given to a
+//! recovery too stands for a failure that does not go away.
 //!
 //! Integration tests reach it through the environment variable [`FAULT_ENV`]
-//! (`ONCE_CHANGES_FAULT=rename:1:kill`), which only debug builds read: it is a test-only hook,
-//! and a release binary ignores it. Must never be reachable any other way.
+//! (`ONCE_CHANGES_FAULT=rename:1:kill`, or several separated by commas:
+//! `stage:2:fail,unstage:1:fail`), which only debug builds read: it is a test-only hook, and a
+//! release binary ignores it. Must never be reachable any other way.
 
 use std::io;
 
-/// The environment variable a debug build reads its fault from: `POINT:fail` or `POINT:kill`.
+/// The environment variable a debug build reads its faults from: `POINT:fail` or `POINT:kill`,
+/// separated by commas.
 pub const FAULT_ENV: &str = "ONCE_CHANGES_FAULT";
 
-/// One injected fault; [`Fault::none`] in production.
+/// Injected faults; [`Fault::none`] in production.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fault {
-    point: Option<String>,
-    kill: bool,
+    /// Each point, and whether it kills (else it fails).
+    points: Vec<(String, bool)>,
 }
 
 impl Fault {
@@ -31,12 +36,17 @@ impl Fault {
     /// Fail with an error at `point`.
     pub fn fail_at(point: &str) -> Fault {
         Fault {
-            point: Some(point.to_string()),
-            kill: false,
+            points: vec![(point.to_string(), false)],
         }
     }
 
-    /// The fault named by [`FAULT_ENV`] in a debug build; none in a release build.
+    /// This fault, and a failure at `point` too.
+    pub fn and_fail_at(mut self, point: &str) -> Fault {
+        self.points.push((point.to_string(), false));
+        self
+    }
+
+    /// The faults named by [`FAULT_ENV`] in a debug build; none in a release build.
     pub fn from_env() -> Fault {
         if !cfg!(debug_assertions) {
             return Fault::none();
@@ -44,22 +54,23 @@ impl Fault {
         let Ok(spec) = std::env::var(FAULT_ENV) else {
             return Fault::none();
         };
-        match spec.rsplit_once(':') {
-            Some((point, "kill")) => Fault {
-                point: Some(point.to_string()),
-                kill: true,
-            },
-            Some((point, "fail")) => Fault::fail_at(point),
-            _ => Fault::none(),
-        }
+        let points = spec
+            .split(',')
+            .filter_map(|one| match one.trim().rsplit_once(':') {
+                Some((point, "kill")) => Some((point.to_string(), true)),
+                Some((point, "fail")) => Some((point.to_string(), false)),
+                _ => None,
+            })
+            .collect();
+        Fault { points }
     }
 
     /// Passes the point `name`: fails or dies there if this fault names it.
     pub(crate) fn at(&self, name: &str) -> io::Result<()> {
-        if self.point.as_deref() != Some(name) {
+        let Some((_, kill)) = self.points.iter().find(|(point, _)| point == name) else {
             return Ok(());
-        }
-        if self.kill {
+        };
+        if *kill {
             // SAFETY: sending a signal to ourselves has no memory effects.
             unsafe {
                 libc::kill(libc::getpid(), libc::SIGKILL);

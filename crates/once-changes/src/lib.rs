@@ -8,8 +8,9 @@
 //! nothing even if the process dies half way (see [`apply`](ChangeStore::apply) for the journal
 //! and how the next start recovers). A rejected set keeps its record, with the decision.
 //!
-//! This crate never prints, never writes outside the workspace root, and never applies anything
-//! from a proposal call.
+//! This crate never prints, never writes outside the workspace root (nor through a symbolic link,
+//! nor into a `.git` or `.once` folder: every write goes through `once_fs::Root`), and never
+//! applies anything from a proposal call.
 
 mod apply;
 mod diff;

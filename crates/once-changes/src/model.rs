@@ -43,6 +43,9 @@ pub enum Status {
     Applied,
     /// Rejected; kept as a record.
     Rejected,
+    /// An apply was interrupted and could be neither finished nor undone; `reason` says why.
+    /// Kept as a record; never applied again.
+    Failed,
 }
 
 impl Status {
@@ -52,14 +55,20 @@ impl Status {
             Status::Pending => "pending",
             Status::Applied => "applied",
             Status::Rejected => "rejected",
+            Status::Failed => "failed",
         }
     }
 
     /// The status named `text`.
     pub fn parse(text: &str) -> Option<Status> {
-        [Status::Pending, Status::Applied, Status::Rejected]
-            .into_iter()
-            .find(|s| s.as_str() == text)
+        [
+            Status::Pending,
+            Status::Applied,
+            Status::Rejected,
+            Status::Failed,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
     }
 }
 
@@ -119,11 +128,11 @@ pub struct Proposal {
     pub author: Option<String>,
     /// RFC 3339 UTC.
     pub created: String,
-    /// Pending, applied or rejected.
+    /// Pending, applied, rejected or failed.
     pub status: Status,
-    /// When it was applied or rejected (RFC 3339 UTC).
+    /// When it was applied, rejected or marked failed (RFC 3339 UTC).
     pub decided: Option<String>,
-    /// Why it was rejected, when a reason was given.
+    /// Why it was rejected, when a reason was given; why it failed.
     pub reason: Option<String>,
     /// The changes, in order.
     pub changes: Vec<Change>,
@@ -192,4 +201,6 @@ pub struct ChangeSetCounts {
     pub applied: u32,
     /// Rejected.
     pub rejected: u32,
+    /// Failed: neither applied nor undone (see each set's reason).
+    pub failed: u32,
 }

@@ -10,15 +10,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use once_fs::{Mode, WorkspacePath, clock};
+use once_fs::{Kind, Mode, Root, WorkspacePath, clock};
 
 use crate::apply::{self, JOURNAL};
 use crate::model::{Action, Change, ChangeSetCounts, ChangeSetList, ChangeSetRow, Draft, Proposal};
 use crate::{Error, Fault, Status};
 
 const PROPOSAL: &str = "proposal.json";
-/// First path components a change set may not touch: our own state, and git's.
-const RESERVED: [&str; 2] = [".once", ".git"];
 const MAX_CHANGES: usize = 1000;
 
 /// The change sets of the workspace at `root`.
@@ -65,7 +63,7 @@ impl ChangeStore {
             reason: None,
             changes: Vec::new(),
         };
-        once_fs::create_dirs(&self.dir).map_err(Error::io("create", self.dir.display()))?;
+        self.make_dir()?;
         let staging = self.dir.join(format!(".new-{id}"));
         let result = self.write_new(&staging, &mut proposal, changes);
         if result.is_err() {
@@ -136,14 +134,13 @@ impl ChangeStore {
     fn check_change(&self, change: &crate::ChangeDraft) -> Result<Change, String> {
         let path = WorkspacePath::parse(&change.path).map_err(|e| e.to_string())?;
         let shown = path.to_string();
-        if RESERVED.contains(&path.first()) {
+        if let Some(part) = path.reserved() {
             return Err(format!(
-                "`{shown}`: files under `{}/` cannot be changed by a change set",
-                path.first()
+                "`{shown}`: files under `{part}/` cannot be changed by a change set"
             ));
         }
-        let dest = path.resolve(&self.root).map_err(|e| e.to_string())?;
-        let current = current_hash(&dest).map_err(|e| format!("`{shown}`: {e}"))?;
+        let root = Root::open(&self.root).map_err(|e| format!("`{shown}`: {e}"))?;
+        let current = current_hash(&root, &path)?;
         let need_content = matches!(change.action, Action::Create | Action::Replace);
         match (need_content, &change.content) {
             (true, None) => {
@@ -271,6 +268,7 @@ impl ChangeStore {
                 Status::Pending => &mut counts.pending,
                 Status::Applied => &mut counts.applied,
                 Status::Rejected => &mut counts.rejected,
+                Status::Failed => &mut counts.failed,
             };
             *slot += 1;
         }
@@ -312,7 +310,7 @@ impl ChangeStore {
     /// Rejects the change set `id`: nothing is applied, and the record stays with the decision.
     pub fn reject(&self, id: &str, reason: Option<String>) -> Result<Proposal, Error> {
         let _lock = self.lock()?;
-        self.recover_locked()?;
+        self.recover_locked(&Fault::none())?;
         let mut proposal = self.load(id)?;
         if proposal.status != Status::Pending {
             return Err(Error::Decided {
@@ -335,31 +333,45 @@ impl ChangeStore {
     /// [`apply`](Self::apply) with a fault injected at a named point (tests only).
     pub fn apply_with(&self, id: &str, fault: &Fault) -> Result<Proposal, Error> {
         let _lock = self.lock()?;
-        self.recover_locked()?;
+        self.recover_locked(&Fault::none())?;
         apply::apply(self, id, fault)
     }
 
     /// Finishes or undoes every interrupted apply. Every command that touches change sets calls
     /// it first.
     pub fn recover(&self) -> Result<(), Error> {
+        self.recover_with(&Fault::none())
+    }
+
+    /// [`recover`](Self::recover) with a fault injected at a named point (tests only).
+    pub(crate) fn recover_with(&self, fault: &Fault) -> Result<(), Error> {
         if !self.dir.is_dir() {
             return Ok(());
         }
         let _lock = self.lock()?;
-        self.recover_locked()
+        self.recover_locked(fault)
     }
 
-    fn recover_locked(&self) -> Result<(), Error> {
+    /// Recovers every set with a journal. A set that cannot be recovered is marked `failed`; if
+    /// even that fails, it is left for the next command and the others are still recovered, so
+    /// one set never stops the commands that touch the rest.
+    fn recover_locked(&self, fault: &Fault) -> Result<(), Error> {
         for id in self.ids()? {
             if self.dir.join(&id).join(JOURNAL).exists() {
-                apply::recover(self, &id)?;
+                let _ = apply::recover(self, &id, fault);
             }
         }
         Ok(())
     }
 
+    /// Makes `.once/changes`, never through a link (see `once_fs::state_dir`).
+    fn make_dir(&self) -> Result<(), Error> {
+        once_fs::state_dir(&self.dir)
+            .map_err(|e| Error::io("create", self.dir.display())(std::io::Error::other(e)))
+    }
+
     fn lock(&self) -> Result<once_fs::Lock, Error> {
-        once_fs::create_dirs(&self.dir).map_err(Error::io("create", self.dir.display()))?;
+        self.make_dir()?;
         let path = self.dir.join(".lock");
         once_fs::lock(&path).map_err(Error::io("lock", path.display()))
     }
@@ -375,15 +387,20 @@ pub(crate) fn write_proposal(folder: &Path, proposal: &Proposal) -> Result<(), E
     once_fs::write_atomic(&path, &bytes, Mode::Replace).map_err(Error::io("write", path.display()))
 }
 
-/// BLAKE3 of the file at `dest`, or `None` when there is none. A folder or anything but a
-/// regular file is an error: a change set changes files only.
-pub(crate) fn current_hash(dest: &Path) -> Result<Option<String>, String> {
-    match fs::symlink_metadata(dest) {
-        Ok(meta) if meta.is_file() => fs::read(dest)
-            .map(|bytes| Some(once_fs::hash_hex(&bytes)))
-            .map_err(|e| format!("cannot read it: {e}")),
-        Ok(_) => Err("it is not a regular file".into()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(format!("cannot inspect it: {error}")),
+/// BLAKE3 of the file at `path`, or `None` when there is none, reached through `root` (so a
+/// link anywhere on the way, or a `.git` or `.once` folder, is refused). A folder, a link or
+/// anything but a regular file is an error: a change set changes files only. Each problem names
+/// the path.
+pub(crate) fn current_hash(root: &Root, path: &WorkspacePath) -> Result<Option<String>, String> {
+    match root.kind(path).map_err(|e| e.to_string())? {
+        None => Ok(None),
+        Some(Kind::File(_)) => match root.read(path).map_err(|e| e.to_string())? {
+            Some(bytes) => Ok(Some(once_fs::hash_hex(&bytes))),
+            None => Ok(None),
+        },
+        Some(Kind::Link) => {
+            Err("it is a symbolic link; once never writes through or over a link".into())
+        }
+        Some(_) => Err("it is not a regular file".into()),
     }
 }

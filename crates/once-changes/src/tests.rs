@@ -349,3 +349,257 @@ fn show_is_a_diff_against_the_current_files() {
         Err(Error::NotFound { .. })
     ));
 }
+
+#[test]
+fn git_and_once_are_out_of_reach_through_links_and_nested_repositories() {
+    let s = Scratch::new("reserved");
+    let root = s.root();
+    fs::create_dir_all(root.join(".git")).unwrap();
+    fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    fs::create_dir_all(root.join("vendor/lib/.git")).unwrap();
+    fs::write(root.join("vendor/lib/.git/config"), "[core]\n").unwrap();
+    fs::create_dir_all(root.join(".once/memory")).unwrap();
+    symlink(".git", root.join("gitdir")).unwrap();
+    symlink(".once", root.join("oncedir")).unwrap();
+    symlink("src", root.join("srclink")).unwrap();
+    let evil = "[core]\nfsmonitor = touch /tmp/owned\n";
+    for change in [
+        replace("gitdir/config", "[core]\n", evil),
+        replace("vendor/lib/.git/config", "[core]\n", evil),
+        create("vendor/lib/.git/hooks/pre-commit", evil),
+        create("oncedir/memory/x.md", "x"),
+        create("deep/.once/x", "x"),
+        create("srclink/new.rs", "x"),
+    ] {
+        let shown = change.path.clone();
+        let error = s.store().propose(draft(vec![change])).unwrap_err();
+        assert!(matches!(error, Error::Invalid { .. }), "{shown}: {error}");
+    }
+    assert_eq!(
+        fs::read_to_string(root.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!root.join("vendor/lib/.git/hooks").exists());
+    assert!(!root.join(".once/memory/x.md").exists());
+
+    // A folder that was real when proposed and is a link to `.git` when applied.
+    fs::create_dir_all(root.join("tools")).unwrap();
+    let id = s
+        .store()
+        .propose(draft(vec![create("tools/config", evil)]))
+        .unwrap()
+        .id;
+    fs::remove_dir(root.join("tools")).unwrap();
+    symlink(".git", root.join("tools")).unwrap();
+    let error = s.store().apply(&id).unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(
+        fs::read_to_string(root.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert_eq!(fs::read_dir(root.join(".git")).unwrap().count(), 1);
+    assert_ne!(s.store().load(&id).unwrap().status, Status::Applied);
+}
+
+#[test]
+fn long_names_are_refused_when_proposed_and_the_longest_name_applies() {
+    let s = Scratch::new("long");
+    let longest = "n".repeat(255);
+    let id = s
+        .store()
+        .propose(draft(vec![create(&format!("src/{longest}"), "x\n")]))
+        .unwrap()
+        .id;
+    s.store().apply(&id).unwrap();
+    assert_eq!(
+        fs::read_to_string(s.root().join("src").join(&longest)).unwrap(),
+        "x\n"
+    );
+
+    let too_long = "n".repeat(256);
+    let error = s
+        .store()
+        .propose(draft(vec![create(&too_long, "x\n")]))
+        .unwrap_err();
+    assert!(error.to_string().contains("255 bytes"), "{error}");
+    let deep = vec!["d".repeat(200); 21].join("/");
+    let error = s
+        .store()
+        .propose(draft(vec![create(&deep, "x\n")]))
+        .unwrap_err();
+    assert!(error.to_string().contains("at most 4095 bytes"), "{error}");
+    // Every command still works.
+    assert_eq!(s.store().list(None).unwrap().change_sets.len(), 1);
+}
+
+/// Every point of an apply where a write can fail, in order.
+const POINTS: [&str; 8] = [
+    "journal", "stage:1", "stage:2", "commit", "rename:1", "rename:2", "rename:3", "decided",
+];
+
+#[test]
+fn a_failure_at_any_step_leaves_the_tree_before_or_after_and_the_store_usable() {
+    for point in POINTS {
+        let s = Scratch::new(&format!("every-{}", point.replace(':', "-")));
+        let before = tree(&s.root());
+        let id = s.store().propose(three_changes()).unwrap().id;
+        let error = s
+            .store()
+            .apply_with(&id, &Fault::fail_at(point))
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("injected fault"),
+            "{point}: {error}"
+        );
+        s.store().recover().unwrap();
+        let status = s.store().load(&id).unwrap().status;
+        let expected = match status {
+            Status::Pending => before.clone(),
+            Status::Applied => applied_tree(&before),
+            other => panic!("{point}: {other:?}"),
+        };
+        assert_eq!(tree(&s.root()), expected, "after a fault at {point}");
+        assert_eq!(s.store().list(None).unwrap().change_sets.len(), 1);
+        s.store().show(&id).unwrap();
+    }
+}
+
+/// A thread swaps the folder `w` with a link to a folder outside the workspace, back and forth,
+/// while change sets that write into `w` are applied: no file may land outside, and a set is
+/// `applied` only if every file of it is in place.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_folder_swapped_for_a_link_during_applies_never_leads_a_write_outside() {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    const TRIALS: usize = 300;
+    let s = Scratch::new("race");
+    let root = s.root();
+    let outside = s.0.join("outside");
+    fs::create_dir_all(root.join("w")).unwrap();
+    symlink(&outside, root.join("w.link")).unwrap();
+    let ids: Vec<String> = (0..TRIALS)
+        .map(|n| {
+            let changes = vec![
+                create(&format!("w/a{n}.txt"), &format!("a{n}\n")),
+                create(&format!("w/b{n}.txt"), &format!("b{n}\n")),
+            ];
+            s.store().propose(draft(changes)).unwrap().id
+        })
+        .collect();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
+    let swapper = {
+        let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
+        let w = CString::new(root.join("w").as_os_str().as_bytes()).unwrap();
+        let link = CString::new(root.join("w.link").as_os_str().as_bytes()).unwrap();
+        std::thread::spawn(move || {
+            // An even number of exchanges leaves `w` a folder again.
+            while !stop.load(Ordering::Relaxed) || swaps.load(Ordering::Relaxed) % 2 == 1 {
+                // SAFETY: two valid C strings; RENAME_EXCHANGE swaps the two names atomically.
+                let rc = unsafe {
+                    libc::renameat2(
+                        libc::AT_FDCWD,
+                        w.as_ptr(),
+                        libc::AT_FDCWD,
+                        link.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
+                assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+                swaps.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let mut refused = 0;
+    for id in &ids {
+        if s.store().apply(id).is_err() {
+            refused += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(fs::symlink_metadata(root.join("w")).unwrap().is_dir());
+    s.store().recover().unwrap();
+
+    let outside_files = fs::read_dir(&outside).unwrap().count();
+    let (mut applied, mut false_applied, mut pending, mut failed) = (0, 0, 0, 0);
+    for (n, id) in ids.iter().enumerate() {
+        let in_place = |name: &str| {
+            fs::read_to_string(root.join("w").join(format!("{name}{n}.txt"))).ok()
+                == Some(format!("{name}{n}\n"))
+        };
+        match s.store().load(id).unwrap().status {
+            Status::Applied if in_place("a") && in_place("b") => applied += 1,
+            Status::Applied => false_applied += 1,
+            Status::Pending => pending += 1,
+            _ => failed += 1,
+        }
+    }
+    println!(
+        "race: {TRIALS} applies, {} swaps, {refused} refused; applied {applied}, pending {pending}, \
+         failed {failed}; files outside {outside_files}, applied with files missing {false_applied}",
+        swaps.load(Ordering::Relaxed)
+    );
+    assert_eq!(outside_files, 0);
+    assert_eq!(false_applied, 0);
+}
+
+#[test]
+fn a_set_that_can_be_neither_finished_nor_undone_is_marked_failed_and_the_store_keeps_working() {
+    // Before the commit point, a rollback that keeps failing; after it, a rename that keeps failing.
+    for fault in [
+        Fault::fail_at("stage:2").and_fail_at("unstage:1"),
+        Fault::fail_at("rename:2"),
+    ] {
+        let s = Scratch::new("failed");
+        let id = s.store().propose(three_changes()).unwrap().id;
+        s.store().apply_with(&id, &fault).unwrap_err();
+        let folder = s.root().join(".once/changes").join(&id);
+        assert!(folder.join("journal.json").exists(), "{fault:?}");
+        s.store().recover_with(&fault).unwrap();
+        let failed = s.store().load(&id).unwrap();
+        assert_eq!(failed.status, Status::Failed, "{fault:?}");
+        let reason = failed.reason.unwrap_or_default();
+        assert!(reason.contains("injected fault"), "{reason}");
+        assert!(!folder.join("journal.json").exists());
+        assert!(folder.join("journal.failed.json").exists());
+        // Every other command keeps working, and the set is never applied again.
+        let list = s.store().list(None).unwrap();
+        assert_eq!(list.change_sets[0].status, Status::Failed);
+        assert_eq!(s.store().counts().unwrap().failed, 1);
+        s.store().show(&id).unwrap();
+        assert!(matches!(
+            s.store().apply(&id),
+            Err(Error::Decided {
+                status: "failed",
+                ..
+            })
+        ));
+        let other = s
+            .store()
+            .propose(draft(vec![create("other.txt", "x\n")]))
+            .unwrap()
+            .id;
+        s.store().apply(&other).unwrap();
+        let rejected = s
+            .store()
+            .propose(draft(vec![create("more.txt", "x\n")]))
+            .unwrap()
+            .id;
+        s.store().reject(&rejected, None).unwrap();
+    }
+}
+
+#[test]
+fn the_store_never_follows_a_linked_state_folder_out_of_the_workspace() {
+    let s = Scratch::new("state-link");
+    symlink(s.0.join("outside"), s.root().join(".once")).unwrap();
+    let error = s.store().propose(three_changes()).unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
+}

@@ -1,18 +1,20 @@
 //! Writing an example into a workspace, all or nothing.
 //!
-//! Two passes. The first only looks: it resolves every destination (refusing a path that would
-//! leave the root, through `..` or a symbolic link) and compares what is there with the example's
-//! bytes. Any difference refuses the whole operation, listing every conflict, before a single
-//! byte is written. The second pass writes the missing files, each atomically and never over a
-//! file that appeared since the first pass looked (a no-clobber link, not a rename). Identical
-//! files are left alone, so materializing twice is the same as once.
+//! Two passes. The first only looks: it walks to every destination through `once_fs::Root`
+//! (refusing `..`, any symbolic link on the way, and any `.git` or `.once` folder) and compares
+//! what is there with the example's bytes. Any difference refuses the whole operation, listing
+//! every conflict, before a single byte is written. The second pass walks again, making missing
+//! folders, and writes the missing files relative to their folder's descriptor, each atomically
+//! and never over a file that appeared since the first pass looked (a no-clobber link, not a
+//! rename): the check that counts is the one made at the moment of writing. Identical files are
+//! left alone, so materializing twice is the same as once.
 //!
-//! Must never write outside the root, and never replace an existing file.
+//! Must never write outside the root, never through a link or into `.git`/`.once`, and never
+//! replace an existing file.
 
-use std::io;
 use std::path::Path;
 
-use once_fs::{Mode, WorkspacePath};
+use once_fs::{Kind, Mode, Root, WorkspacePath};
 use serde::Serialize;
 
 use crate::{Conflict, Error, Example};
@@ -39,6 +41,11 @@ pub fn materialize(
     into: Option<&WorkspacePath>,
     dry_run: bool,
 ) -> Result<Materialized, Error> {
+    let root = Root::open(root).map_err(|source| Error::Io {
+        action: "open",
+        path: root.display().to_string(),
+        source,
+    })?;
     let mut plan = Vec::new();
     let mut unchanged = Vec::new();
     let mut conflicts = Vec::new();
@@ -48,22 +55,15 @@ pub fn materialize(
             Some(into) => into.join(&relative),
             None => relative,
         };
-        let dest = relative.resolve(root)?;
         let shown = relative.to_string();
-        match compare(&dest, file.bytes) {
-            Ok(State::Missing) => plan.push((shown, dest, file.bytes)),
+        match compare(&root, &relative, file.bytes) {
+            Ok(State::Missing) => plan.push((shown, relative, file.bytes)),
             Ok(State::Same) => unchanged.push(shown),
             Ok(State::Differs(problem)) => conflicts.push(Conflict {
                 path: shown,
                 problem,
             }),
-            Err(source) => {
-                return Err(Error::Io {
-                    action: "read",
-                    path: shown,
-                    source,
-                });
-            }
+            Err(error) => return Err(error),
         }
     }
     if !conflicts.is_empty() {
@@ -71,11 +71,14 @@ pub fn materialize(
     }
     if !dry_run {
         for (shown, dest, bytes) in &plan {
-            write_new(dest, bytes).map_err(|source| Error::Io {
-                action: "write",
-                path: shown.clone(),
-                source,
-            })?;
+            let (folder, _) = root.make_parent_of(dest)?;
+            folder
+                .write_atomic(dest.name(), bytes, Mode::CreateNew)
+                .map_err(|source| Error::Io {
+                    action: "write",
+                    path: shown.clone(),
+                    source,
+                })?;
         }
     }
     Ok(Materialized {
@@ -93,30 +96,29 @@ enum State {
     Differs(String),
 }
 
-fn compare(dest: &Path, bytes: &[u8]) -> io::Result<State> {
-    let meta = match std::fs::symlink_metadata(dest) {
-        Ok(meta) => meta,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(State::Missing),
-        Err(error) => return Err(error),
+fn compare(root: &Root, dest: &WorkspacePath, bytes: &[u8]) -> Result<State, Error> {
+    let size = match root.kind(dest)? {
+        None => return Ok(State::Missing),
+        Some(Kind::File(size)) => size,
+        Some(Kind::Link) => {
+            return Err(Error::Path(once_fs::PathError::Link {
+                path: dest.to_string(),
+                link: dest.to_string(),
+            }));
+        }
+        Some(_) => return Ok(State::Differs("not a regular file".into())),
     };
-    if !meta.is_file() {
-        return Ok(State::Differs("not a regular file".into()));
-    }
-    if meta.len() != bytes.len() as u64 {
+    if size != bytes.len() as u64 {
         return Ok(State::Differs("different content".into()));
     }
-    Ok(if std::fs::read(dest)? == bytes {
+    let now = root.read(dest)?;
+    Ok(if now.as_deref() == Some(bytes) {
         State::Same
+    } else if now.is_none() {
+        State::Missing
     } else {
         State::Differs("different content".into())
     })
-}
-
-fn write_new(dest: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Some(dir) = dest.parent() {
-        once_fs::create_dirs(dir)?;
-    }
-    once_fs::write_atomic(dest, bytes, Mode::CreateNew)
 }
 
 #[cfg(test)]
@@ -233,10 +235,37 @@ mod tests {
         let example = find("python-project").unwrap();
         let error = materialize(&root, example, Some(&into("escape")), false).unwrap_err();
         assert!(
-            matches!(error, Error::Path(once_fs::PathError::Escapes { .. })),
+            matches!(error, Error::Path(once_fs::PathError::Link { .. })),
             "{error}"
         );
         assert_eq!(snapshot(&root), before);
         assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn git_and_once_folders_are_refused_directly_or_through_a_link() {
+        let s = Scratch::new("reserved");
+        let root = s.root();
+        fs::create_dir_all(root.join(".git")).unwrap();
+        fs::create_dir_all(root.join(".once")).unwrap();
+        fs::create_dir_all(root.join("vendor/lib/.git")).unwrap();
+        symlink(".git", root.join("gitdir")).unwrap();
+        symlink(".once", root.join("oncedir")).unwrap();
+        let before = snapshot(&root);
+        let example = find("node-package").unwrap();
+        for target in [
+            ".git",
+            ".once",
+            "gitdir",
+            "oncedir",
+            "vendor/lib/.git",
+            "a/.once/b",
+        ] {
+            let error = materialize(&root, example, Some(&into(target)), false).unwrap_err();
+            assert!(matches!(error, Error::Path(_)), "{target}: {error}");
+            let error = materialize(&root, example, Some(&into(target)), true).unwrap_err();
+            assert!(matches!(error, Error::Path(_)), "{target}: {error}");
+        }
+        assert_eq!(snapshot(&root), before, "the tree changed");
     }
 }

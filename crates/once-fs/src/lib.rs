@@ -4,14 +4,19 @@
 //! - [`write_atomic`] and [`remove_durably`]: a reader sees the old file or the whole new one,
 //!   never a torn one, and the change survives a crash (the folder is flushed too).
 //! - [`lock`]: an advisory `flock` that the kernel drops when its holder dies.
-//! - [`WorkspacePath`]: a relative path checked to stay inside a root: never absolute, never `..`,
-//!   never through a symbolic link that leads outside.
+//! - [`Root`] and [`Folder`]: every write of a person's file (change sets, examples, restored
+//!   outputs), walked from a descriptor of the workspace root one folder at a time, never through
+//!   a symbolic link and never into `.git` or `.once`, checked at the moment of writing.
+//! - [`WorkspacePath`]: a relative path checked by its text: never absolute, never `..`, no name
+//!   over 255 bytes. [`open_inside`] opens a file only to read it, and refuses one whose real
+//!   location is outside the root or inside `.git` or `.once`.
 //! - [`clock`]: time-ordered ids and RFC 3339 timestamps for the files we create.
 //! - [`Stamp`]: proof from a `stat` that a file still has the content it had, as git uses it.
 //!
 //! This crate must never print, and never write anywhere its caller did not name.
 
 mod atomic;
+mod beneath;
 pub mod clock;
 mod path;
 mod stamp;
@@ -20,7 +25,8 @@ pub use atomic::{
     ABANDONED_AFTER, Lock, Mode, create_dirs, is_abandoned_temp, lock, remove_durably, sync_dir,
     temp_path, write_atomic, write_replacing, write_synced,
 };
-pub use path::{PathError, WorkspacePath};
+pub use beneath::{Folder, Kind, PATH_MAX, RESERVED, Root, STAGE_ROOM, stage_name, state_dir};
+pub use path::{NAME_MAX, PathError, WorkspacePath, open_inside};
 pub use stamp::{RACY_WINDOW, STAMP_BYTES, Stamp};
 
 /// The BLAKE3 hash of `bytes`, as the lowercase hex every `once` file records.

@@ -1,17 +1,24 @@
 //! Paths that cannot leave the workspace.
 //!
-//! A [`WorkspacePath`] is checked twice. When parsed, by its text alone: relative, `/`-separated,
-//! no `..` component, no NUL byte (`.` and empty components are dropped, so `./web/` is `web`).
-//! When resolved against a root, by the file system: each part of it that already exists is looked
-//! at without following links, and a symbolic link is accepted only if everything it leads to is
-//! inside the root; the destination itself must not be a link at all, since we would replace the
-//! link or write through it depending on the call.
+//! A [`WorkspacePath`] is checked by its text when parsed: relative, `/`-separated, no `..`
+//! component, no NUL byte, no component longer than a file name can be (255 bytes); `.` and empty
+//! components are dropped, so `./web/` is `web`. What it leads to on disk is checked only at the
+//! moment of use, relative to directory descriptors ([`Root`](crate::Root)), because a check made
+//! earlier proves nothing about the tree a moment later. [`open_inside`] is the one door for files
+//! that are only read (project memory's linked files): it opens, then checks where the opened
+//! file really is.
 //!
 //! Must never create, change or remove anything: it only looks.
 
 use std::fmt;
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+
+use crate::beneath::RESERVED;
+
+/// The longest file name (one component) Linux file systems take, in bytes.
+pub const NAME_MAX: usize = 255;
 
 /// Why a path was refused.
 #[derive(Debug, thiserror::Error)]
@@ -37,21 +44,53 @@ pub enum PathError {
         /// The path given.
         path: String,
     },
-    /// Part of the path is a symbolic link that leads outside the root (or nowhere).
+    /// A component longer than a file name can be.
+    #[error("`{path}` has a name of {length} bytes; a file name can have at most {limit} bytes")]
+    NameTooLong {
+        /// The path given.
+        path: String,
+        /// The length of the longest component.
+        length: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The whole path, under the root, is longer than tools can open.
     #[error(
-        "`{path}` passes through the symbolic link `{link}`, which leads outside the workspace"
+        "the path is {length} bytes long with the workspace root's; a path can have at most {limit} bytes"
     )]
-    Escapes {
+    PathTooLong {
+        /// The path given.
+        path: String,
+        /// Its length, the root's path and a separator included.
+        length: usize,
+        /// The limit, the root's path included.
+        limit: usize,
+    },
+    /// A component is `.git` or `.once`.
+    #[error("`{path}` is inside `{part}/`, which once never writes for anyone")]
+    Reserved {
+        /// The path given.
+        path: String,
+        /// The reserved component.
+        part: String,
+    },
+    /// Part of the path is a symbolic link: once writes only through real folders.
+    #[error(
+        "`{path}` passes through the symbolic link `{link}`; once never writes through or over a link"
+    )]
+    Link {
         /// The path given.
         path: String,
         /// The link, relative to the root.
         link: String,
     },
-    /// The destination itself is a symbolic link.
-    #[error("`{path}` is a symbolic link; refusing to write through or over it")]
-    Link {
+    /// The file's real location is outside the root, or inside `.git` or `.once`.
+    #[error("`{path}` leads to `{}`, outside the workspace or inside `.git` or `.once`", real.display())]
+    Escapes {
         /// The path given.
         path: String,
+        /// Where it really is.
+        real: PathBuf,
     },
     /// A part of the path that must be a folder is a file.
     #[error("`{path}` cannot be created: `{file}` is a file, not a folder")]
@@ -92,6 +131,13 @@ impl WorkspacePath {
             match part {
                 "" | "." => {}
                 ".." => return Err(PathError::Parent { path: path() }),
+                _ if part.len() > NAME_MAX => {
+                    return Err(PathError::NameTooLong {
+                        path: path(),
+                        length: part.len(),
+                        limit: NAME_MAX,
+                    });
+                }
                 _ => parts.push(part.to_string()),
             }
         }
@@ -113,52 +159,33 @@ impl WorkspacePath {
         &self.parts[0]
     }
 
-    /// The absolute path under `root`, after checking on disk that it does not leave `root`:
-    /// every existing ancestor is inspected without following links, and a link is accepted only
-    /// when its canonical target is inside the canonical root. The destination may be missing;
-    /// if it exists it must not be a link.
-    pub fn resolve(&self, root: &Path) -> Result<PathBuf, PathError> {
-        let io_error = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| PathError::Io { path, source }
-        };
-        let root = root.canonicalize().map_err(io_error(root))?;
-        let mut current = root.clone();
-        let last = self.parts.len() - 1;
-        for (index, part) in self.parts.iter().enumerate() {
-            current.push(part);
-            let meta = match std::fs::symlink_metadata(&current) {
-                Ok(meta) => meta,
-                // Nothing below a missing folder exists either: no link can hide there.
-                Err(error) if error.kind() == io::ErrorKind::NotFound => break,
-                Err(error) => return Err(io_error(&current)(error)),
-            };
-            let relative = || self.parts[..=index].join("/");
-            if meta.file_type().is_symlink() {
-                if index == last {
-                    return Err(PathError::Link {
-                        path: self.to_string(),
-                    });
-                }
-                // A dangling link fails to canonicalize: where it would lead is unknown, so it
-                // counts as leading outside.
-                let inside = current
-                    .canonicalize()
-                    .is_ok_and(|target| target.starts_with(&root));
-                if !inside {
-                    return Err(PathError::Escapes {
-                        path: self.to_string(),
-                        link: relative(),
-                    });
-                }
-            } else if index < last && !meta.is_dir() {
-                return Err(PathError::NotAFolder {
-                    path: self.to_string(),
-                    file: relative(),
-                });
-            }
+    /// The last component, the file's own name.
+    pub fn name(&self) -> &str {
+        &self.parts[self.parts.len() - 1]
+    }
+
+    /// The folder that holds it, `None` for a name at the root.
+    pub fn parent(&self) -> Option<WorkspacePath> {
+        (self.parts.len() > 1).then(|| self.prefix(self.parts.len() - 1))
+    }
+
+    /// The reserved component (`.git`, `.once`) it passes through, if any.
+    pub fn reserved(&self) -> Option<&str> {
+        self.parts
+            .iter()
+            .find(|p| RESERVED.contains(&p.as_str()))
+            .map(String::as_str)
+    }
+
+    pub(crate) fn parts(&self) -> &[String] {
+        &self.parts
+    }
+
+    /// The first `n` components (`n` ≥ 1).
+    pub(crate) fn prefix(&self, n: usize) -> WorkspacePath {
+        WorkspacePath {
+            parts: self.parts[..n].to_vec(),
         }
-        Ok(self.parts.iter().fold(root, |path, part| path.join(part)))
     }
 }
 
@@ -166,6 +193,67 @@ impl fmt::Display for WorkspacePath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.parts.join("/"))
     }
+}
+
+/// Opens the regular file at `relative` under `root` for reading, following links, and refuses it
+/// when the file it opened really lives outside `root` or inside `.git` or `.once`. On Linux the
+/// check asks the kernel where the open descriptor points (`/proc/self/fd`), so no change to the
+/// tree after the open can fool it; elsewhere it resolves the path just before opening, which a
+/// concurrent change could race. Project memory hashes linked files through this function alone,
+/// whichever door (CLI or MCP) named them.
+pub fn open_inside(root: &Path, relative: &str) -> Result<File, PathError> {
+    let path = WorkspacePath::parse(relative)?;
+    if let Some(part) = path.reserved() {
+        return Err(PathError::Reserved {
+            path: path.to_string(),
+            part: part.to_string(),
+        });
+    }
+    let io_error = |at: &Path| {
+        let at = at.to_path_buf();
+        move |source| PathError::Io { path: at, source }
+    };
+    let canonical_root = root.canonicalize().map_err(io_error(root))?;
+    let full = canonical_root.join(path.to_string());
+    #[cfg(not(target_os = "linux"))]
+    let before = full.canonicalize().map_err(io_error(&full))?;
+    let file = open_nonblocking(&full).map_err(io_error(&full))?;
+    #[cfg(target_os = "linux")]
+    let real = {
+        use std::os::fd::AsRawFd;
+        let link = format!("/proc/self/fd/{}", file.as_raw_fd());
+        std::fs::read_link(&link).map_err(io_error(Path::new(&link)))?
+    };
+    #[cfg(not(target_os = "linux"))]
+    let real = before;
+    let inside = real.strip_prefix(&canonical_root).is_ok_and(|rest| {
+        !rest
+            .components()
+            .any(|c| RESERVED.iter().any(|r| c.as_os_str() == *r))
+    });
+    if !inside {
+        return Err(PathError::Escapes {
+            path: path.to_string(),
+            real,
+        });
+    }
+    let meta = file.metadata().map_err(io_error(&full))?;
+    if !meta.is_file() {
+        return Err(PathError::Io {
+            path: full,
+            source: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+        });
+    }
+    Ok(file)
+}
+
+/// Opens for reading without blocking on a pipe or a device that waits for a writer.
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 #[cfg(test)]
@@ -214,45 +302,41 @@ mod tests {
         }
     }
 
-    fn resolve(root: &Path, text: &str) -> Result<PathBuf, PathError> {
-        WorkspacePath::parse(text).unwrap().resolve(root)
+    #[test]
+    fn long_names_are_refused_by_their_text() {
+        assert!(parse(&"n".repeat(255)).is_ok());
+        let error = parse(&format!("a/{}", "n".repeat(256))).unwrap_err();
+        assert!(error.contains("at most 255 bytes"), "{error}");
     }
 
     #[test]
-    fn links_that_lead_outside_are_refused() {
-        let s = Scratch::new("links");
+    fn reading_refuses_a_file_whose_real_location_leaves_the_root() {
+        let s = Scratch::new("inside");
         let root = s.root();
+        fs::write(s.0.join("outside/secret"), "s").unwrap();
+        fs::write(root.join("inside/mine"), "m").unwrap();
+        fs::create_dir_all(root.join(".git")).unwrap();
+        fs::write(root.join(".git/config"), "c").unwrap();
         symlink(s.0.join("outside"), root.join("out")).unwrap();
-        symlink(root.join("inside"), root.join("in")).unwrap();
-        symlink(s.0.join("nowhere"), root.join("dangling")).unwrap();
-        symlink("../outside", root.join("inside/up")).unwrap();
-        fs::write(root.join("file"), "x").unwrap();
-
-        let canonical = root.canonicalize().unwrap();
-        assert_eq!(
-            resolve(&root, "new/dir/file.txt").unwrap(),
-            canonical.join("new/dir/file.txt")
-        );
-        assert_eq!(
-            resolve(&root, "in/a.txt").unwrap(),
-            canonical.join("in/a.txt")
-        );
-        for escaping in [
-            "out/a.txt",
-            "dangling/a.txt",
-            "inside/up/a.txt",
-            "out/deeper/a.txt",
-        ] {
-            let error = resolve(&root, escaping).unwrap_err();
+        symlink(s.0.join("outside/secret"), root.join("secret")).unwrap();
+        symlink(".git", root.join("gitdir")).unwrap();
+        symlink("inside/mine", root.join("alias")).unwrap();
+        assert!(open_inside(&root, "inside/mine").is_ok());
+        assert!(open_inside(&root, "alias").is_ok());
+        for text in ["out/secret", "secret", "gitdir/config"] {
+            let error = open_inside(&root, text).unwrap_err();
             assert!(
                 matches!(error, PathError::Escapes { .. }),
-                "{escaping}: {error}"
+                "{text}: {error}"
             );
         }
-        assert!(matches!(resolve(&root, "out"), Err(PathError::Link { .. })));
         assert!(matches!(
-            resolve(&root, "file/a.txt"),
-            Err(PathError::NotAFolder { .. })
+            open_inside(&root, ".git/config"),
+            Err(PathError::Reserved { .. })
+        ));
+        assert!(matches!(
+            open_inside(&root, "../outside/secret"),
+            Err(PathError::Parent { .. })
         ));
     }
 }

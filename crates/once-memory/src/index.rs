@@ -145,10 +145,10 @@ impl Corpus {
             let bytes = encode(started, &old, &files);
             // The cache is a shortcut: failing to write it (a read-only checkout) is not an
             // error.
-            if let Some(parent) = cache.parent() {
-                let _ = fs::create_dir_all(parent);
+            // Never through a link planted in `.once/` (see `once_fs::state_dir`).
+            if cache.parent().is_some_and(|p| fsio::state_dir(p).is_ok()) {
+                let _ = fsio::write_atomic(cache, &bytes, Mode::Replace);
             }
-            let _ = fsio::write_atomic(cache, &bytes, Mode::Replace);
             // Freshly encoded, so it opens; if it ever did not, an empty answer would be wrong.
             return Corpus::open(bytes, None).ok_or_else(|| Error::Invalid {
                 message: "the memory index could not be built".into(),

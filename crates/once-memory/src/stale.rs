@@ -43,10 +43,15 @@ impl std::fmt::Display for Stale {
     }
 }
 
-/// The content hash of a file, hex; `None` when it cannot be read.
-pub(crate) fn hash_file(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    Some(blake3::hash(&bytes).to_hex().to_string())
+/// The content hash of the file at `relative` under `root`, hex. Opened only through
+/// `once_fs::open_inside`, the one check both doors (CLI and MCP) share: a file whose real
+/// location is outside the workspace, or inside `.git` or `.once`, is refused, so memory is never
+/// a way to learn the hash of a file elsewhere.
+pub(crate) fn hash_file(root: &Path, relative: &str) -> Result<String, String> {
+    let mut file = once_fs::open_inside(root, relative).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| e.to_string())?;
+    Ok(blake3::hash(&bytes).to_hex().to_string())
 }
 
 /// Checks entries against the workspace, hashing each linked file at most once.
@@ -82,7 +87,7 @@ impl<'a> Checker<'a> {
             let now = self
                 .hashes
                 .entry(link.path.clone())
-                .or_insert_with(|| hash_file(&root.join(&link.path)));
+                .or_insert_with(|| hash_file(root, &link.path).ok());
             match now {
                 None => reasons.push(Stale::Missing {
                     path: link.path.clone(),

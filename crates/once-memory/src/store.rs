@@ -123,7 +123,8 @@ impl Store {
     pub fn create(&self, draft: Draft) -> Result<Entry, Error> {
         check_title(&draft.title)?;
         let paths = self.link_paths(&draft.paths)?;
-        std::fs::create_dir_all(&self.dir).map_err(Error::io("create", &self.dir))?;
+        fsio::state_dir(&self.dir)
+            .map_err(|e| Error::io("create", &self.dir)(std::io::Error::other(e)))?;
         let now = clock::now_seconds();
         let mut entry = Entry {
             id: String::new(),
@@ -248,7 +249,8 @@ impl Store {
     }
 
     fn lock(&self) -> Result<fsio::Lock, Error> {
-        std::fs::create_dir_all(&self.dir).map_err(Error::io("create", &self.dir))?;
+        fsio::state_dir(&self.dir)
+            .map_err(|e| Error::io("create", &self.dir)(std::io::Error::other(e)))?;
         let path = self.dir.join(".lock");
         fsio::lock(&path).map_err(Error::io("lock", path))
     }
@@ -261,9 +263,9 @@ impl Store {
             if links.iter().any(|l| l.path == path) {
                 continue;
             }
-            let blake3 = stale::hash_file(&self.root.join(&path)).ok_or_else(|| Error::Invalid {
+            let blake3 = stale::hash_file(&self.root, &path).map_err(|problem| Error::Invalid {
                 message: format!(
-                    "cannot link `{path}`: no readable file there (paths are relative to the workspace root)"
+                    "cannot link `{path}`: {problem} (paths are relative to the workspace root)"
                 ),
             })?;
             links.push(PathLink { path, blake3 });
@@ -278,7 +280,7 @@ impl Store {
             .iter()
             .map(|path| PathLink {
                 path: path.clone(),
-                blake3: stale::hash_file(&self.root.join(path)).unwrap_or_default(),
+                blake3: stale::hash_file(&self.root, path).unwrap_or_default(),
             })
             .collect()
     }

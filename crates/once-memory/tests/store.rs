@@ -431,3 +431,53 @@ fn staging_files_of_killed_writers_are_cleaned_up_and_live_ones_kept() {
     assert!(left.is_empty(), "abandoned staging files remain: {left:?}");
     assert_eq!(store.get(&kept.id).unwrap().title, "Kept");
 }
+
+/// A linked path is hashed only if its real location is inside the workspace and outside `.git`
+/// and `.once`: otherwise an agent could learn the hash of any file it can name.
+#[test]
+fn a_linked_path_that_leaves_the_workspace_is_refused() {
+    let dir = TempDir::new();
+    let root = dir.0.join("root");
+    write(&dir.0, "outside/secret", "s\n");
+    write(&root, "src/lib.rs", "pub fn a() {}\n");
+    write(&root, ".git/config", "[core]\n");
+    std::os::unix::fs::symlink(dir.0.join("outside"), root.join("out")).unwrap();
+    std::os::unix::fs::symlink(dir.0.join("outside/secret"), root.join("secret")).unwrap();
+    std::os::unix::fs::symlink(".git", root.join("gitdir")).unwrap();
+    std::os::unix::fs::symlink("src", root.join("alias")).unwrap();
+    let store = Store::new(&root);
+    for path in [
+        "out/secret",
+        "secret",
+        "gitdir/config",
+        ".git/config",
+        "../outside/secret",
+    ] {
+        let mut d = draft("A note", Kind::Note, &[], "body");
+        d.paths = vec![path.to_string()];
+        let error = store.create(d).unwrap_err();
+        assert!(matches!(error, Error::Invalid { .. }), "{path}: {error}");
+        assert!(!error.to_string().contains(&once_fs_hash("s\n")), "{error}");
+    }
+    let mut d = draft("A note", Kind::Note, &[], "body");
+    d.paths = vec!["alias/lib.rs".to_string()];
+    store.create(d).unwrap();
+}
+
+fn once_fs_hash(text: &str) -> String {
+    blake3::hash(text.as_bytes()).to_hex().to_string()
+}
+
+#[test]
+fn the_store_never_follows_a_linked_state_folder_out_of_the_workspace() {
+    let dir = TempDir::new();
+    let root = dir.0.join("root");
+    std::fs::create_dir_all(root.join(".once")).unwrap();
+    std::fs::create_dir_all(dir.0.join("outside")).unwrap();
+    std::os::unix::fs::symlink(dir.0.join("outside"), root.join(".once/memory")).unwrap();
+    let error = Store::new(&root)
+        .create(draft("A note", Kind::Note, &[], "body"))
+        .unwrap_err();
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(std::fs::read_dir(dir.0.join("outside")).unwrap().count(), 0);
+}

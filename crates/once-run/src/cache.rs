@@ -4,8 +4,10 @@
 //! Every object is written atomically and named by a hash, so concurrent writers of one object
 //! write identical bytes and readers never see a torn one. The only lock, `locks/<key>`, keeps
 //! two processes from running one action at once, not the store consistent. A result that
-//! cannot be read, or whose outputs are missing from `cas/`, is a miss, never an error. This
-//! module must never record a failed run.
+//! cannot be read, or whose outputs are missing from `cas/`, is a miss, never an error. Outputs
+//! are put back through `once_fs::Root`, walked from the workspace root without following a link
+//! and never into `.git` or `.once`, so a restore never writes anywhere a person did not have a
+//! real folder. This module must never record a failed run.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -18,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::key::Key;
-use once_fs::{Mode, temp_path, write_atomic};
+use once_fs::{Kind, Mode, Root, WorkspacePath, stage_name, temp_path, write_atomic};
 
 /// What `ac/<key>` holds: enough to replay a run without running it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +54,7 @@ pub struct KeyLock {
 #[derive(Debug, Clone)]
 pub struct Cache {
     root: PathBuf,
+    workspace: PathBuf,
 }
 
 impl Cache {
@@ -64,6 +67,7 @@ impl Cache {
     pub fn new(workspace_root: &Path) -> Cache {
         Cache {
             root: workspace_root.join(".once").join("cache"),
+            workspace: workspace_root.to_path_buf(),
         }
     }
 
@@ -80,7 +84,7 @@ impl Cache {
     /// the same folder at once: the second waits, then finds the first one's result.
     pub fn lock(&self, key: &Key) -> Result<KeyLock, Error> {
         let folder = self.root.join("locks");
-        fs::create_dir_all(&folder).map_err(Error::io(&folder))?;
+        state_dir(&folder)?;
         let path = folder.join(key.to_hex());
         let file = fs::OpenOptions::new()
             .create(true)
@@ -118,7 +122,8 @@ impl Cache {
 
     /// Puts every output of `result` back under `dir`, byte for byte; files already identical
     /// are left alone (most are proven so by a `stat` against the file-hash cache, without
-    /// reading them). Fails (and the caller runs the action) when an object is missing.
+    /// reading them). Fails (and the caller runs the action) when an object is missing, or when
+    /// an output's path leads through a link or into `.git` or `.once`.
     pub(crate) fn restore(
         &self,
         dir: &Path,
@@ -126,29 +131,49 @@ impl Cache {
         hashes: &FileHashes,
         buffer: &mut [u8],
     ) -> Result<(), Error> {
+        let root = Root::open(&self.workspace).map_err(Error::io(&self.workspace))?;
+        let target = dir
+            .strip_prefix(&self.workspace)
+            .ok()
+            .and_then(Path::to_str)
+            .ok_or_else(|| Error::Io {
+                path: dir.to_path_buf(),
+                source: io::Error::other("the target's folder is not inside the workspace"),
+            })?;
         for output in &result.outputs {
             let dest = dir.join(&output.path);
-            let same = fs::metadata(&dest).is_ok_and(|m| {
-                m.len() == output.size
-                    && hashes
-                        .digest(&dest, &m, buffer)
-                        .is_ok_and(|d| d.to_hex().as_str() == output.digest)
-            });
+            let refused = |error: once_fs::PathError| Error::Io {
+                path: dest.clone(),
+                source: io::Error::other(error),
+            };
+            // `parse` drops empty and `.` components, so a target at the root needs no case.
+            let relative =
+                WorkspacePath::parse(&format!("./{target}/{}", output.path)).map_err(refused)?;
+            let same = match root.kind(&relative).map_err(refused)? {
+                Some(Kind::File(size)) if size == output.size => fs::symlink_metadata(&dest)
+                    .is_ok_and(|m| {
+                        hashes
+                            .digest(&dest, &m, buffer)
+                            .is_ok_and(|d| d.to_hex().as_str() == output.digest)
+                    }),
+                _ => false,
+            };
             if same {
                 continue;
             }
             let source = self.cas(&output.digest);
-            if let Some(parent) = dest.parent() {
-                fs::create_dir_all(parent).map_err(Error::io(parent))?;
-            }
-            let temp = temp_path(&dest);
-            let copied = fs::copy(&source, &temp).and_then(|_| {
-                let mode = if output.executable { 0o755 } else { 0o644 };
-                fs::set_permissions(&temp, fs::Permissions::from_mode(mode))?;
-                fs::rename(&temp, &dest)
+            let (folder, _) = root.make_parent_of(&relative).map_err(refused)?;
+            let temp = stage_name();
+            let mode = if output.executable { 0o755 } else { 0o644 };
+            let copied = File::open(&source).and_then(|mut from| {
+                let mut to = folder.create(&temp, mode)?;
+                io::copy(&mut from, &mut to)?;
+                // The umask may have cleared bits the output had.
+                to.set_permissions(fs::Permissions::from_mode(mode))?;
+                folder.rename(&temp, relative.name())
             });
             if let Err(error) = copied {
-                let _ = fs::remove_file(&temp);
+                let _ = folder.remove_file(&temp);
                 return Err(Error::Io {
                     path: source,
                     source: error,
@@ -196,7 +221,7 @@ impl Cache {
             source: io::Error::other(e),
         })?;
         if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(Error::io(parent))?;
+            state_dir(parent)?;
         }
         write_atomic(&path, &bytes, Mode::Replace).map_err(Error::io(&path))?;
         Ok(result)
@@ -206,7 +231,7 @@ impl Cache {
     /// even if the file changes meanwhile. Returns the digest and size.
     fn store_object(&self, path: &Path) -> Result<(String, u64), Error> {
         let folder = self.root.join("cas");
-        fs::create_dir_all(&folder).map_err(Error::io(&folder))?;
+        state_dir(&folder)?;
         let temp = temp_path(&folder.join("object"));
         let copy = || -> io::Result<(String, u64)> {
             let mut source = File::open(path)?;
@@ -243,6 +268,14 @@ impl Cache {
             }
         })
     }
+}
+
+/// Makes a folder of the cache, never through a link (see `once_fs::state_dir`).
+pub(crate) fn state_dir(folder: &Path) -> Result<(), Error> {
+    once_fs::state_dir(folder).map_err(|e| Error::Io {
+        path: folder.to_path_buf(),
+        source: io::Error::other(e),
+    })
 }
 
 /// The files under `dir` matching `outputs`, sorted; ignored files count (outputs usually are).

@@ -93,6 +93,13 @@ impl FileHashes {
         // Entries of files that are gone would pile up; one stat each is cheap next to the hashing
         // that made this save necessary.
         all.retain(|path, _| fs::symlink_metadata(path).is_ok());
+        // Never through a link planted in `.once/` (see `once_fs::state_dir`).
+        if let Some(parent) = self.path.parent()
+            && let Err(error) = once_fs::state_dir(parent)
+        {
+            tracing::debug!(path = %self.path.display(), %error, "cannot save the file-hash cache");
+            return;
+        }
         if let Err(error) = write_replacing(&self.path, &encode(&all)) {
             tracing::debug!(path = %self.path.display(), %error, "cannot save the file-hash cache");
         }

@@ -78,7 +78,7 @@ impl RunStore {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let path = self.root.join(&id);
-        fs::create_dir_all(&path).map_err(Error::io(&path))?;
+        crate::cache::state_dir(&path)?;
         self.prune();
         Ok(RunDir { id, path })
     }

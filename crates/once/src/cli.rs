@@ -254,7 +254,7 @@ Examples:
   once changes list
   once changes list --status pending --json")]
     List {
-        /// Only change sets with this status: pending, applied or rejected
+        /// Only change sets with this status: pending, applied, rejected or failed
         #[arg(long)]
         status: Option<String>,
         /// Print JSON

@@ -29,6 +29,7 @@ pub fn workspace_overview(ws: &Workspace) -> WorkspaceInfo {
             pending: counts.pending,
             applied: counts.applied,
             rejected: counts.rejected,
+            failed: counts.failed,
         }),
         Err(error) => {
             tracing::warn!("cannot count change sets: {error}");

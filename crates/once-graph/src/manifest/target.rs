@@ -718,6 +718,24 @@ fn globs(cx: &mut Cx<'_>, v: &Val<'_>, what: fmt::Arguments<'_>) -> Option<Arc<[
     let mut all_valid = true;
     for (g, at) in list.iter().copied() {
         let pattern = g.strip_prefix('!').unwrap_or(g);
+        // Globs are relative to the target's folder: one that climbs out of it or starts at `/`
+        // would let a run hash, record or restore files anywhere (`.git/` included).
+        if pattern.starts_with('/') || pattern.split('/').any(|part| part == "..") {
+            cx.diags.push(
+                cx.src
+                    .error(
+                        at,
+                        "glob-escapes",
+                        format!("glob `{g}` in {what} leaves the target's folder"),
+                    )
+                    .expected(
+                        "a glob relative to the target's folder, without `..` or a leading `/`",
+                    )
+                    .found(format!("`{g}`")),
+            );
+            all_valid = false;
+            continue;
+        }
         if let Err(e) = globset::Glob::new(pattern) {
             cx.diags.push(
                 cx.src

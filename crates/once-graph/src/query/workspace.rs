@@ -68,6 +68,9 @@ pub struct ChangeSetCounts {
     pub applied: u32,
     /// Proposals rejected.
     pub rejected: u32,
+    /// Applies that could be neither finished nor undone (each set's `reason` says why).
+    #[serde(default)]
+    pub failed: u32,
 }
 
 /// Overview of a workspace.
@@ -235,6 +238,10 @@ pub(crate) fn output_schema() -> Value {
                         ),
                         ("applied", integer("Applied")),
                         ("rejected", integer("Rejected, kept with the decision")),
+                        (
+                            "failed",
+                            integer("Applies that could be neither finished nor undone"),
+                        ),
                     ],
                 )),
             ),

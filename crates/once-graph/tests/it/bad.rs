@@ -108,6 +108,20 @@ const CASES: &[Case] = &[
         "invalid glob `src/[a`",
     ),
     (
+        "glob-parent",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\noutputs = [\"out/**\", \"../../.git/**\"]\ninputs = [\"!src/../../x\"]\n",
+        &[],
+        &["once.toml:5:22 glob-escapes", "once.toml:6:11 glob-escapes"],
+        "glob `../../.git/**` in `outputs` of capability `b` of target `a` leaves the target's folder",
+    ),
+    (
+        "glob-absolute",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\noutputs = [\"/etc/**\"]\n",
+        &[],
+        &["once.toml:5:12 glob-escapes"],
+        "glob `/etc/**`",
+    ),
+    (
         "bad-duration",
         "[targets.a]\nkind = \"go-module\"\n[targets.a.capabilities.test]\ndeadline = \"5 minutes\"\n",
         &[],

@@ -154,3 +154,25 @@ inputs = ["ok", "once.toml"]
     assert_eq!(ws.run(&["flaky"], &serial()).status, RunStatus::Failed);
     assert_eq!(ws.read("tries"), "try\ntry\n");
 }
+
+/// A cache hit restores outputs only through real folders of the workspace: an output folder
+/// replaced by a link to a folder outside is never written through, so the hit is refused and the
+/// command runs instead (what the user's own command writes is its business).
+#[test]
+fn a_restore_never_follows_a_linked_output_folder_out_of_the_workspace() {
+    let ws = fixture();
+    ws.run(&all(), &serial());
+    let runs = ws.read("runs");
+    let outside = ws.root.with_extension("outside");
+    let _ = fs::remove_dir_all(&outside);
+    fs::create_dir_all(&outside).unwrap();
+    fs::remove_dir_all(ws.root.join("lib/out")).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.root.join("lib/out")).unwrap();
+    let report = ws.run(&["lib"], &serial());
+    let _ = fs::remove_dir_all(&outside);
+    assert_eq!(
+        report.counts.cached, 0,
+        "restored through a link: {report:?}"
+    );
+    assert_ne!(ws.read("runs"), runs, "the command did not run instead");
+}

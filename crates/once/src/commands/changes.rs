@@ -21,7 +21,9 @@ pub fn run(workspace: Option<&Path>, command: ChangesCommand) -> Result<Outcome>
                 None => None,
                 Some(text) => match Status::parse(text) {
                     Some(status) => Some(status),
-                    None => bail!("unknown status `{text}`: use pending, applied or rejected"),
+                    None => {
+                        bail!("unknown status `{text}`: use pending, applied, rejected or failed")
+                    }
                 },
             };
             let list = store.list(status)?;

@@ -97,7 +97,7 @@ fn an_agent_proposes_and_a_person_reads_and_applies() {
         serde_json::from_str(&ok(&once(root, &["query", "workspace"], &[]))).expect("JSON");
     assert_eq!(
         overview["change_sets"],
-        json!({"pending": 1, "applied": 0, "rejected": 0})
+        json!({"pending": 1, "applied": 0, "rejected": 0, "failed": 0})
     );
 
     let list = ok(&once(root, &["changes", "list"], &[]));
@@ -127,7 +127,7 @@ fn an_agent_proposes_and_a_person_reads_and_applies() {
         serde_json::from_str(&ok(&once(root, &["query", "workspace"], &[]))).expect("JSON");
     assert_eq!(
         overview["change_sets"],
-        json!({"pending": 0, "applied": 1, "rejected": 0})
+        json!({"pending": 0, "applied": 1, "rejected": 0, "failed": 0})
     );
 }
 
@@ -181,7 +181,7 @@ fn a_proposal_with_a_stale_base_or_an_escaping_path_is_not_saved() {
         .expect("text");
     for expected in [
         "is not the file you read",
-        "leads outside",
+        "symbolic link",
         "absolute",
         "`..`",
     ] {
@@ -233,6 +233,8 @@ fn a_process_killed_during_apply_leaves_nothing_half_written() {
         ("commit", true),
         ("rename:1", true),
         ("rename:2", true),
+        ("rename:3", true),
+        ("decided", true),
     ] {
         let ws = workspace();
         let root = ws.path();
@@ -296,4 +298,70 @@ fn help_teaches_with_examples() {
             run.stdout()
         );
     }
+}
+
+/// A 255-byte name applies; a longer one is refused when proposed, with the limit; and an apply
+/// that no recovery can finish or undo (here a journal left by an older `once` that staged under
+/// a name too long for the file system) is marked failed, so every command keeps working.
+#[test]
+fn long_names_never_wedge_the_change_sets() {
+    let dir = workspace();
+    let root = dir.path();
+    let longest = "n".repeat(255);
+    let mut mcp = Mcp::spawn(root, &[]);
+    mcp.initialize();
+    let propose_one = |mcp: &mut Mcp, id: u64, path: &str| {
+        mcp.call(
+            id,
+            "once_change_set_propose",
+            json!({
+                "title": "A file with a long name",
+                "rationale": "Names can be long.",
+                "changes": [{"action": "create", "path": path, "content": "x\n"}],
+            }),
+        )
+    };
+    let reply = propose_one(&mut mcp, 1, &format!("src/{longest}"));
+    let id = reply["result"]["structuredContent"]["result"]["id"]
+        .as_str()
+        .expect("an id")
+        .to_string();
+    ok(&once(root, &["changes", "apply", &id], &[]));
+    assert_eq!(
+        std::fs::read_to_string(root.join("src").join(&longest)).expect("applied"),
+        "x\n"
+    );
+    let refused = propose_one(&mut mcp, 2, &format!("src/{longest}x"));
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        refused.to_string().contains("at most 255 bytes"),
+        "{refused}"
+    );
+
+    let wedged = propose(root);
+    let staged = format!("src/.{}.once-stage-{wedged}", "n".repeat(240));
+    std::fs::write(
+        root.join(".once/changes")
+            .join(&wedged)
+            .join("journal.json"),
+        json!({"state": "staging", "dirs": [], "steps": [{"path": "src/x", "staged": staged}]})
+            .to_string(),
+    )
+    .expect("writes a journal");
+    for args in [
+        vec!["changes", "list"],
+        vec!["changes", "show", &id],
+        vec!["changes", "list", "--status", "failed"],
+    ] {
+        ok(&once(root, &args, &[]));
+    }
+    assert_eq!(status(root, &wedged), json!("failed"));
+    let again = once(root, &["changes", "apply", &wedged], &[]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already failed"),
+        "{again:?}"
+    );
+    let other = propose(root);
+    ok(&once(root, &["changes", "reject", &other], &[]));
 }

@@ -147,14 +147,23 @@ fn paths_that_leave_the_workspace_are_refused() {
     let test = Test::new().manifest("");
     let root = test.root().to_path_buf();
     symlink(outside.path(), root.join("escape")).expect("links");
+    std::fs::create_dir_all(root.join(".git")).expect("a git folder");
+    std::fs::create_dir_all(root.join(".once")).expect("a state folder");
+    symlink(".git", root.join("gitdir")).expect("links");
+    symlink(".once", root.join("oncedir")).expect("links");
     let before = snapshot(&root);
     let absolute = outside.path().display().to_string();
     for (into, expected) in [
         (absolute.as_str(), "absolute"),
         ("../sibling", "`..`"),
         ("web/../../sibling", "`..`"),
-        ("escape", "leads outside the workspace"),
-        ("escape/deeper", "leads outside the workspace"),
+        ("escape", "symbolic link"),
+        ("escape/deeper", "symbolic link"),
+        (".git", "`.git/`"),
+        (".once", "`.once/`"),
+        ("vendor/lib/.git", "`.git/`"),
+        ("gitdir", "symbolic link"),
+        ("oncedir/sub", "symbolic link"),
     ] {
         let output = once(&root, &["materialize", "node-package", "--into", into], &[]);
         assert_eq!(output.status.code(), Some(1), "--into {into}");

@@ -161,3 +161,57 @@ fn once_run_refuses_a_wait_beyond_its_schema_before_running_anything() {
         "a refused call started a run"
     );
 }
+
+/// Neither door writes into `.git` or `.once`, nor hashes a file outside the workspace for a
+/// memory entry: both go through the same checks as the CLI.
+#[test]
+fn the_agent_cannot_reach_git_once_or_outside_through_links() {
+    let outside = crate::support::TempDir::new();
+    std::fs::write(outside.path().join("secret"), "s\n").expect("writes");
+    let test = Test::new().manifest(MANIFEST);
+    let root = test.root().to_path_buf();
+    std::fs::create_dir_all(root.join(".git")).expect("a git folder");
+    std::os::unix::fs::symlink(".git", root.join("gitdir")).expect("links");
+    std::os::unix::fs::symlink(outside.path(), root.join("out")).expect("links");
+    let mut server = Mcp::spawn(&root, &["--allow-edit"]);
+    server.initialize();
+    for (id, into) in [(1, ".git"), (2, "gitdir"), (3, ".once"), (4, "out")] {
+        let reply = server.call(
+            id,
+            "once_materialize_example",
+            json!({"example": "node-package", "into": into}),
+        );
+        assert_eq!(reply["result"]["isError"], true, "{into}: {reply}");
+    }
+    assert_eq!(
+        std::fs::read_dir(root.join(".git")).expect("reads").count(),
+        0
+    );
+    assert!(!root.join(".once/package.json").exists());
+    // BLAKE3 of "s\n", the secret's content.
+    let secret_hash = "4b782a407c7b9c61b45298b9180a5675d6f3822deb17f7f95724a3b62c1008ce";
+    for (id, path) in [(5, "out/secret"), (6, "gitdir/HEAD")] {
+        let reply = server.call(
+            id,
+            "once_remember",
+            json!({"title": "a note", "body": "x", "paths": [path]}),
+        );
+        assert_eq!(reply["result"]["isError"], true, "{path}: {reply}");
+        assert!(!reply.to_string().contains(secret_hash), "{reply}");
+    }
+    let cli = crate::examples::once(
+        &root,
+        &[
+            "memory",
+            "add",
+            "--title",
+            "a note",
+            "--body",
+            "x",
+            "--path",
+            "out/secret",
+        ],
+        &[],
+    );
+    assert_eq!(cli.status.code(), Some(1), "{cli:?}");
+}

@@ -1,0 +1,613 @@
+//! Writing beneath a workspace root, checked at the moment of writing: the one way `once` writes a
+//! file for a person (change sets, examples, restored outputs).
+//!
+//! Theory of operation. A [`Root`] is the workspace root opened as a directory descriptor. A path
+//! under it is never handed to the kernel whole: the walk opens one component at a time with
+//! `openat(folder, name, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)`, so a symbolic link anywhere on the
+//! way makes that very call fail (`ELOOP`, or `ENOTDIR` for a link to a file), whatever happened
+//! to the tree a moment before. A missing folder is made with `mkdirat` relative to its parent's
+//! descriptor and then opened the same way. The last operation (create with `O_CREAT | O_EXCL |
+//! O_NOFOLLOW`, `renameat`, `linkat`, `unlinkat`) is relative to the last folder's descriptor, so
+//! it acts in the folder the walk checked, even if that folder is renamed meanwhile; there is no
+//! window between a check and a use. No component may be `.git` or `.once`, at any depth: git's
+//! folder (of the workspace or of a nested repository) runs code from its config and hooks, and
+//! `.once/` is our own state. Names are compared byte for byte, which is exact on Linux's usual
+//! case-sensitive file systems; on a case-insensitive one `.GIT` would reach git's folder.
+//!
+//! Must never follow a symbolic link, never act on a path outside the folder it walked to, and
+//! never write anything its caller did not name.
+
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::path::{PathError, WorkspacePath};
+
+/// Components no user write may pass: git's folder and our own state.
+pub const RESERVED: [&str; 2] = [".git", ".once"];
+
+/// The workspace root, open as a directory.
+#[derive(Debug)]
+pub struct Root {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// A folder beneath a [`Root`], reached without following any link.
+#[derive(Debug)]
+pub struct Folder {
+    fd: OwnedFd,
+    /// Relative to the root, for messages; empty for the root itself.
+    shown: String,
+}
+
+/// What a name in a folder is, looked at without following it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file of this many bytes.
+    File(u64),
+    /// A folder.
+    Folder,
+    /// A symbolic link.
+    Link,
+    /// Anything else (a socket, a device, a pipe).
+    Other,
+}
+
+impl Root {
+    /// Opens the folder at `path` (which may itself be reached through links: the root is the
+    /// caller's choice, only what is beneath it is checked).
+    pub fn open(path: &Path) -> io::Result<Root> {
+        let c = c_path(path.as_os_str().as_bytes())?;
+        // SAFETY: a valid C string; the result is checked before use.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        Ok(Root {
+            fd: owned(fd)?,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The path the root was opened by.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The folder that holds `path`, if every folder on the way exists. Refuses a link or a
+    /// reserved name anywhere in `path`, its last component included, and a path too long for
+    /// other tools to open.
+    pub fn parent_of(&self, path: &WorkspacePath) -> Result<Option<Folder>, PathError> {
+        self.check(path)?;
+        self.walk(path, path.parts().len() - 1, false)
+            .map(|found| found.map(|(folder, _)| folder))
+    }
+
+    /// The folder that holds `path`, making missing folders (each flushed into its parent).
+    /// Returns the folders it made, outermost first, so a caller can undo them.
+    pub fn make_parent_of(
+        &self,
+        path: &WorkspacePath,
+    ) -> Result<(Folder, Vec<WorkspacePath>), PathError> {
+        self.check(path)?;
+        let found = self.walk(path, path.parts().len() - 1, true)?;
+        found.ok_or_else(|| PathError::Io {
+            path: self.path.join(path.to_string()),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        })
+    }
+
+    /// The folder `path` itself, if it exists (same refusals as [`Root::parent_of`]).
+    pub fn folder(&self, path: &WorkspacePath) -> Result<Option<Folder>, PathError> {
+        self.check(path)?;
+        self.walk(path, path.parts().len(), false)
+            .map(|found| found.map(|(folder, _)| folder))
+    }
+
+    /// The root's own folder.
+    pub fn top(&self) -> io::Result<Folder> {
+        Ok(Folder {
+            fd: self.fd.try_clone()?,
+            shown: String::new(),
+        })
+    }
+
+    /// What `path` is now, without following it; `None` when it (or a folder on the way) is
+    /// missing. A link on the way is refused; a link at the end is reported as [`Kind::Link`].
+    pub fn kind(&self, path: &WorkspacePath) -> Result<Option<Kind>, PathError> {
+        match self.parent_of(path)? {
+            Some(folder) => folder.kind(path.name()).map_err(io_at(self, path)),
+            None => Ok(None),
+        }
+    }
+
+    /// The bytes of the regular file at `path`, or `None` when nothing is there. Anything but a
+    /// regular file (a link included) is an error.
+    pub fn read(&self, path: &WorkspacePath) -> Result<Option<Vec<u8>>, PathError> {
+        let Some(folder) = self.parent_of(path)? else {
+            return Ok(None);
+        };
+        match folder.read(path.name()) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) if is_link_error(&error) => Err(PathError::Link {
+                path: path.to_string(),
+                link: path.to_string(),
+            }),
+            Err(error) => Err(io_at(self, path)(error)),
+        }
+    }
+
+    /// The checks by text that need the root: no reserved component, and the whole path short
+    /// enough for every other tool to open (`PATH_MAX`, its NUL included), counting the file's
+    /// name as at least [`STAGE_ROOM`] bytes, so that a file staged beside it fits too.
+    fn check(&self, path: &WorkspacePath) -> Result<(), PathError> {
+        if let Some(part) = path.parts().iter().find(|p| RESERVED.contains(&p.as_str())) {
+            return Err(PathError::Reserved {
+                path: path.to_string(),
+                part: part.clone(),
+            });
+        }
+        let name = path.name().len();
+        let length =
+            self.path.as_os_str().len() + 1 + path.to_string().len() - name + name.max(STAGE_ROOM);
+        if length >= PATH_MAX {
+            return Err(PathError::PathTooLong {
+                path: path.to_string(),
+                length,
+                limit: PATH_MAX - 1,
+            });
+        }
+        Ok(())
+    }
+
+    /// Opens the first `depth` components of `path`, one at a time, never following a link.
+    /// `None` when one is missing and `create` is false.
+    fn walk(
+        &self,
+        path: &WorkspacePath,
+        depth: usize,
+        create: bool,
+    ) -> Result<Option<(Folder, Vec<WorkspacePath>)>, PathError> {
+        let mut current = self.top().map_err(io_at(self, path))?;
+        let mut made = Vec::new();
+        for (index, part) in path.parts()[..depth].iter().enumerate() {
+            let here = || path.prefix(index + 1);
+            let name = c_path(part.as_bytes()).map_err(io_at(self, path))?;
+            let opened = match open_dir(&current.fd, &name) {
+                Err(error) if create && error.kind() == io::ErrorKind::NotFound => {
+                    match mkdir(&current.fd, &name) {
+                        Ok(()) => {
+                            current.sync().map_err(io_at(self, path))?;
+                            made.push(here());
+                        }
+                        // Made by someone else in between: it exists, which is all we need; the
+                        // open below checks what it is.
+                        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(error) => return Err(io_at(self, &here())(error)),
+                    }
+                    open_dir(&current.fd, &name)
+                }
+                other => other,
+            };
+            let fd = match opened {
+                Ok(fd) => fd,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(error) if is_link_error(&error) => {
+                    return Err(match current.kind(part) {
+                        Ok(Some(Kind::Link)) | Err(_) => PathError::Link {
+                            path: path.to_string(),
+                            link: here().to_string(),
+                        },
+                        _ => PathError::NotAFolder {
+                            path: path.to_string(),
+                            file: here().to_string(),
+                        },
+                    });
+                }
+                Err(error) => return Err(io_at(self, &here())(error)),
+            };
+            current = Folder {
+                fd,
+                shown: here().to_string(),
+            };
+        }
+        Ok(Some((current, made)))
+    }
+}
+
+impl Folder {
+    /// The folder, relative to the root (empty for the root).
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// What `name` is, without following it; `None` when nothing is there.
+    pub fn kind(&self, name: &str) -> io::Result<Option<Kind>> {
+        let c = c_name(name)?;
+        // SAFETY: `stat` is plain data; zeroed is a valid value to be overwritten.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid descriptor and C string, and a pointer to a live `stat`.
+        let rc = unsafe {
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                &mut stat,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc != 0 {
+            let error = io::Error::last_os_error();
+            return if error.kind() == io::ErrorKind::NotFound {
+                Ok(None)
+            } else {
+                Err(error)
+            };
+        }
+        Ok(Some(match stat.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Kind::File(u64::try_from(stat.st_size).unwrap_or(0)),
+            libc::S_IFDIR => Kind::Folder,
+            libc::S_IFLNK => Kind::Link,
+            _ => Kind::Other,
+        }))
+    }
+
+    /// Opens the regular file `name` for reading, refusing a link (`ELOOP`) and anything that is
+    /// not a regular file (opened non-blocking, so a pipe cannot hang us).
+    pub fn open(&self, name: &str) -> io::Result<File> {
+        let c = c_name(name)?;
+        // SAFETY: a valid descriptor and C string; the result is checked before use.
+        let fd = unsafe {
+            libc::openat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
+        };
+        let file = File::from(owned(fd)?);
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
+        Ok(file)
+    }
+
+    /// The bytes of the regular file `name`.
+    pub fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.open(name)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Creates the file `name`, which must not exist (not even as a dangling link), with the
+    /// permission bits `mode` (less the umask), open for writing.
+    pub fn create(&self, name: &str, mode: u32) -> io::Result<File> {
+        let c = c_name(name)?;
+        // SAFETY: a valid descriptor and C string; the result is checked before use.
+        let fd = unsafe {
+            libc::openat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                mode as libc::c_uint,
+            )
+        };
+        Ok(File::from(owned(fd)?))
+    }
+
+    /// Writes `bytes` to the new file `name` and flushes it to disk; fails if `name` exists.
+    pub fn write_synced(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        let mut file = self.create(name, 0o666)?;
+        let written = file.write_all(bytes).and_then(|()| file.sync_all());
+        if written.is_err() {
+            let _ = self.remove_file(name);
+        }
+        written
+    }
+
+    /// Writes `bytes` to `name` atomically and durably: a hidden temporary file in this folder,
+    /// flushed, then renamed over `name` ([`Mode::Replace`](crate::Mode)) or hard-linked to it so
+    /// that an existing file is never clobbered ([`Mode::CreateNew`](crate::Mode)); then the
+    /// folder is flushed.
+    pub fn write_atomic(&self, name: &str, bytes: &[u8], mode: crate::Mode) -> io::Result<()> {
+        let temp = stage_name();
+        self.write_synced(&temp, bytes)?;
+        let placed = match mode {
+            crate::Mode::Replace => self.rename(&temp, name),
+            crate::Mode::CreateNew => self.link(&temp, name),
+        };
+        let _ = self.remove_file(&temp);
+        placed?;
+        self.sync()
+    }
+
+    /// Renames `from` to `to`, both in this folder, replacing `to` (a link named `to` is
+    /// replaced, never followed).
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let (from, to) = (c_name(from)?, c_name(to)?);
+        let fd = self.fd.as_raw_fd();
+        // SAFETY: a valid descriptor and C strings.
+        check(unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) })
+    }
+
+    /// Gives the file `from` the second name `to` in this folder; fails if `to` exists.
+    pub fn link(&self, from: &str, to: &str) -> io::Result<()> {
+        let (from, to) = (c_name(from)?, c_name(to)?);
+        let fd = self.fd.as_raw_fd();
+        // SAFETY: a valid descriptor and C strings; flags 0 never follow `from` if it is a link.
+        check(unsafe { libc::linkat(fd, from.as_ptr(), fd, to.as_ptr(), 0) })
+    }
+
+    /// Removes the name `name` (a link is removed, not followed).
+    pub fn remove_file(&self, name: &str) -> io::Result<()> {
+        let c = c_name(name)?;
+        // SAFETY: a valid descriptor and C string.
+        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) })
+    }
+
+    /// Removes the empty folder `name`.
+    pub fn remove_dir(&self, name: &str) -> io::Result<()> {
+        let c = c_name(name)?;
+        // SAFETY: a valid descriptor and C string.
+        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) })
+    }
+
+    /// Flushes the folder, making the names created, renamed or removed in it durable.
+    pub fn sync(&self) -> io::Result<()> {
+        // SAFETY: a valid descriptor.
+        check(unsafe { libc::fsync(self.fd.as_raw_fd()) })
+    }
+}
+
+/// Makes `once`'s own folder `dir` (a path through a workspace's `.once` folder, such as
+/// `<root>/.once/changes`) if missing, and refuses it if any folder from the workspace root down
+/// is a symbolic link (a folder outside any `.once` is simply made). Our state keeps its own writes by path (temporary files, locks, renames);
+/// this check, made before them, keeps a link planted in advance (`.once` itself, or
+/// `.once/memory`) from leading them out of the workspace.
+pub fn state_dir(dir: &Path) -> Result<(), PathError> {
+    let parts: Vec<_> = dir.components().collect();
+    let Some(at) = parts.iter().rposition(|c| c.as_os_str() == ".once") else {
+        // Not under a workspace's `.once` (a store opened on a bare folder, as tests do): there
+        // is no workspace root to check from.
+        return std::fs::create_dir_all(dir).map_err(|source| PathError::Io {
+            path: dir.to_path_buf(),
+            source,
+        });
+    };
+    let root: PathBuf = parts[..at].iter().collect();
+    let relative: PathBuf = parts[at..].iter().collect();
+    let path = WorkspacePath::parse(&relative.to_string_lossy())?;
+    // The root is the caller's choice, like `Root::open`'s: made if missing, not checked.
+    let opened = std::fs::create_dir_all(&root)
+        .and_then(|()| Root::open(&root))
+        .map_err(|source| PathError::Io {
+            path: root.clone(),
+            source,
+        })?;
+    // No reserved-name check here: `.once` is exactly where this folder is meant to be.
+    opened.walk(&path, path.parts().len(), true)?;
+    Ok(())
+}
+
+/// A short hidden name for a file staged in the folder it will be renamed in. It never depends on
+/// the destination's name, so staging a file never makes a name longer than the one asked for.
+pub fn stage_name() -> String {
+    format!(
+        ".once-{}-{:08x}.tmp",
+        std::process::id(),
+        crate::clock::random_u32()
+    )
+}
+
+/// `PATH_MAX` on Linux, its terminating NUL included.
+pub const PATH_MAX: usize = 4096;
+
+/// Room kept for the name of a file staged beside a destination: the longest of [`stage_name`]
+/// (29 bytes) and a change set's `.once-stage-<id>-<N>` (41 bytes), rounded up.
+pub const STAGE_ROOM: usize = 48;
+
+fn open_dir(parent: &OwnedFd, name: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: a valid descriptor and C string; the result is checked before use.
+    let fd = unsafe {
+        libc::openat(
+            parent.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    owned(fd)
+}
+
+fn mkdir(parent: &OwnedFd, name: &CStr) -> io::Result<()> {
+    // SAFETY: a valid descriptor and C string.
+    check(unsafe { libc::mkdirat(parent.as_raw_fd(), name.as_ptr(), 0o777) })
+}
+
+/// `O_NOFOLLOW` on a link fails with `ELOOP`; `O_DIRECTORY` on a link to a file, or on a file,
+/// with `ENOTDIR`.
+fn is_link_error(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
+}
+
+fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn c_path(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte"))
+}
+
+/// One component: never empty, `.`, `..`, a reserved name or anything with a `/`, so an
+/// operation on a [`Folder`] stays in that folder whatever its caller passes.
+fn c_name(name: &str) -> io::Result<CString> {
+    if name.is_empty()
+        || name == "."
+        || name == ".."
+        || name.contains('/')
+        || RESERVED.contains(&name)
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`{name}` is not a name once may write"),
+        ));
+    }
+    c_path(name.as_bytes())
+}
+
+fn io_at(root: &Root, path: &WorkspacePath) -> impl FnOnce(io::Error) -> PathError {
+    let path = root.path.join(path.to_string());
+    move |source| PathError::Io { path, source }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir =
+                std::env::temp_dir().join(format!("once-fs-beneath-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(dir.join("root/inside")).unwrap();
+            fs::create_dir_all(dir.join("root/.git")).unwrap();
+            fs::create_dir_all(dir.join("outside")).unwrap();
+            Scratch(dir)
+        }
+        fn root(&self) -> Root {
+            Root::open(&self.0.join("root")).unwrap()
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn path(text: &str) -> WorkspacePath {
+        WorkspacePath::parse(text).unwrap()
+    }
+
+    #[test]
+    fn every_link_and_reserved_name_on_the_way_is_refused() {
+        let s = Scratch::new("refused");
+        let dir = s.0.join("root");
+        symlink(s.0.join("outside"), dir.join("out")).unwrap();
+        symlink("inside", dir.join("in")).unwrap();
+        symlink(".git", dir.join("gitdir")).unwrap();
+        fs::write(dir.join("file"), "x").unwrap();
+        let root = s.root();
+        for text in ["out/a", "in/a", "gitdir/config", "out/deeper/a"] {
+            let error = root.make_parent_of(&path(text)).unwrap_err();
+            assert!(matches!(error, PathError::Link { .. }), "{text}: {error}");
+        }
+        for text in [".git/config", "inside/.git/config", "a/.once/x", ".once"] {
+            let error = root.make_parent_of(&path(text)).unwrap_err();
+            assert!(
+                matches!(error, PathError::Reserved { .. }),
+                "{text}: {error}"
+            );
+        }
+        assert!(matches!(
+            root.make_parent_of(&path("file/a")),
+            Err(PathError::NotAFolder { .. })
+        ));
+        assert!(matches!(
+            root.read(&path("in")),
+            Err(PathError::Link { .. })
+        ));
+        assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
+        assert!(!dir.join("a").exists(), "a refused walk made a folder");
+    }
+
+    #[test]
+    fn folders_are_made_and_files_written_relative_to_the_folder() {
+        let s = Scratch::new("made");
+        let root = s.root();
+        let (folder, made) = root.make_parent_of(&path("new/deep/file.txt")).unwrap();
+        assert_eq!(made, vec![path("new"), path("new/deep")]);
+        assert_eq!(folder.shown(), "new/deep");
+        folder
+            .write_atomic("file.txt", b"one", crate::Mode::CreateNew)
+            .unwrap();
+        let again = folder.write_atomic("file.txt", b"two", crate::Mode::CreateNew);
+        assert_eq!(again.unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        folder
+            .write_atomic("file.txt", b"three", crate::Mode::Replace)
+            .unwrap();
+        assert_eq!(
+            root.read(&path("new/deep/file.txt")).unwrap().unwrap(),
+            b"three"
+        );
+        assert_eq!(
+            root.kind(&path("new/deep/file.txt")).unwrap(),
+            Some(Kind::File(5))
+        );
+        assert_eq!(root.read(&path("new/missing/x")).unwrap(), None);
+        assert_eq!(fs::read_dir(s.0.join("root/new/deep")).unwrap().count(), 1);
+        assert!(folder.create("..", 0o666).is_err());
+        assert!(folder.create(".git", 0o666).is_err());
+    }
+
+    #[test]
+    fn state_folders_are_made_but_never_through_a_link() {
+        let s = Scratch::new("state");
+        let dir = s.0.join("root");
+        state_dir(&dir.join(".once/changes")).unwrap();
+        assert!(dir.join(".once/changes").is_dir());
+        symlink(s.0.join("outside"), dir.join(".once/memory")).unwrap();
+        assert!(matches!(
+            state_dir(&dir.join(".once/memory")),
+            Err(PathError::Link { .. })
+        ));
+        fs::remove_dir_all(dir.join(".once")).unwrap();
+        symlink(s.0.join("outside"), dir.join(".once")).unwrap();
+        assert!(matches!(
+            state_dir(&dir.join(".once/cache/cas")),
+            Err(PathError::Link { .. })
+        ));
+        assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
+        state_dir(&dir.join("src/a")).unwrap();
+        assert!(dir.join("src/a").is_dir());
+    }
+
+    #[test]
+    fn a_folder_replaced_by_a_link_after_the_walk_keeps_the_write_in_the_real_folder() {
+        let s = Scratch::new("moved");
+        let dir = s.0.join("root");
+        let root = s.root();
+        let (folder, _) = root.make_parent_of(&path("inside/x")).unwrap();
+        fs::rename(dir.join("inside"), dir.join("real")).unwrap();
+        symlink(s.0.join("outside"), dir.join("inside")).unwrap();
+        folder
+            .write_atomic("x", b"x", crate::Mode::CreateNew)
+            .unwrap();
+        assert_eq!(fs::read(dir.join("real/x")).unwrap(), b"x");
+        assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
+    }
+}
