@@ -4,8 +4,9 @@
 //! It sees only a byte reader and a byte writer: no file descriptors, signals
 //! or process state (the binary owns those). One `serve` call is one
 //! connection. It must never let one bad message end the loop or be answered
-//! under another message's id, and it must never write to the output except
-//! through the single writer thread.
+//! under another message's id, it must never write to the output except
+//! through the single writer thread, and no answer it builds may grow with what
+//! a client sends: quoted names are clipped, tool lists and error texts bounded.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -23,14 +24,19 @@ use crate::message::{
 };
 use crate::outbox::{Outbox, Writer};
 use crate::tool::{
-    CallContext, CancelToken, Gate, Gates, LogLevel, LogThreshold, Tool, ToolResult, log_to_client,
-    validate_tools, wrap_output_schema,
+    CallContext, CancelToken, Gate, Gates, LogLevel, LogThreshold, Tool, ToolResult, clip,
+    log_to_client, validate_tools, wrap_output_schema,
 };
 use crate::version::ProtocolVersion;
 
 /// The `_meta` key under which `initialize` reports the workspace root
 /// (reverse-DNS prefix, as the spec's `_meta` key rules ask).
 pub const WORKSPACE_META_KEY: &str = "dev.once/workspace";
+
+/// The size at which a `tools/list` page ends: every answer stays under 40 KB.
+const TOOLS_PAGE_BYTES: usize = 36 * 1024;
+/// The longest text of a tool error; what is longer is cut (see [`error_result`]).
+const ERROR_TEXT_BYTES: usize = 4 * 1024;
 
 /// What the server offers and how.
 pub struct ServerConfig {
@@ -424,7 +430,7 @@ impl Session {
             "prompts/list" => Ok(json!({"prompts": []})),
             // Newer clients probe this first and fall back to initialize on
             // -32601; answer at once so the fallback is immediate.
-            _ => Err(RpcError::method_not_found(method)),
+            _ => Err(RpcError::method_not_found(&clip(method))),
         })
     }
 
@@ -493,10 +499,11 @@ impl Session {
             Some(Value::String(cursor)) => cursor
                 .parse::<usize>()
                 .ok()
-                .filter(|&n| n > 0 && n < listed.len() && n % page_size == 0)
+                .filter(|&n| n > 0 && n < listed.len())
                 .ok_or_else(|| {
                     RpcError::invalid_params(format!(
-                        "Invalid params: unknown cursor {cursor:?}; call tools/list without a cursor to start over"
+                        "Invalid params: unknown cursor {:?}; call tools/list without a cursor to start over",
+                        clip(cursor)
                     ))
                 })?,
             Some(_) => {
@@ -505,11 +512,20 @@ impl Session {
                 ));
             }
         };
-        let end = (start + page_size).min(listed.len());
-        let tools: Vec<Value> = listed[start..end]
-            .iter()
-            .map(|t| describe_tool(t, self.version))
-            .collect();
+        // A page ends at `page_size` tools or once it holds `TOOLS_PAGE_BYTES`, whichever comes
+        // first, so the answer stays small however long the descriptions and schemas grow.
+        let mut tools: Vec<Value> = Vec::new();
+        let mut bytes = 0;
+        for tool in listed.iter().skip(start).take(page_size) {
+            let entry = describe_tool(tool, self.version);
+            let size = entry.to_string().len();
+            if !tools.is_empty() && bytes + size > TOOLS_PAGE_BYTES {
+                break;
+            }
+            bytes += size;
+            tools.push(entry);
+        }
+        let end = start + tools.len();
         let mut result = Map::new();
         result.insert("tools".into(), Value::Array(tools));
         if end < listed.len() {
@@ -641,8 +657,12 @@ impl Session {
     }
 
     fn unknown_tool_text(&self, name: &str) -> String {
+        // A name far longer than every tool's is no typo of one; skipping it keeps the
+        // distance from costing the square of whatever length a client sends.
+        let longest = self.listed_tools().map(|t| t.name.len()).max().unwrap_or(0);
         let mut near: Vec<(usize, &str)> = self
             .listed_tools()
+            .filter(|_| name.len() <= 2 * longest)
             .map(|t| {
                 (
                     edit_distance(&name.to_lowercase(), &t.name.to_lowercase()),
@@ -657,6 +677,7 @@ impl Session {
             .collect();
         near.sort();
         let names: Vec<String> = near.iter().take(3).map(|(_, n)| format!("{n:?}")).collect();
+        let name = clip(name);
         if names.is_empty() {
             format!("Unknown tool {name:?}. Call tools/list to see the available tools.")
         } else {
@@ -683,12 +704,19 @@ fn undeclared_arguments(tool: &Tool, arguments: &Map<String, Value>) -> Option<S
     if unknown.is_empty() {
         return None;
     }
+    // At most ten names, each clipped: the refusal stays short whatever was sent.
     let quoted = |names: Vec<&str>| {
-        names
+        let more = names.len().saturating_sub(10);
+        let mut text = names
             .iter()
-            .map(|n| format!("`{n}`"))
+            .take(10)
+            .map(|n| format!("`{}`", clip(n)))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", ");
+        if more > 0 {
+            text.push_str(&format!(" and {more} more"));
+        }
+        text
     };
     let accepted = if declared.is_empty() {
         "it takes no arguments".to_string()
@@ -774,8 +802,18 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// A `CallToolResult` for a tool-level failure.
-fn error_result(text: String) -> Value {
+/// A `CallToolResult` for a tool-level failure. The text is cut at `ERROR_TEXT_BYTES`: every
+/// message quotes its arguments, and one quoting a huge argument must not make a huge answer.
+fn error_result(mut text: String) -> Value {
+    if text.len() > ERROR_TEXT_BYTES {
+        let mut end = ERROR_TEXT_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = text.len() - end;
+        text.truncate(end);
+        text.push_str(&format!("… ({cut} more bytes cut)"));
+    }
     json!({"content": [{"type": "text", "text": text}], "isError": true})
 }
 

@@ -104,6 +104,23 @@ impl From<Result<Value, String>> for ToolResult {
     }
 }
 
+/// How much of a client's text a message quotes.
+const QUOTED: usize = 80;
+
+/// The start of `text`, cut at a character boundary with `…` when longer than 80 characters: a
+/// message that quotes what a client sent stays short whatever the client sent.
+pub(crate) fn clip(text: &str) -> String {
+    clip_to(text, QUOTED)
+}
+
+/// [`clip`] to `chars` characters, for messages that quote a whole sentence (a decoding error).
+pub(crate) fn clip_to(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",

@@ -12,7 +12,9 @@ use once_memory::{Change, Draft, Kind, MemoryQuery, Store};
 use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
-use crate::tool::{Annotations, CallContext, Gate, Tool, ToolResult, optional_str, optional_u64};
+use crate::tool::{
+    Annotations, CallContext, Gate, Tool, ToolResult, clip_to, optional_str, optional_u64,
+};
 
 /// The memory tools; the server lists only those whose gate is open.
 pub fn memory_tools(live: &Arc<LiveWorkspace>) -> Vec<Tool> {
@@ -46,8 +48,9 @@ fn query_memory(live: &Arc<LiveWorkspace>) -> Tool {
                 Ok(q) => q,
                 Err(error) => {
                     return ToolResult::Error(format!(
-                        "invalid arguments for once_query_memory: {error}; its input schema lists \
-                         the arguments it accepts"
+                        "invalid arguments for once_query_memory: {}; its input schema lists \
+                         the arguments it accepts",
+                        clip_to(&error.to_string(), 300)
                     ));
                 }
             };

@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::LiveWorkspace;
-use crate::tool::{Annotations, CallContext, Gate, Tool, ToolResult};
+use crate::tool::{Annotations, CallContext, Gate, Tool, ToolResult, clip_to};
 
 /// The function that computes the workspace overview. The binary injects it, because the value
 /// joins the graph with project memory and must be the one `once query workspace` prints.
@@ -107,8 +107,9 @@ where
                 Ok(q) => q,
                 Err(error) => {
                     return ToolResult::Error(format!(
-                        "invalid arguments for {tool}: {error}; its input schema lists the \
-                         arguments it accepts"
+                        "invalid arguments for {tool}: {}; its input schema lists the \
+                         arguments it accepts",
+                        clip_to(&error.to_string(), 300)
                     ));
                 }
             };

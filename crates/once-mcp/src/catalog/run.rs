@@ -27,8 +27,8 @@ use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
 use crate::tool::{
-    Annotations, CallContext, Gate, Tool, ToolResult, optional_bool, optional_str, optional_u64,
-    required_str,
+    Annotations, CallContext, Gate, Tool, ToolResult, clip_to, optional_bool, optional_str,
+    optional_u64, required_str,
 };
 
 /// How long `once_run` waits for the report when `wait_seconds` is not given.
@@ -375,8 +375,9 @@ fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
                 Ok(q) => q,
                 Err(error) => {
                     return ToolResult::Error(format!(
-                        "invalid arguments for once_query_runs: {error}; its input schema lists \
-                         the arguments it accepts"
+                        "invalid arguments for once_query_runs: {}; its input schema lists \
+                         the arguments it accepts",
+                        clip_to(&error.to_string(), 300)
                     ));
                 }
             };
