@@ -191,7 +191,7 @@ fn paged<T>(
 
 /// `a, b, c` for the first names of a list, with how many more there are: an error message
 /// stays short whatever the manifest declares.
-pub(crate) fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
     const SHOWN: usize = 10;
     let more = names.len().saturating_sub(SHOWN);
     let mut text = names.take(SHOWN).collect::<Vec<_>>().join(", ");
