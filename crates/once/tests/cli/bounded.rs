@@ -82,6 +82,8 @@ struct Sized {
     server: Mcp,
     next_id: u64,
     largest: (usize, String),
+    /// The largest answer to a tool call.
+    largest_call: (usize, String),
     /// Every answer over the limit, reported together at the end.
     oversized: Vec<String>,
 }
@@ -100,6 +102,9 @@ impl Sized {
         }
         if line.len() > self.largest.0 {
             self.largest = (line.len(), what.to_string());
+        }
+        if method == "tools/call" && line.len() > self.largest_call.0 {
+            self.largest_call = (line.len(), what.to_string());
         }
         let reply: Value = serde_json::from_str(&line).expect("a JSON line");
         assert_eq!(reply["id"], self.next_id, "{what}: {line}");
@@ -138,6 +143,7 @@ fn every_answer_stays_under_40_kb_at_100_000_targets() {
         server: Mcp::spawn(dir.path(), &["--allow-run", "--allow-edit"]),
         next_id: 0,
         largest: (0, String::new()),
+        largest_call: (0, String::new()),
         oversized: Vec::new(),
     };
     s.request(
@@ -336,9 +342,11 @@ fn every_answer_stays_under_40_kb_at_100_000_targets() {
         s.oversized.join("\n")
     );
     println!(
-        "largest answer at {} targets: {} bytes ({})",
+        "largest answer at {} targets: {} bytes ({}); largest tool answer: {} bytes ({})",
         CHAIN + 1 + MEMBERS,
         s.largest.0,
-        s.largest.1
+        s.largest.1,
+        s.largest_call.0,
+        s.largest_call.1
     );
 }
