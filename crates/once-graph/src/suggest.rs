@@ -44,11 +44,18 @@ where
     I: IntoIterator<Item = &'a str>,
 {
     let lower = word.to_ascii_lowercase();
+    let length = word.chars().count();
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
         .filter_map(|c| {
-            let d = distance(&lower, &c.to_ascii_lowercase());
-            let prefix = word.chars().count() >= 3 && (c.starts_with(word) || word.starts_with(c));
+            // Lengths that differ by more than 2 already put the distance over 2: skipping
+            // them keeps a long word against many names linear instead of quadratic.
+            let d = if length.abs_diff(c.chars().count()) > 2 {
+                usize::MAX
+            } else {
+                distance(&lower, &c.to_ascii_lowercase())
+            };
+            let prefix = length >= 3 && (c.starts_with(word) || word.starts_with(c));
             if d <= 2 && d < c.chars().count().max(1) {
                 Some((d, c))
             } else if prefix {

@@ -32,7 +32,13 @@ const ECHO_CHARS: usize = 64;
 /// What an error message repeats of a value the client sent: the value itself when it is short,
 /// else its first [`ECHO_CHARS`] characters and `…`, so a huge name or id never comes back whole.
 pub fn excerpt(text: &str) -> std::borrow::Cow<'_, str> {
-    match text.char_indices().nth(ECHO_CHARS) {
+    excerpt_to(text, ECHO_CHARS)
+}
+
+/// [`excerpt`] to `chars` characters, for messages that quote a whole sentence (a decoding
+/// error that itself quotes the client's text).
+pub fn excerpt_to(text: &str, chars: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(chars) {
         None => std::borrow::Cow::Borrowed(text),
         Some((cut, _)) => std::borrow::Cow::Owned(format!("{}…", &text[..cut])),
     }

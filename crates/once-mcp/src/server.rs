@@ -4,8 +4,9 @@
 //! It sees only a byte reader and a byte writer: no file descriptors, signals
 //! or process state (the binary owns those). One `serve` call is one
 //! connection. It must never let one bad message end the loop or be answered
-//! under another message's id, and it must never write to the output except
-//! through the single writer thread.
+//! under another message's id, it must never write to the output except
+//! through the single writer thread, and no answer it builds may grow with what
+//! a client sends: quoted names are clipped, tool lists and error texts bounded.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -32,6 +33,14 @@ use crate::version::ProtocolVersion;
 /// The `_meta` key under which `initialize` reports the workspace root
 /// (reverse-DNS prefix, as the spec's `_meta` key rules ask).
 pub const WORKSPACE_META_KEY: &str = "dev.once/workspace";
+
+/// The size at which a `tools/list` page ends. It is above the whole catalog with every tool
+/// enabled (about 41 KB): many hosts read only the first page, and a tool the person enabled must
+/// never be hidden on a second one. The catalog does not grow with the workspace; the limit is a
+/// guard against a catalog that one day would.
+const TOOLS_PAGE_BYTES: usize = 60 * 1024;
+/// The longest text of a tool error; what is longer is cut (see [`error_result`]).
+const ERROR_TEXT_BYTES: usize = 4 * 1024;
 
 /// What the server offers and how.
 pub struct ServerConfig {
@@ -511,7 +520,7 @@ impl Session {
             Some(Value::String(cursor)) => cursor
                 .parse::<usize>()
                 .ok()
-                .filter(|&n| n > 0 && n < listed.len() && n % page_size == 0)
+                .filter(|&n| n > 0 && n < listed.len())
                 .ok_or_else(|| {
                     RpcError::invalid_params(format!(
                         "Invalid params: unknown cursor {:?}; call tools/list without a cursor to start over",
@@ -524,11 +533,20 @@ impl Session {
                 ));
             }
         };
-        let end = (start + page_size).min(listed.len());
-        let tools: Vec<Value> = listed[start..end]
-            .iter()
-            .map(|t| describe_tool(t, self.version))
-            .collect();
+        // A page ends at `page_size` tools or once it holds `TOOLS_PAGE_BYTES`, whichever comes
+        // first, so the answer stays small however long the descriptions and schemas grow.
+        let mut tools: Vec<Value> = Vec::new();
+        let mut bytes = 0;
+        for tool in listed.iter().skip(start).take(page_size) {
+            let entry = describe_tool(tool, self.version);
+            let size = entry.to_string().len();
+            if !tools.is_empty() && bytes + size > TOOLS_PAGE_BYTES {
+                break;
+            }
+            bytes += size;
+            tools.push(entry);
+        }
+        let end = start + tools.len();
         let mut result = Map::new();
         result.insert("tools".into(), Value::Array(tools));
         if end < listed.len() {
@@ -779,8 +797,18 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// A `CallToolResult` for a tool-level failure.
-fn error_result(text: String) -> Value {
+/// A `CallToolResult` for a tool-level failure. The text is cut at `ERROR_TEXT_BYTES`: every
+/// message quotes its arguments, and one quoting a huge argument must not make a huge answer.
+fn error_result(mut text: String) -> Value {
+    if text.len() > ERROR_TEXT_BYTES {
+        let mut end = ERROR_TEXT_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = text.len() - end;
+        text.truncate(end);
+        text.push_str(&format!("… ({cut} more bytes cut)"));
+    }
     json!({"content": [{"type": "text", "text": text}], "isError": true})
 }
 

@@ -922,14 +922,106 @@ fn tools_list_paging() {
     assert_eq!(seen, names);
     for (id, bad) in [
         (20, json!("nope")),
-        (21, json!("3")),
+        (21, json!("5")),
         (22, json!("100")),
         (23, json!(2)),
+        (24, json!("0")),
     ] {
         error(json!(id), -32602)(&client.call(request(id, "tools/list", json!({"cursor": bad}))));
     }
     client.assert_quiet(30);
     client.finish();
+}
+
+/// Every line the server writes stays under 40 KB: a `tools/list` page ends at its byte budget
+/// whatever the descriptions weigh, and no refusal grows with what the client sent.
+#[test]
+fn answers_stay_small_whatever_the_client_sends() {
+    const LIMIT: usize = 40 * 1024;
+    let heavy: Vec<Tool> = (0..6)
+        .map(|i| {
+            let mut t = tool(
+                ["h0", "h1", "h2", "h3", "h4", "h5"][i],
+                Gate::Always,
+                closed_object(json!({"text": {"type": "string"}}), &[]),
+                |_, args| {
+                    let text = args.get("text").and_then(Value::as_str).unwrap_or("");
+                    ToolResult::Error(format!("cannot use {text}"))
+                },
+            );
+            t.description = "d".repeat(10_000);
+            t
+        })
+        .collect();
+    let (input, rx) = mpsc::channel();
+    let (tx, output) = mpsc::channel::<Vec<u8>>();
+    let reader = ChannelReader {
+        rx,
+        buf: Vec::new(),
+        pos: 0,
+    };
+    let server = std::thread::spawn(move || {
+        serve_with(
+            Arc::new(config(heavy)),
+            reader,
+            ChannelWriter(tx),
+            ServeOptions::default(),
+        )
+    });
+    let exchange = |message: Value| -> Value {
+        let mut line = serde_json::to_vec(&message).unwrap();
+        line.push(b'\n');
+        input.send(line).unwrap();
+        let bytes = output.recv_timeout(PATIENCE).expect("a reply");
+        assert!(bytes.len() < LIMIT, "{} bytes", bytes.len());
+        parse_line(&bytes)
+    };
+    exchange(request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "0"}}),
+    ));
+    let mut listed = Vec::new();
+    let mut cursor = Value::Null;
+    for id in 1.. {
+        let params = if cursor.is_null() {
+            json!({})
+        } else {
+            json!({"cursor": cursor})
+        };
+        let page = exchange(request(id, "tools/list", params));
+        let tools = page["result"]["tools"].as_array().unwrap();
+        listed.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+        cursor = page["result"]["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(listed, ["h0", "h1", "h2", "h3", "h4", "h5"]);
+
+    let huge = "x".repeat(100_000);
+    let text = tool_error_text(&exchange(call(10, &huge, json!({}))));
+    assert!(text.starts_with("Unknown tool \"xxx"), "{text}");
+    let keys: serde_json::Map<String, Value> =
+        (0..5_000).map(|i| (format!("k{i:04}"), json!(1))).collect();
+    let text = tool_error_text(&exchange(call(11, "h0", Value::Object(keys))));
+    assert!(text.contains("and 4990 more"), "{text}");
+    // A tool's own message quoting a huge argument is cut, and says so.
+    let text = tool_error_text(&exchange(call(12, "h0", json!({"text": huge}))));
+    assert!(
+        text.ends_with("more bytes cut)"),
+        "{}",
+        &text[text.len() - 60..]
+    );
+    error(json!(13), -32602)(&exchange(request(
+        13,
+        "tools/list",
+        json!({"cursor": huge}),
+    )));
+    error(json!(14), -32601)(&exchange(request(14, &huge, json!({}))));
+    drop(input);
+    server.join().unwrap().unwrap();
 }
 
 #[test]

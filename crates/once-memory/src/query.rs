@@ -21,6 +21,9 @@ pub const DEFAULT_LIMIT: u32 = 20;
 pub const MAX_LIMIT: u32 = 100;
 /// At most this many broken files are listed (all are counted).
 const BROKEN_SHOWN: usize = 20;
+/// Most bytes of JSON rows one page carries; a page of long rows (bodies) ends sooner and its
+/// cursor goes on from there. An MCP answer holds its value twice and must stay under 40 KB.
+const PAGE_BYTES: usize = 12 * 1024;
 
 /// Arguments of [`query`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -191,19 +194,28 @@ pub fn query(
     let start = decode_cursor(q.cursor.as_deref(), &fingerprint, ranked.len())?;
     let end = start.saturating_add(limit).min(ranked.len());
     let body = q.body.unwrap_or(false);
-    let entries = ranked[start..end]
-        .iter()
-        .filter_map(|&(i, score)| {
-            // Bodies are not in the index: each row of the page reads its own file, and shows
-            // the cached fields (without a snippet) if that file broke since the scan.
-            let entry = store.get(corpus.id(i)).ok().or_else(|| corpus.entry(i))?;
-            Some(row(&mut checker, &entry, score, body))
-        })
-        .collect();
+    let mut entries = Vec::new();
+    let mut bytes = 0;
+    let mut end_of_page = start;
+    for &(i, score) in &ranked[start..end] {
+        // Bodies are not in the index: each row of the page reads its own file, and shows the
+        // cached fields (without a snippet) if that file broke since the scan.
+        let Some(entry) = store.get(corpus.id(i)).ok().or_else(|| corpus.entry(i)) else {
+            end_of_page += 1;
+            continue;
+        };
+        let row = row(&mut checker, &entry, score, body);
+        bytes += serde_json::to_string(&row).map_or(0, |json| json.len()) + 1;
+        if !entries.is_empty() && bytes > PAGE_BYTES {
+            break;
+        }
+        entries.push(row);
+        end_of_page += 1;
+    }
     Ok(MemoryPage {
         entries,
         total: n(ranked.len()),
-        next_cursor: (end < ranked.len()).then(|| format!("{fingerprint}-{end}")),
+        next_cursor: (end_of_page < ranked.len()).then(|| format!("{fingerprint}-{end_of_page}")),
         broken_total: n(broken.len()),
         broken: broken.into_iter().take(BROKEN_SHOWN).collect(),
     })
@@ -453,7 +465,7 @@ pub fn input_schema() -> Value {
             "path": string("Only entries linked to this file (relative to the workspace root)"),
             "body": {"type": "boolean", "description": "Include bodies (default false; always with `id`)"},
             "cursor": string("The `next_cursor` of the previous page, with the same filters"),
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Rows per page (default 20)"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most rows per page (default 20); a page of long rows (bodies) ends sooner"},
         },
         "required": [],
         "additionalProperties": false,

@@ -481,3 +481,45 @@ fn the_store_never_follows_a_linked_state_folder_out_of_the_workspace() {
     assert!(error.to_string().contains("symbolic link"), "{error}");
     assert_eq!(std::fs::read_dir(dir.0.join("outside")).unwrap().count(), 0);
 }
+
+#[test]
+fn a_page_of_long_bodies_ends_at_its_byte_budget_and_paging_still_sees_every_entry() {
+    let dir = TempDir::new();
+    let store = Store::new(&dir.0);
+    let body = "A long note. ".repeat(200);
+    for i in 0..30 {
+        store
+            .create(draft(&format!("Note {i}"), Kind::Note, &[], &body))
+            .unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let page = query(
+            &store,
+            &MemoryQuery {
+                body: Some(true),
+                limit: Some(100),
+                cursor,
+                ..Default::default()
+            },
+            &all_targets,
+        )
+        .unwrap();
+        assert_eq!(page.total, 30);
+        let size = serde_json::to_string(&page).unwrap().len();
+        assert!(size < 16 * 1024, "a page of {size} bytes");
+        pages += 1;
+        seen.extend(page.entries.into_iter().map(|r| r.id));
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert!(pages > 1, "{pages}");
+    let count = seen.len();
+    seen.sort();
+    seen.dedup();
+    assert_eq!((count, seen.len()), (30, 30));
+}

@@ -197,10 +197,15 @@ fn find_target(targets: &[Target], name: &str) -> Result<usize, Error> {
 
 /// The closest target name, when it is close enough to be a typo.
 fn near(targets: &[Target], name: &str) -> Option<String> {
+    let allowed = (name.len() / 3).max(1);
+    let length = name.chars().count();
+    // Names whose lengths differ by more than `allowed` are further apart than that: skipping
+    // them keeps a long name against many targets linear instead of quadratic.
     targets
         .iter()
+        .filter(|t| t.name.chars().count().abs_diff(length) <= allowed)
         .map(|t| (distance(&t.name, name), &t.name))
-        .filter(|(d, _)| *d <= (name.len() / 3).max(1))
+        .filter(|(d, _)| *d <= allowed)
         .min()
         .map(|(_, n)| n.clone())
 }

@@ -128,7 +128,7 @@ pub fn runs_input_schema() -> Value {
             "run_id": {"type": "string", "description": "One run"},
             "action": {"type": "string", "description": "With run_id: the action whose log to read"},
             "offset": {"type": "integer", "minimum": 0, "description": "First action or log line (0-based)"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "How many runs (default 10, max 50), actions (default 50, max 200) or log lines (default 100, max 500)"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "How many runs (default 10, max 50), actions (default 50, max 200) or log lines (default 100, max 500); a page of long rows or lines ends sooner, at about 12 KB, with `next_offset`"},
         },
         "required": [],
         "additionalProperties": false,

@@ -5,8 +5,9 @@
 //! the tail of a log only for the first few failures. [`ActionsPage`] is one page of a run's
 //! actions, for `once_query_runs`.
 //!
-//! These are public contracts (snake_case, durations in milliseconds). A summary must stay
-//! bounded whatever the size of the run: a model reads it whole.
+//! These are public contracts (snake_case, durations in milliseconds). A summary and a page must
+//! stay bounded whatever the size of the run and of its logs: a model reads them whole, so a
+//! tail keeps only its last 3 KB and a page ends at 12 KB of rows.
 
 use std::path::PathBuf;
 
@@ -123,6 +124,41 @@ impl RunReport {
 pub const SUMMARY_ROWS: usize = 20;
 /// Most listed failures that carry the tail of their log in a [`RunSummary`].
 pub const SUMMARY_TAILS: usize = 3;
+/// Most bytes of a log's tail in a summary or a page: the last lines that fit. A log line may
+/// be 4 KB long, and the rest of the log is one `once_query_runs` call away.
+const TAIL_BYTES: usize = 3 * 1024;
+/// Most bytes of JSON rows one [`ActionsPage`] carries; a page of long rows ends sooner. An MCP
+/// answer holds its value twice and must stay under 40 KB.
+const PAGE_BYTES: usize = 12 * 1024;
+
+/// The action with the tail of its log cut to its last [`TAIL_BYTES`]: whole lines while they
+/// fit, and of a longer last line its end.
+fn with_short_tail(action: &ActionReport) -> ActionReport {
+    let mut action = action.clone();
+    if let Some(tail) = &mut action.tail {
+        let mut bytes = 0;
+        let mut keep = 0;
+        for line in tail.iter().rev() {
+            if bytes + line.len() > TAIL_BYTES {
+                break;
+            }
+            bytes += line.len();
+            keep += 1;
+        }
+        if keep == 0
+            && let Some(last) = tail.last_mut()
+        {
+            let mut cut = last.len() - TAIL_BYTES.min(last.len());
+            while !last.is_char_boundary(cut) {
+                cut += 1;
+            }
+            *last = format!("…{}", &last[cut..]);
+            keep = 1;
+        }
+        tail.drain(..tail.len() - keep);
+    }
+    action
+}
 
 /// A run as a model or a script reads it: bounded whatever the number of actions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,7 +215,7 @@ impl RunReport {
             .into_iter()
             .take(SUMMARY_ROWS)
             .map(|i| {
-                let mut action = self.actions[i].clone();
+                let mut action = with_short_tail(&self.actions[i]);
                 if action.tail.is_some() {
                     tails += 1;
                     if tails > SUMMARY_TAILS {
@@ -209,15 +245,18 @@ impl RunReport {
         }
     }
 
-    /// Actions `offset..offset + limit` of this report.
+    /// Actions from `offset`: at most `limit`, fewer when their rows pass 12 KB.
     pub fn page(&self, offset: usize, limit: usize) -> ActionsPage {
-        let actions: Vec<ActionReport> = self
-            .actions
-            .iter()
-            .skip(offset)
-            .take(limit)
-            .cloned()
-            .collect();
+        let mut actions: Vec<ActionReport> = Vec::new();
+        let mut bytes = 0;
+        for action in self.actions.iter().skip(offset).take(limit) {
+            let action = with_short_tail(action);
+            bytes += serde_json::to_string(&action).map_or(0, |json| json.len()) + 1;
+            if !actions.is_empty() && bytes > PAGE_BYTES {
+                break;
+            }
+            actions.push(action);
+        }
         let end = offset.saturating_add(actions.len());
         ActionsPage {
             run_id: self.run_id.clone(),
@@ -358,6 +397,48 @@ mod tests {
         assert!(summary.hint.as_deref().unwrap().contains(&report.run_id));
         let text = serde_json::to_string(&summary).unwrap();
         assert!(text.len() < 6_000, "{} bytes", text.len());
+    }
+
+    #[test]
+    fn long_logs_keep_summaries_and_pages_small() {
+        let long_tail: Vec<String> = (0..40)
+            .map(|i| format!("{i}:{}", "e".repeat(4_000)))
+            .collect();
+        let actions: Vec<ActionReport> = (0..300)
+            .map(|i| ActionReport {
+                tail: Some(long_tail.clone()),
+                ..action(format!("t{i:03}:build"), ActionStatus::Failed, false)
+            })
+            .collect();
+        let report = report(actions);
+        let summary = report.summary();
+        let text = serde_json::to_string(&summary).unwrap();
+        assert!(text.len() < 16 * 1024, "a summary of {} bytes", text.len());
+        let tail = summary.actions[0].tail.as_ref().unwrap();
+        assert_eq!(tail.len(), 1);
+        assert!(
+            tail[0].starts_with('…') && tail[0].ends_with('e'),
+            "{}",
+            &tail[0][..20]
+        );
+        // Paging with the largest limit still sees every action once, in small pages.
+        let mut seen = Vec::new();
+        let mut offset = 0;
+        loop {
+            let page = report.page(offset, 200);
+            let size = serde_json::to_string(&page).unwrap().len();
+            assert!(size < 16 * 1024, "a page of {size} bytes");
+            seen.extend(page.actions.iter().map(|a| a.action.clone()));
+            match page.next_offset {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+        let expected: Vec<String> = (0..300).map(|i| format!("t{i:03}:build")).collect();
+        assert_eq!(seen, expected);
+        // Short tails are kept whole.
+        let short = with_short_tail(&action("a:build".into(), ActionStatus::Failed, false));
+        assert_eq!(short.tail, Some(vec!["boom".to_owned()]));
     }
 
     #[test]

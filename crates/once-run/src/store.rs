@@ -19,6 +19,9 @@ use once_fs::write_replacing;
 
 /// How many runs the store keeps by default.
 pub const KEEP_RUNS: usize = 50;
+/// Most bytes of log lines one [`LogPage`] carries: an MCP answer holds its value twice and must
+/// stay under 40 KB, and a log line may be 4 KB long.
+const LOG_PAGE_BYTES: usize = 12 * 1024;
 
 /// The runs of one workspace.
 #[derive(Debug, Clone)]
@@ -136,9 +139,12 @@ impl RunStore {
         let file = fs::File::open(&log).map_err(Error::io(&log))?;
         let mut lines = Vec::new();
         let mut total = 0;
+        // A page ends at `limit` lines or once it holds LOG_PAGE_BYTES, whichever comes first.
+        let mut bytes = 0;
+        let mut full = false;
         for line in BufReader::new(file).split(b'\n') {
             let line = line.map_err(Error::io(&log))?;
-            if total >= offset && lines.len() < limit {
+            if total >= offset && lines.len() < limit && !full {
                 let mut text = String::from_utf8_lossy(&line).into_owned();
                 if text.len() > once_exec::LINE_CAP {
                     let mut cut = once_exec::LINE_CAP;
@@ -147,7 +153,12 @@ impl RunStore {
                     }
                     text.truncate(cut);
                 }
-                lines.push(text);
+                bytes += text.len() + 3;
+                if !lines.is_empty() && bytes > LOG_PAGE_BYTES {
+                    full = true;
+                } else {
+                    lines.push(text);
+                }
             }
             total += 1;
         }
@@ -238,6 +249,52 @@ mod tests {
         for bad in ["", "..", "../x", "a", "1/2"] {
             assert!(!valid_id(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_log_page_of_long_lines_ends_at_its_byte_budget() {
+        use crate::report::{ActionReport, ActionStatus, RunStatus};
+        let dir = std::env::temp_dir().join(format!("once-run-log-{}", std::process::id()));
+        let store = RunStore::new(&dir);
+        let run = store.create().unwrap();
+        let log = run.log_path("a:build");
+        let text: String = (0..500)
+            .map(|i| format!("{i} {}\n", "x".repeat(4_000)))
+            .collect();
+        fs::write(&log, text).unwrap();
+        let report = RunReport {
+            run_id: run.id.clone(),
+            status: RunStatus::Failed,
+            started_at: 0,
+            duration_ms: 1,
+            counts: Default::default(),
+            actions: vec![ActionReport {
+                action: "a:build".into(),
+                status: ActionStatus::Failed,
+                cached: false,
+                exit_code: Some(1),
+                duration_ms: 1,
+                log: Some(log),
+                tail: None,
+            }],
+        };
+        run.write_report(&report).unwrap();
+        let mut offset = 0;
+        let mut lines = 0;
+        loop {
+            let page = store.log_page(&run.id, "a:build", offset, 500).unwrap();
+            let size = serde_json::to_string(&page).unwrap().len();
+            assert!(size < 16 * 1024, "a page of {size} bytes");
+            assert_eq!(page.total_lines, 500);
+            assert!(page.lines[0].starts_with(&format!("{offset} ")));
+            lines += page.lines.len();
+            match page.next_offset {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+        assert_eq!(lines, 500);
+        fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -677,28 +677,32 @@ pub struct PageArgs {
 pub enum GraphQuery {
     /// What TARGET depends on
     #[command(
-        after_help = "Examples:\n  once query graph deps web\n  once query graph deps web --transitive"
+        after_help = "Examples:\n  once query graph deps web\n  once query graph deps web --transitive --all"
     )]
     Deps(NeighbourArgs),
     /// What depends on TARGET
     #[command(after_help = "Example:\n  once query graph dependents core --transitive")]
     Dependents(NeighbourArgs),
-    /// The shortest dependency path from one target to another
+    /// The shortest dependency path from one target to another, a page of its nodes at a time
     #[command(after_help = "Example:\n  once query graph path web core")]
     Path {
         /// Where the path starts (the dependent)
         from: String,
         /// Where it ends (the dependency)
         to: String,
+        #[command(flatten)]
+        pages: GraphPages,
     },
-    /// The actions that TARGET:CAPABILITY needs, in waves that can run in parallel
-    #[command(after_help = "Example:\n  once query graph order web:test")]
+    /// The actions that TARGET:CAPABILITY needs, by the wave they can run in, a page at a time
+    #[command(after_help = "Example:\n  once query graph order web:test --all")]
     Order {
         /// `TARGET:CAPABILITY`, or `TARGET` with `--capability`
         target: String,
         /// The capability, when not given after a colon
         #[arg(long)]
         capability: Option<String>,
+        #[command(flatten)]
+        pages: GraphPages,
     },
 }
 
@@ -712,6 +716,16 @@ pub struct NeighbourArgs {
     /// Follow only this capability's edges
     #[arg(long)]
     pub capability: Option<String>,
+    #[command(flatten)]
+    pub pages: GraphPages,
+}
+
+/// Paging of a graph answer: one page by cursor, or every page joined.
+#[derive(Debug, Args)]
+pub struct GraphPages {
+    /// Every node in one answer, for scripts (agents page instead)
+    #[arg(long, conflicts_with = "cursor")]
+    pub all: bool,
     #[command(flatten)]
     pub page: PageArgs,
 }

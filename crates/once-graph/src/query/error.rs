@@ -1,5 +1,7 @@
 //! Why a query could not answer. Messages are written for an AI agent: they
-//! say what exists and what to call next. Must never include absolute paths.
+//! say what exists and what to call next. Must never include absolute paths,
+//! nor echo more than the start of what the caller sent: a message stays short
+//! whatever the size of the argument it quotes.
 
 use serde::Serialize;
 
@@ -9,7 +11,8 @@ use serde::Serialize;
 pub enum QueryError {
     /// No target has this name.
     #[error(
-        "no target named `{name}`{}",
+        "no target named `{}`{}",
+        clip(name),
         next_step(near, "call once_query_targets to list targets")
     )]
     NoSuchTarget {
@@ -20,7 +23,8 @@ pub enum QueryError {
     },
     /// The target exists but lacks the capability.
     #[error(
-        "target `{target}` has no capability `{capability}`{}",
+        "target `{target}` has no capability `{}`{}",
+        clip(capability),
         next_step(near, &format!("call once_query_target with name `{target}` to see its capabilities"))
     )]
     NoSuchCapability {
@@ -33,7 +37,8 @@ pub enum QueryError {
     },
     /// Not a built-in kind.
     #[error(
-        "unknown kind `{kind}`{}",
+        "unknown kind `{}`{}",
+        clip(kind),
         next_step(near, "call once_query_schema without `kind` to see every kind")
     )]
     UnknownKind {
@@ -55,6 +60,17 @@ pub enum QueryError {
     },
 }
 
+/// How much of a caller's text a message quotes.
+const QUOTED: usize = 80;
+
+/// The start of `text`, cut at a character boundary with `…` when longer than [`QUOTED`].
+pub(crate) fn clip(text: &str) -> String {
+    match text.char_indices().nth(QUOTED) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// `; did you mean `x`? Call …` with a suggestion, else `; call …`: a question
 /// ends its sentence, so the next one starts with a capital.
 fn next_step(near: &[String], next: &str) -> String {
@@ -73,5 +89,25 @@ fn next_step(near: &[String], next: &str) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_quote_only_the_start_of_long_arguments() {
+        let error = QueryError::NoSuchTarget {
+            name: "é".repeat(10_000),
+            near: Vec::new(),
+        };
+        let text = error.to_string();
+        assert!(text.len() < 400, "{text}");
+        assert!(
+            text.contains(&format!("`{}…`", "é".repeat(QUOTED))),
+            "{text}"
+        );
+        assert_eq!(clip("web"), "web");
     }
 }

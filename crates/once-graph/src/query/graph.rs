@@ -1,12 +1,15 @@
 //! `graph`: dependencies, dependents, paths and run order.
 //!
-//! Works on the precomputed adjacency of [`crate::graph::Graph`]; must never
-//! rebuild the graph or walk more than the part reachable from the target.
+//! Every mode answers a page of nodes with the total over all pages, so an answer stays small
+//! however long the chain behind it. Works on the precomputed adjacency of
+//! [`crate::graph::Graph`]; must never rebuild the graph, walk more than the part reachable from
+//! the target, or return a list without a page bound.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::schema_util::{array, boolean, enumeration, integer, object, string, strings};
+use super::error::clip;
+use super::schema_util::{array, boolean, enumeration, integer, object, string};
 use super::{QueryError, action_name, find_target, page};
 use crate::Workspace;
 use crate::graph::{reach, shortest_path};
@@ -46,48 +49,48 @@ pub struct GraphQuery {
     /// `next_cursor` of the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
-    /// Page size, default 50, max 200.
+    /// Most nodes per page, default 50, max 200; a page also ends at about 12 KB of nodes.
     #[serde(default)]
     pub limit: Option<u32>,
 }
 
-/// A node reached from the query target.
+/// A node of the answer: reached from the query target, on the path, or in the run order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GraphNode {
     /// `target` or `target:capability`.
     pub name: String,
-    /// Distance in edges (1 = direct).
-    pub depth: u32,
+    /// Deps/dependents: distance in edges (1 = direct). Path: position from `target` (0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// Order: the wave the action runs in (1 runs first); it depends only on earlier waves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave: Option<u32>,
 }
 
-/// The answer; which fields are present depends on `mode`.
+/// The answer: a page of nodes in every mode, plus what only some modes have.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GraphAnswer {
     /// The mode answered.
     pub mode: GraphMode,
     /// The start node, normalized (`t` or `t:cap`).
     pub target: String,
-    /// Deps/dependents: this page of nodes, by depth, then target name, then capability name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nodes: Option<Vec<GraphNode>>,
-    /// Deps/dependents: matching nodes over all pages.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total: Option<u32>,
-    /// Deps/dependents: cursor of the next page (absent on the last page).
+    /// This page of nodes. Deps/dependents: by depth, then target name, then capability name.
+    /// Path: from `target` to `to`. Order: by wave, then name.
+    pub nodes: Vec<GraphNode>,
+    /// Nodes over all pages (path: nodes on the path, both ends included; 0 when there is none).
+    pub total: u32,
+    /// Cursor of the next page (absent on the last page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// Path: the other end, normalized.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
-    /// Path: the nodes from `target` to `to`; null when there is none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<Vec<String>>,
     /// Path: why there is no path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Order: actions in waves; each wave depends only on earlier ones.
+    /// Order: how many waves there are over all pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waves: Option<Vec<Vec<String>>>,
+    pub wave_count: Option<u32>,
 }
 
 /// A resolved `t` or `t:cap`.
@@ -102,7 +105,10 @@ fn parse_node(ws: &Workspace, text: &str, capability: Option<&str>) -> Result<No
             if let Some(other) = capability.filter(|o| *o != c) {
                 return Err(QueryError::InvalidArgument {
                     message: format!(
-                        "`{text}` names capability `{c}` but `capability` is `{other}`; give it only once"
+                        "`{}` names capability `{}` but `capability` is `{}`; give it only once",
+                        clip(text),
+                        clip(c),
+                        clip(other)
                     ),
                 });
             }
@@ -126,7 +132,12 @@ fn parse_node(ws: &Workspace, text: &str, capability: Option<&str>) -> Result<No
                             let n =
                                 crate::suggest::near(c, t.capabilities.iter().map(|x| &*x.name), 3);
                             if n.is_empty() {
-                                t.capabilities.iter().map(|x| x.name.to_string()).collect()
+                                // Every name, as long as the list stays short to read.
+                                t.capabilities
+                                    .iter()
+                                    .take(10)
+                                    .map(|x| x.name.to_string())
+                                    .collect()
                             } else {
                                 n
                             }
@@ -149,18 +160,45 @@ fn node_name(ws: &Workspace, n: &Node) -> String {
     }
 }
 
-fn empty(mode: GraphMode, target: String) -> GraphAnswer {
-    GraphAnswer {
-        mode,
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The page of `items` the cursor and limit select, as an answer with its total. The
+/// fingerprint names the mode and its arguments, so a cursor of another question is refused.
+fn paged<T>(
+    q: &GraphQuery,
+    target: String,
+    fingerprint: &[&str],
+    items: &[T],
+    node: impl Fn(usize, &T) -> GraphNode,
+) -> Result<GraphAnswer, QueryError> {
+    let fp = page::fingerprint(fingerprint);
+    let (start, end, next_cursor) = page::window(q.cursor.as_deref(), q.limit, &fp, items.len())?;
+    let mut nodes: Vec<GraphNode> = (start..end).map(|i| node(i, &items[i])).collect();
+    let next_cursor = page::fit(&mut nodes, start, next_cursor, &fp);
+    Ok(GraphAnswer {
+        mode: q.mode,
         target,
-        nodes: None,
-        total: None,
-        next_cursor: None,
+        nodes,
+        total: count(items.len()),
+        next_cursor,
         to: None,
-        path: None,
         reason: None,
-        waves: None,
+        wave_count: None,
+    })
+}
+
+/// `a, b, c` for the first names of a list, with how many more there are: an error message
+/// stays short whatever the manifest declares.
+fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+    const SHOWN: usize = 10;
+    let more = names.len().saturating_sub(SHOWN);
+    let mut text = names.take(SHOWN).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
     }
+    text
 }
 
 /// Answers a graph question.
@@ -205,22 +243,17 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
             } else {
                 "dependents"
             };
-            let fp = page::fingerprint(&[mode, &start_name, if transitive { "t" } else { "d" }]);
-            let (s, e, next) = page::window(q.cursor.as_deref(), q.limit, &fp, found.len())?;
-            let total = u32::try_from(found.len()).unwrap_or(u32::MAX);
-            let mut out = empty(q.mode, start_name);
-            out.nodes = Some(
-                found[s..e]
-                    .iter()
-                    .map(|&(n, depth)| GraphNode {
-                        name: label(n, action),
-                        depth,
-                    })
-                    .collect(),
-            );
-            out.total = Some(total);
-            out.next_cursor = next;
-            Ok(out)
+            paged(
+                q,
+                start_name.clone(),
+                &[mode, &start_name, if transitive { "t" } else { "d" }],
+                &found,
+                |_, &(n, depth)| GraphNode {
+                    name: label(n, action),
+                    depth: Some(depth),
+                    wave: None,
+                },
+            )
         }
         GraphMode::Path => {
             let Some(to_text) = &q.to else {
@@ -252,42 +285,58 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
             } else {
                 g.target_adjacency()
             };
-            let mut out = empty(q.mode, start_name.clone());
             let to_name = node_name(ws, &to);
-            match shortest_path(adj, id, to_id) {
-                Some(p) => out.path = Some(p.into_iter().map(|n| label(n, action)).collect()),
-                None => {
-                    out.reason = Some(format!(
-                        "`{start_name}` does not depend on `{to_name}`, directly or transitively; try the reverse direction (target `{to_name}`, to `{start_name}`)"
-                    ))
-                }
+            let path = shortest_path(adj, id, to_id).unwrap_or_default();
+            let mut out = paged(
+                q,
+                start_name.clone(),
+                &["path", &start_name, &to_name],
+                &path,
+                |i, &n| GraphNode {
+                    name: label(n, action),
+                    depth: Some(count(i)),
+                    wave: None,
+                },
+            )?;
+            if path.is_empty() {
+                out.reason = Some(format!(
+                    "`{start_name}` does not depend on `{to_name}`, directly or transitively; try the reverse direction (target `{to_name}`, to `{start_name}`)"
+                ));
             }
             out.to = Some(to_name);
             Ok(out)
         }
         GraphMode::Order => {
             let Some(c) = start.cap else {
-                let caps: Vec<&str> = ws.targets[start.target]
-                    .capabilities
-                    .iter()
-                    .map(|c| &*c.name)
-                    .collect();
+                let caps = &ws.targets[start.target].capabilities;
                 return Err(QueryError::InvalidArgument {
                     message: format!(
                         "mode `order` needs a capability: pass `target` as `{start_name}:CAP` or set `capability`; `{start_name}` has: {}",
-                        caps.join(", ")
+                        some_names(caps.iter().map(|c| &*c.name))
                     ),
                 });
             };
             let a = g.action(start.target, c);
             match g.waves(&[a]) {
-                Ok(w) => {
-                    let mut out = empty(q.mode, start_name);
-                    out.waves = Some(
-                        w.into_iter()
-                            .map(|wave| wave.into_iter().map(|n| action_name(ws, n)).collect())
-                            .collect(),
-                    );
+                Ok(waves) => {
+                    // Flattened in run order, each action with its wave, so a page is a slice.
+                    let order: Vec<(u32, u32)> = waves
+                        .iter()
+                        .zip(1u32..)
+                        .flat_map(|(wave, w)| wave.iter().map(move |&n| (n, w)))
+                        .collect();
+                    let mut out = paged(
+                        q,
+                        start_name.clone(),
+                        &["order", &start_name],
+                        &order,
+                        |_, &(n, wave)| GraphNode {
+                            name: action_name(ws, n),
+                            depth: None,
+                            wave: Some(wave),
+                        },
+                    )?;
+                    out.wave_count = Some(count(waves.len()));
                     Ok(out)
                 }
                 Err(left) => Err(QueryError::InvalidArgument {
@@ -307,7 +356,7 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
 
 pub(crate) fn output_schema() -> Value {
     object(
-        "Answer of a graph query; the fields present depend on `mode`",
+        "Answer of a graph query: a page of nodes in every mode, with the total over all pages",
         vec![
             (
                 "mode",
@@ -324,40 +373,42 @@ pub(crate) fn output_schema() -> Value {
                 "nodes",
                 array(
                     object(
-                        "A reached node",
+                        "A node",
                         vec![
                             ("name", string("`target` or `target:capability`")),
-                            ("depth", integer("Distance in edges, 1 = direct")),
+                            (
+                                "depth",
+                                integer(
+                                    "deps/dependents: distance in edges, 1 = direct; path: position from `target`, 0 = `target`",
+                                ),
+                            ),
+                            (
+                                "wave",
+                                integer(
+                                    "order: the wave it runs in, 1 first; it needs only earlier waves",
+                                ),
+                            ),
                         ],
-                        &["name", "depth"],
+                        &["name"],
                     ),
-                    "deps/dependents: this page of nodes, by depth then name",
+                    "This page of nodes. deps/dependents: by depth then name; path: from `target` to `to`; order: by wave then name",
                 ),
             ),
-            ("total", integer("deps/dependents: nodes over all pages")),
+            (
+                "total",
+                integer("Nodes over all pages; path: nodes on the path, 0 when there is none"),
+            ),
             (
                 "next_cursor",
                 string(
-                    "deps/dependents: pass as `cursor` for the next page; absent on the last page",
+                    "Pass as `cursor`, with the same arguments, for the next page; absent on the last page",
                 ),
             ),
             ("to", string("path: the other end")),
-            (
-                "path",
-                strings(
-                    "path: nodes from `target` to `to`; absent when there is no path (see `reason`)",
-                ),
-            ),
             ("reason", string("path: why there is no path")),
-            (
-                "waves",
-                array(
-                    strings("Actions that can run in parallel"),
-                    "order: actions in topological waves, dependencies first",
-                ),
-            ),
+            ("wave_count", integer("order: waves over all pages")),
         ],
-        &["mode", "target"],
+        &["mode", "target", "nodes", "total"],
     )
 }
 
@@ -390,9 +441,14 @@ pub(crate) fn input_schema() -> Value {
             ),
             (
                 "cursor",
-                string("`next_cursor` from the previous page, unchanged"),
+                string("`next_cursor` from the previous page, unchanged, with the same arguments"),
             ),
-            ("limit", integer("Page size, 1-200, default 50")),
+            (
+                "limit",
+                integer(
+                    "Most nodes per page in every mode, 1-200, default 50; a page of long names ends sooner",
+                ),
+            ),
         ],
         &["mode", "target"],
     )

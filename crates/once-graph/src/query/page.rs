@@ -4,6 +4,11 @@
 //! cursor reused with other filters fail loudly instead of skipping rows.
 //! Clients must treat cursors as opaque; this module must never accept a
 //! cursor it cannot fully validate.
+//!
+//! A page ends at `limit` rows or at [`PAGE_BYTES`] of rows, whichever comes
+//! first, so its size does not depend on how long the names in it are.
+
+use serde::Serialize;
 
 use super::QueryError;
 
@@ -11,6 +16,9 @@ use super::QueryError;
 pub(crate) const DEFAULT_LIMIT: u32 = 50;
 /// Largest page size.
 pub const MAX_LIMIT: u32 = 200;
+/// Most bytes of JSON rows one page carries. An MCP answer holds its value twice (structured
+/// and as text), and every answer must stay under 40 KB, about 10,000 tokens.
+pub(crate) const PAGE_BYTES: usize = 12 * 1024;
 
 /// Fingerprint of the filter values that define a result list.
 pub(crate) fn fingerprint(parts: &[&str]) -> String {
@@ -71,6 +79,35 @@ pub(crate) fn window(
     Ok((start, end, next))
 }
 
+/// How many of `rows` fit in `budget` bytes of JSON; at least one, so a page always moves on.
+pub(crate) fn fitting<T: Serialize>(rows: &[T], budget: usize) -> usize {
+    let mut bytes = 0;
+    for (i, row) in rows.iter().enumerate() {
+        // The comma or bracket beside each row counts too.
+        bytes += serde_json::to_string(row).map_or(0, |json| json.len()) + 1;
+        if i > 0 && bytes > budget {
+            return i;
+        }
+    }
+    rows.len()
+}
+
+/// Cuts `rows`, the page that starts at `start`, after what fits in [`PAGE_BYTES`]; returns the
+/// cursor that goes on from the cut, or `next` when everything fit.
+pub(crate) fn fit<T: Serialize>(
+    rows: &mut Vec<T>,
+    start: usize,
+    next: Option<String>,
+    fp: &str,
+) -> Option<String> {
+    let kept = fitting(rows, PAGE_BYTES);
+    if kept < rows.len() {
+        rows.truncate(kept);
+        return Some(encode(fp, start + kept));
+    }
+    next
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +145,22 @@ mod tests {
         );
         assert!(limit(Some(0)).is_err());
         assert!(limit(Some(201)).is_err());
+    }
+
+    #[test]
+    fn a_page_ends_at_its_byte_budget() {
+        let fp = fingerprint(&["long"]);
+        let long = "n".repeat(1_000);
+        let mut rows = vec![long.clone(); 200];
+        let next = fit(&mut rows, 400, None, &fp);
+        assert!(rows.len() < 20, "{}", rows.len());
+        assert!(serde_json::to_string(&rows).unwrap().len() <= PAGE_BYTES);
+        assert_eq!(next, Some(encode(&fp, 400 + rows.len())));
+        let mut short = vec!["n"; 200];
+        assert_eq!(fit(&mut short, 0, None, &fp), None);
+        assert_eq!(short.len(), 200);
+        // One row larger than the budget still makes a page, so paging always moves on.
+        let mut huge = vec!["n".repeat(PAGE_BYTES * 2); 3];
+        assert_eq!(fit(&mut huge, 0, None, &fp), Some(encode(&fp, 1)));
     }
 }

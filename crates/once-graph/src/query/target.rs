@@ -1,6 +1,9 @@
 //! `target`: everything about one target, typed and with defaults applied.
 //!
-//! Must never expose raw TOML: values come from the resolved model.
+//! Its lists of neighbours are previews: the first 20 names with the total, and the
+//! graph query pages through the rest, so a target with thousands of dependents still answers
+//! in a few kilobytes. Must never expose raw TOML (values come from the resolved model) nor
+//! return an unbounded list of neighbours.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +16,9 @@ use super::schema_util::{
 use super::{QueryError, find_target};
 use crate::Workspace;
 use crate::model::{EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType};
+
+/// How many dependencies and dependents a target (and each capability) lists by name.
+pub(crate) const PREVIEW: usize = 20;
 
 /// Arguments of [`target`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,8 +48,10 @@ pub struct CapabilityDetail {
     pub command: String,
     /// JSON Schema of its parameters.
     pub params_schema: Value,
-    /// Dependencies as `target:capability`, sorted.
+    /// The first 20 dependencies as `target:capability`, by target, then capability.
     pub deps: Vec<String>,
+    /// Dependencies over all; `once_query_graph` mode `deps` on `target:capability` pages them.
+    pub deps_total: u32,
     /// Input globs.
     pub inputs: Vec<String>,
     /// Output globs.
@@ -77,10 +85,18 @@ pub struct TargetDetail {
     pub evaluator: Option<Evaluator>,
     /// Capabilities by name.
     pub capabilities: Vec<CapabilityDetail>,
-    /// Direct target dependencies.
+    /// The first 20 direct target dependencies, by name.
     pub deps: Vec<String>,
-    /// Targets depending directly on this one.
+    /// Direct target dependencies over all.
+    pub deps_total: u32,
+    /// The first 20 targets depending directly on this one, by name.
     pub dependents: Vec<String>,
+    /// Direct dependents over all.
+    pub dependents_total: u32,
+}
+
+fn total(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// JSON Schema of a capability's parameters (used for its `params` argument).
@@ -111,31 +127,48 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
     let ti = find_target(ws, &q.name)?;
     let t = &ws.targets[ti];
     let (file, line) = ws.target_location(t);
+    // Target ids follow name order, so the first ids by value are the first names.
     let names = |ids: &[u32]| -> Vec<String> {
-        ids.iter()
+        let mut first = ids.to_vec();
+        first.sort_unstable();
+        first
+            .iter()
+            .take(PREVIEW)
             .filter_map(|&i| ws.targets.get(i as usize))
             .map(|t| t.name.clone())
             .collect()
     };
+    let target_deps = ws
+        .graph
+        .target_adjacency()
+        .get(ti)
+        .map_or(&[][..], Vec::as_slice);
+    let target_dependents = ws
+        .graph
+        .target_reverse()
+        .get(ti)
+        .map_or(&[][..], Vec::as_slice);
     let capabilities = t
         .capabilities
         .iter()
         .enumerate()
         .map(|(ci, c)| {
             let a = ws.graph.action(ti, ci);
-            let mut deps: Vec<String> = ws
-                .graph
-                .action_deps(a)
+            // Action ids follow target, then capability name order: sorting ids sorts names.
+            let mut ids = ws.graph.action_deps(a).to_vec();
+            ids.sort_unstable();
+            let deps: Vec<String> = ids
                 .iter()
+                .take(PREVIEW)
                 .map(|&d| super::action_name(ws, d))
                 .collect();
-            deps.sort();
             CapabilityDetail {
                 name: c.name.to_string(),
                 description: c.description.as_deref().map(str::to_string),
                 command: c.command.to_string(),
                 params_schema: params_schema(&c.params),
                 deps,
+                deps_total: total(ids.len()),
                 inputs: c.inputs.to_vec(),
                 outputs: c.outputs.to_vec(),
                 env: c.env.clone(),
@@ -154,13 +187,10 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
         fields: t.fields.clone(),
         evaluator: t.evaluator.clone(),
         capabilities,
-        deps: names(
-            ws.graph
-                .target_adjacency()
-                .get(ti)
-                .map_or(&[], Vec::as_slice),
-        ),
-        dependents: names(ws.graph.target_reverse().get(ti).map_or(&[], Vec::as_slice)),
+        deps: names(target_deps),
+        deps_total: total(target_deps.len()),
+        dependents: names(target_dependents),
+        dependents_total: total(target_dependents.len()),
     })
 }
 
@@ -182,7 +212,15 @@ pub(crate) fn output_schema() -> Value {
             ),
             (
                 "deps",
-                strings("Actions it depends on, as `target:capability`"),
+                strings(
+                    "The first 20 actions it depends on, as `target:capability`, by target then capability",
+                ),
+            ),
+            (
+                "deps_total",
+                integer(
+                    "Actions it depends on over all; once_query_graph mode deps on `target:capability` pages them",
+                ),
             ),
             (
                 "inputs",
@@ -248,10 +286,21 @@ pub(crate) fn output_schema() -> Value {
                 )),
             ),
             ("capabilities", array(cap, "Capabilities sorted by name")),
-            ("deps", strings("Direct target dependencies")),
+            (
+                "deps",
+                strings("The first 20 direct target dependencies, by name"),
+            ),
+            (
+                "deps_total",
+                integer("Direct dependencies over all; once_query_graph mode deps pages them"),
+            ),
             (
                 "dependents",
-                strings("Targets that depend directly on this one"),
+                strings("The first 20 targets that depend directly on this one, by name"),
+            ),
+            (
+                "dependents_total",
+                integer("Direct dependents over all; once_query_graph mode dependents pages them"),
             ),
         ],
     )

@@ -1,7 +1,8 @@
 //! `targets`: a filtered, paged list of compact target rows.
 //!
 //! Rows are kept tiny (≈ 40 tokens) so an agent can scan many; details come
-//! from `target`. Must never return unbounded pages.
+//! from `target`. Must never return unbounded pages: a page ends at `limit`
+//! rows or at its byte budget.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,7 +28,7 @@ pub struct TargetsQuery {
     pub capability: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
-    /// Page size, default 50, max 200.
+    /// Most rows per page, default 50, max 200; a page also ends at about 12 KB of rows.
     pub limit: Option<u32>,
 }
 
@@ -109,10 +110,11 @@ pub fn targets(ws: &Workspace, q: &TargetsQuery) -> Result<TargetsPage, QueryErr
         .collect();
     let (start, end, next_cursor) =
         page::window(q.cursor.as_deref(), q.limit, &fp, matching.len())?;
-    let targets = matching[start..end]
+    let mut targets: Vec<TargetRow> = matching[start..end]
         .iter()
         .filter_map(|&i| ws.targets.get(i).map(|t| row(ws, i, t)))
         .collect();
+    let next_cursor = page::fit(&mut targets, start, next_cursor, &fp);
     Ok(TargetsPage {
         targets,
         total: u32::try_from(matching.len()).unwrap_or(u32::MAX),
@@ -170,7 +172,10 @@ pub(crate) fn input_schema() -> Value {
                 "cursor",
                 string("`next_cursor` from the previous page, unchanged; keep the same filters"),
             ),
-            ("limit", integer("Page size, 1-200, default 50")),
+            (
+                "limit",
+                integer("Most rows per page, 1-200, default 50; a page of long rows ends sooner"),
+            ),
         ],
         &[],
     )

@@ -1,7 +1,8 @@
 //! `workspace`: the overview an agent reads first: identity, manifests,
 //! counts, kinds in use, diagnostics and the first page of targets.
 //!
-//! Must stay bounded in size: targets are paged like `targets`.
+//! Must stay bounded in size: its targets are the first page of `targets`, and the manifests
+//! and diagnostics are the first few with their totals (`once check` prints every diagnostic).
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,15 @@ use serde_json::Value;
 use super::schema_util::{array, enumeration, integer, nullable, object, record, string};
 use super::targets::{TargetRow, TargetsQuery, row_schema, targets};
 use crate::{Diagnostic, Workspace};
+
+/// How many manifests the overview lists.
+const MANIFESTS_SHOWN: usize = 20;
+/// How many diagnostics the overview lists, errors first.
+const DIAGNOSTICS_SHOWN: usize = 10;
+/// Most bytes of diagnostics the overview lists: a diagnostic quotes what it found.
+const DIAGNOSTICS_BYTES: usize = 4 * 1024;
+/// How many targets the overview lists; `once_query_targets` goes on from its cursor.
+const TARGETS_SHOWN: u32 = 20;
 
 /// Arguments of [`workspace`] (none).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,15 +90,19 @@ pub struct WorkspaceInfo {
     pub root: String,
     /// Workspace name.
     pub name: String,
-    /// Manifests, root first.
+    /// The first 20 manifests, root first.
     pub manifests: Vec<ManifestInfo>,
+    /// Manifests over all.
+    pub manifests_total: u32,
     /// Sizes.
     pub counts: Counts,
     /// Kinds used, by name.
     pub kinds_in_use: Vec<KindUse>,
-    /// Every problem found.
+    /// The first problems found (at most 10, and fewer when they are long), errors first.
     pub diagnostics: Vec<Diagnostic>,
-    /// First page of targets (as `targets` with no filter).
+    /// Problems over all.
+    pub diagnostics_total: u32,
+    /// The first 20 targets (as `targets` with no filter and `limit` 20).
     pub targets: Vec<TargetRow>,
     /// Cursor for `targets` to get the next page; null when all are shown.
     pub next_cursor: Option<String>,
@@ -108,19 +122,37 @@ pub fn workspace(ws: &Workspace) -> WorkspaceInfo {
     for t in &ws.targets {
         *kinds.entry(t.kind.as_str()).or_default() += 1;
     }
+    // Errors first: they are what stops the graph from being queried.
+    let (errors, warnings): (Vec<&Diagnostic>, Vec<&Diagnostic>) = ws
+        .diagnostics()
+        .iter()
+        .partition(|d| d.severity == crate::Severity::Error);
     // An empty query never fails (no cursor, no filters).
-    let page = targets(ws, &TargetsQuery::default()).ok();
+    let first_page = TargetsQuery {
+        limit: Some(TARGETS_SHOWN),
+        ..TargetsQuery::default()
+    };
+    let page = targets(ws, &first_page).ok();
+    let mut diagnostics: Vec<Diagnostic> = errors
+        .into_iter()
+        .chain(warnings)
+        .take(DIAGNOSTICS_SHOWN)
+        .cloned()
+        .collect();
+    diagnostics.truncate(super::page::fitting(&diagnostics, DIAGNOSTICS_BYTES));
     WorkspaceInfo {
         root: ws.root().to_string_lossy().into_owned(),
         name: ws.name.clone(),
         manifests: ws
             .manifests
             .iter()
+            .take(MANIFESTS_SHOWN)
             .map(|m| ManifestInfo {
                 path: m.rel.clone(),
                 blake3: m.hash.to_hex().to_string(),
             })
             .collect(),
+        manifests_total: n(ws.manifests.len()),
         counts: Counts {
             targets: n(ws.targets.len()),
             capabilities: n(ws.graph.action_count()),
@@ -133,7 +165,8 @@ pub fn workspace(ws: &Workspace) -> WorkspaceInfo {
                 targets: c,
             })
             .collect(),
-        diagnostics: ws.diagnostics().to_vec(),
+        diagnostics,
+        diagnostics_total: n(ws.diagnostics().len()),
         next_cursor: page.as_ref().and_then(|p| p.next_cursor.clone()),
         targets: page.map(|p| p.targets).unwrap_or_default(),
         memory: None,
@@ -177,9 +210,10 @@ pub(crate) fn output_schema() -> Value {
                             ("blake3", string("BLAKE3 hash, hex")),
                         ],
                     ),
-                    "Manifests, root first",
+                    "The first 20 manifests, root first",
                 ),
             ),
+            ("manifests_total", integer("Manifests over all")),
             (
                 "counts",
                 record(
@@ -206,9 +240,13 @@ pub(crate) fn output_schema() -> Value {
             ),
             (
                 "diagnostics",
-                array(diagnostic_schema(), "Every problem found"),
+                array(
+                    diagnostic_schema(),
+                    "The first problems found (at most 10), errors first; `once check` prints them all",
+                ),
             ),
-            ("targets", array(row_schema(), "First page of targets")),
+            ("diagnostics_total", integer("Problems over all")),
+            ("targets", array(row_schema(), "The first 20 targets")),
             (
                 "next_cursor",
                 nullable(string("Pass as `cursor` to once_query_targets for more")),

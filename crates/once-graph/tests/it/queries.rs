@@ -318,15 +318,60 @@ fn graph_queries() {
             "action_deps": action_deps, "path": path, "no_path": no_path, "order": order,
         })
     );
-    assert_eq!(
-        path.path.as_deref(),
-        Some(&["docs".to_string(), "core".into(), "proto".into()][..])
-    );
-    assert!(no_path.path.is_none() && no_path.reason.is_some());
-    assert_eq!(
-        order.waves.as_ref().map(|w| w[0].clone()),
-        Some(vec!["docs:lint".to_string(), "proto:build".into()])
-    );
+    let names = |a: &query::GraphAnswer| a.nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&path), ["docs", "core", "proto"]);
+    assert_eq!(path.total, 3);
+    assert!(no_path.nodes.is_empty() && no_path.total == 0 && no_path.reason.is_some());
+    let first_wave: Vec<String> = order
+        .nodes
+        .iter()
+        .filter(|n| n.wave == Some(1))
+        .map(|n| n.name.clone())
+        .collect();
+    assert_eq!(first_wave, ["docs:lint", "proto:build"]);
+    assert_eq!(order.total as usize, order.nodes.len());
+
+    // Paging a path and a run order: the pages join into the whole, each node once.
+    for (mode, to) in [(GraphMode::Path, Some("proto")), (GraphMode::Order, None)] {
+        let target = if to.is_some() { "docs" } else { "docs:build" };
+        let whole = g(GraphQuery {
+            to: to.map(String::from),
+            ..gq(mode, target)
+        });
+        let mut joined = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = g(GraphQuery {
+                to: to.map(String::from),
+                limit: Some(1),
+                cursor: cursor.take(),
+                ..gq(mode, target)
+            });
+            assert_eq!(page.nodes.len(), 1);
+            assert_eq!(page.total, whole.total);
+            joined.extend(page.nodes);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(joined, whole.nodes, "{mode:?}");
+    }
+    // A cursor is bound to its question.
+    let e = query::graph(
+        &ws,
+        &GraphQuery {
+            limit: Some(1),
+            cursor: g(GraphQuery {
+                limit: Some(1),
+                ..gq(GraphMode::Order, "docs:build")
+            })
+            .next_cursor,
+            ..gq(GraphMode::Order, "web:build")
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e, QueryError::InvalidCursor);
 
     // Paging over dependents.
     let p1 = g(GraphQuery {
@@ -334,7 +379,7 @@ fn graph_queries() {
         limit: Some(2),
         ..gq(GraphMode::Dependents, "proto")
     });
-    assert_eq!(p1.total, Some(4));
+    assert_eq!(p1.total, 4);
     let p2 = g(GraphQuery {
         transitive: Some(true),
         limit: Some(2),
@@ -344,9 +389,8 @@ fn graph_queries() {
     assert!(p2.next_cursor.is_none());
     let both: Vec<String> = p1
         .nodes
-        .unwrap()
         .into_iter()
-        .chain(p2.nodes.unwrap())
+        .chain(p2.nodes)
         .map(|n| n.name)
         .collect();
     assert_eq!(both, ["core", "api", "docs", "web"]);

@@ -27,7 +27,7 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 /// The evaluator tools; the server lists them only when `--allow-run` is given.
 pub fn eval_tools(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Vec<Tool> {
-    vec![eval(live, evaluators), reset(evaluators)]
+    vec![eval(live, evaluators), reset(live, evaluators)]
 }
 
 /// The evaluator spec of `target` as its manifest declares it; the error says what to fix.
@@ -150,7 +150,8 @@ fn heartbeat(
     }
 }
 
-fn reset(evaluators: &Arc<Evaluators>) -> Tool {
+fn reset(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Tool {
+    let live = Arc::clone(live);
     let evaluators = Arc::clone(evaluators);
     Tool {
         name: "once_eval_reset",
@@ -188,6 +189,19 @@ fn reset(evaluators: &Arc<Evaluators>) -> Tool {
                 Ok(target) => target,
                 Err(text) => return ToolResult::Error(text),
             };
+            // Only a target of the workspace can have an evaluator; anything else is refused
+            // with the graph's own message rather than echoed back.
+            {
+                let workspace = live.read();
+                if workspace.target(target).is_none() {
+                    let query = once_graph::query::TargetQuery {
+                        name: target.to_owned(),
+                    };
+                    if let Err(error) = once_graph::query::target(&workspace, &query) {
+                        return ToolResult::Error(error.to_string());
+                    }
+                }
+            }
             let was_running = evaluators.reset(target);
             ToolResult::Value(json!({"target": target, "was_running": was_running}))
         }),

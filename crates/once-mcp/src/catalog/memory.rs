@@ -46,8 +46,9 @@ fn query_memory(live: &Arc<LiveWorkspace>) -> Tool {
                 Ok(q) => q,
                 Err(error) => {
                     return ToolResult::Error(format!(
-                        "invalid arguments for once_query_memory: {error}; its input schema lists \
-                         the arguments it accepts"
+                        "invalid arguments for once_query_memory: {}; its input schema lists \
+                         the arguments it accepts",
+                        crate::message::excerpt_to(&error.to_string(), 300)
                     ));
                 }
             };

@@ -27,11 +27,11 @@ pub fn query_tools(live: &Arc<LiveWorkspace>, overview: Overview) -> Vec<Tool> {
             QueryName::Workspace,
             "once_query_workspace",
             "Workspace overview",
-            "Start here. The workspace root, its manifests with content hashes, counts of targets, \
-             capabilities and edges, the kinds in use, every manifest diagnostic (file, line, \
-             column, what was expected), the first page of targets, and project memory counts \
-             (entries, stale, broken). When `next_cursor` is \
-             set, call once_query_targets with that cursor for more.",
+            "Start here. The workspace root, its first manifests with content hashes, counts of \
+             targets, capabilities and edges, the kinds in use, the first manifest diagnostics \
+             (file, line, column, what was expected; errors first, with the total), the first \
+             page of targets, and project memory counts (entries, stale, broken). When \
+             `next_cursor` is set, call once_query_targets with that cursor for more.",
             move |workspace, _: query::WorkspaceQuery| Ok(overview(workspace)),
         ),
         query_tool(
@@ -52,7 +52,8 @@ pub fn query_tools(live: &Arc<LiveWorkspace>, overview: Overview) -> Vec<Tool> {
             "One target in full",
             "One target by name: its kind and typed fields, every capability with its command, \
              parameter schema, dependencies, inputs, outputs, environment and deadline, and its \
-             direct dependencies and dependents.",
+             direct dependencies and dependents. Lists of neighbours show the first 20 with \
+             their total (`deps_total`, `dependents_total`); once_query_graph pages the rest.",
             |workspace, q| query::target(workspace, &q),
         ),
         query_tool(
@@ -71,9 +72,11 @@ pub fn query_tools(live: &Arc<LiveWorkspace>, overview: Overview) -> Vec<Tool> {
             "once_query_graph",
             "Walk the dependency graph",
             "Walk the graph from `target` (a name, or `name:capability`). `mode` is `deps` (what \
-             it needs) or `dependents` (what needs it), one step or with `transitive: true`, \
-             paged; `path` (the shortest dependency path from `target` to `to`); or `order` \
-             (the actions that `target:capability` needs, in waves that can run in parallel).",
+             it needs) or `dependents` (what needs it), one step or with `transitive: true`; \
+             `path` (the shortest dependency path from `target` to `to`); or `order` (the \
+             actions that `target:capability` needs, each with the `wave` it can run in, \
+             parallel within a wave). Every mode answers a page of `nodes` with the `total`: \
+             pass `next_cursor` back as `cursor`, with the same arguments, for more.",
             |workspace, q| query::graph(workspace, &q),
         ),
     ]
@@ -107,8 +110,9 @@ where
                 Ok(q) => q,
                 Err(error) => {
                     return ToolResult::Error(format!(
-                        "invalid arguments for {tool}: {error}; its input schema lists the \
-                         arguments it accepts"
+                        "invalid arguments for {tool}: {}; its input schema lists the \
+                         arguments it accepts",
+                        crate::message::excerpt_to(&error.to_string(), 300)
                     ));
                 }
             };

@@ -375,8 +375,9 @@ fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
                 Ok(q) => q,
                 Err(error) => {
                     return ToolResult::Error(format!(
-                        "invalid arguments for once_query_runs: {error}; its input schema lists \
-                         the arguments it accepts"
+                        "invalid arguments for once_query_runs: {}; its input schema lists \
+                         the arguments it accepts",
+                        crate::message::excerpt_to(&error.to_string(), 300)
                     ));
                 }
             };

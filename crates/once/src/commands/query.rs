@@ -9,7 +9,7 @@ use once_graph::query::{self, GraphMode, GraphQuery, SchemaQuery, TargetQuery, T
 use once_run::{RunStore, RunsQuery};
 use serde::Serialize;
 
-use crate::cli::{self, NeighbourArgs, PageArgs, Query};
+use crate::cli::{self, GraphPages, NeighbourArgs, PageArgs, Query};
 use crate::exit::Outcome;
 use crate::output;
 
@@ -66,7 +66,14 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         }
         Query::Target { name } => print(query::target(&loaded, &TargetQuery { name })),
         Query::Schema { kind } => print(query::schema(&loaded, &SchemaQuery { kind })),
-        Query::Graph(graph) => print(query::graph(&loaded, &graph_query(graph))),
+        Query::Graph(graph) => {
+            let (q, all) = graph_query(graph);
+            if all {
+                print(all_nodes(&loaded, q))
+            } else {
+                print(query::graph(&loaded, &q))
+            }
+        }
     }
 }
 
@@ -88,40 +95,59 @@ fn all_targets(
     Ok(all)
 }
 
-fn graph_query(request: cli::GraphQuery) -> GraphQuery {
-    let neighbours = |mode, args: NeighbourArgs| {
-        let (cursor, limit) = page(args.page);
-        GraphQuery {
+/// Every page of a graph answer, joined into one answer of the same shape, like
+/// [`all_targets`].
+fn all_nodes(
+    workspace: &once_graph::Workspace,
+    mut q: GraphQuery,
+) -> Result<query::GraphAnswer, query::QueryError> {
+    q.limit = q.limit.or(Some(query::MAX_PAGE_LIMIT));
+    let mut all = query::graph(workspace, &q)?;
+    while let Some(cursor) = all.next_cursor.take() {
+        q.cursor = Some(cursor);
+        let mut page = query::graph(workspace, &q)?;
+        all.nodes.append(&mut page.nodes);
+        all.next_cursor = page.next_cursor;
+    }
+    Ok(all)
+}
+
+/// The library's query and whether to join every page.
+fn graph_query(request: cli::GraphQuery) -> (GraphQuery, bool) {
+    let query = |mode, target, to, transitive, capability, pages: GraphPages| {
+        let (cursor, limit) = page(pages.page);
+        let q = GraphQuery {
             mode,
-            target: args.target,
-            to: None,
-            transitive: Some(args.transitive),
-            capability: args.capability,
+            target,
+            to,
+            transitive,
+            capability,
             cursor,
             limit,
-        }
+        };
+        (q, pages.all)
+    };
+    let neighbours = |mode, args: NeighbourArgs| {
+        query(
+            mode,
+            args.target,
+            None,
+            Some(args.transitive),
+            args.capability,
+            args.pages,
+        )
     };
     match request {
         cli::GraphQuery::Deps(args) => neighbours(GraphMode::Deps, args),
         cli::GraphQuery::Dependents(args) => neighbours(GraphMode::Dependents, args),
-        cli::GraphQuery::Path { from, to } => GraphQuery {
-            mode: GraphMode::Path,
-            target: from,
-            to: Some(to),
-            transitive: None,
-            capability: None,
-            cursor: None,
-            limit: None,
-        },
-        cli::GraphQuery::Order { target, capability } => GraphQuery {
-            mode: GraphMode::Order,
+        cli::GraphQuery::Path { from, to, pages } => {
+            query(GraphMode::Path, from, Some(to), None, None, pages)
+        }
+        cli::GraphQuery::Order {
             target,
-            to: None,
-            transitive: None,
             capability,
-            cursor: None,
-            limit: None,
-        },
+            pages,
+        } => query(GraphMode::Order, target, None, None, capability, pages),
     }
 }
 

@@ -179,10 +179,7 @@ fn the_mcp_tool_is_behind_allow_edit_and_returns_paths_not_contents() {
     let test = Test::new().manifest("");
     let root = test.root().to_path_buf();
     let tool_names = |mcp: &mut Mcp| -> Vec<String> {
-        let listed = mcp.request(1, "tools/list", json!({}));
-        listed["result"]["tools"]
-            .as_array()
-            .expect("tools")
+        mcp.tools(1)
             .iter()
             .map(|t| t["name"].as_str().expect("a name").to_string())
             .collect()
@@ -201,14 +198,11 @@ fn the_mcp_tool_is_behind_allow_edit_and_returns_paths_not_contents() {
 
     let mut open = Mcp::spawn(&root, &["--allow-edit"]);
     open.initialize();
-    let listed = open.request(1, "tools/list", json!({}));
-    let tool = listed["result"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
+    let tool = open
+        .tools(1)
+        .into_iter()
         .find(|t| t["name"] == "once_materialize_example")
-        .expect("listed with --allow-edit")
-        .clone();
+        .expect("listed with --allow-edit");
     assert_eq!(
         tool["inputSchema"]["properties"]["example"]["enum"],
         json!([

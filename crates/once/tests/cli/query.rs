@@ -88,6 +88,46 @@ fn graph_order() {
 }
 
 #[test]
+fn graph_path_and_order_are_paged_and_all_joins_the_pages() {
+    let names = |value: &serde_json::Value| -> Vec<String> {
+        value["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .map(|n| n["name"].as_str().expect("a name").to_string())
+            .collect()
+    };
+    for args in [
+        &["query", "graph", "path", "web", "proto"][..],
+        &["query", "graph", "order", "web:build"],
+    ] {
+        let first = shop()
+            .args(args.iter().copied().chain(["--limit", "1"]))
+            .run();
+        assert_eq!(first.code(), 0, "{}", first.transcript());
+        let first = first.json();
+        assert_eq!(first["total"], 3, "{first}");
+        let cursor = first["next_cursor"].as_str().expect("a next page");
+        let second = shop()
+            .args(
+                args.iter()
+                    .copied()
+                    .chain(["--limit", "1", "--cursor", cursor]),
+            )
+            .run()
+            .json();
+        let all = shop()
+            .args(args.iter().copied().chain(["--all", "--limit", "1"]))
+            .run()
+            .json();
+        assert!(all.get("next_cursor").is_none(), "{all}");
+        let joined = names(&all);
+        assert_eq!(joined.len(), 3, "{all}");
+        assert_eq!(joined[..2], [names(&first), names(&second)].concat()[..]);
+    }
+}
+
+#[test]
 fn graph_dependents_transitive() {
     let run = shop()
         .args(["query", "graph", "dependents", "proto", "--transitive"])

@@ -209,6 +209,13 @@ impl Mcp {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
     }
 
+    /// The next line the server wrote, unparsed; fails the test after `limit`.
+    pub fn recv_line_within(&mut self, limit: Duration) -> String {
+        self.lines
+            .recv_timeout(limit)
+            .expect("the server answers in time")
+    }
+
     pub fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         let message =
             serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -228,6 +235,21 @@ impl Mcp {
         );
         self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         reply
+    }
+
+    /// Every tool `tools/list` lists, following `nextCursor` from page to page (ids from `id`).
+    pub fn tools(&mut self, id: u64) -> Vec<Value> {
+        let mut tools = Vec::new();
+        let mut params = serde_json::json!({});
+        for id in id.. {
+            let page = self.request(id, "tools/list", params);
+            tools.extend(page["result"]["tools"].as_array().expect("tools").clone());
+            match page["result"]["nextCursor"].as_str() {
+                Some(cursor) => params = serde_json::json!({"cursor": cursor}),
+                None => break,
+            }
+        }
+        tools
     }
 
     pub fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
