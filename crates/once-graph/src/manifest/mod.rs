@@ -37,6 +37,7 @@
 //! values = ["a", "b"]          # enum only
 //! ```
 
+mod literal;
 mod target;
 mod value;
 
