@@ -331,7 +331,9 @@ fn build_kinds() -> Vec<Kind> {
                 name: Arc::from(c.name.as_str()),
                 description: Some(Arc::from(c.description.as_str())),
                 command: Arc::from(c.command.as_str()),
-                template: Arc::new(Template::parse(&c.command).unwrap_or_default()),
+                template: Arc::new(
+                    Template::parse(&c.command).unwrap_or_else(|e| Template::broken(&e)),
+                ),
                 params: Arc::from(c.params.as_slice()),
                 inputs: Arc::from(c.inputs.as_slice()),
                 outputs: Arc::from(c.outputs.as_slice()),

@@ -16,6 +16,8 @@ pub use crate::shell::{Quoting, Unsafe};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Template {
     parts: Vec<Part>,
+    /// Set for a command that is not a valid template: it never renders.
+    broken: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +60,8 @@ pub enum Fill {
 pub enum RenderError {
     /// No value for this placeholder.
     Unknown(String),
+    /// The command is not a valid template; the message says why.
+    Broken(String),
     /// This placeholder has no safe quoting where it sits.
     Refused { name: String, why: Unsafe },
 }
@@ -66,6 +70,7 @@ impl fmt::Display for RenderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RenderError::Unknown(name) => write!(f, "no value for `{{{name}}}`"),
+            RenderError::Broken(message) => f.write_str(message),
             RenderError::Refused { name, why } => write!(f, "`{{{name}}}` sits {why}"),
         }
     }
@@ -150,7 +155,19 @@ impl Template {
                     .unwrap_or(Err(Unsafe::Uncertain("the end of the command")));
             }
         }
-        Ok(Template { parts })
+        Ok(Template {
+            parts,
+            broken: None,
+        })
+    }
+
+    /// The template of a command that failed to parse: it has no placeholders and never
+    /// renders, so a capability whose manifest has an error cannot run by accident.
+    pub fn broken(error: &TemplateError) -> Template {
+        Template {
+            parts: Vec::new(),
+            broken: Some(error.message.clone()),
+        }
     }
 
     /// The placeholders, in order.
@@ -167,6 +184,9 @@ impl Template {
         &self,
         mut lookup: impl FnMut(&str) -> Option<Fill>,
     ) -> Result<String, RenderError> {
+        if let Some(message) = &self.broken {
+            return Err(RenderError::Broken(message.clone()));
+        }
         for slot in self.slots() {
             if let Err(why) = slot.context {
                 return Err(RenderError::Refused {
@@ -298,6 +318,17 @@ mod tests {
         assert_eq!(
             render("echo {w}", "x"),
             Err(RenderError::Unknown("w".into()))
+        );
+    }
+
+    #[test]
+    fn a_broken_template_never_renders() {
+        let error = Template::parse("echo }").unwrap_err();
+        assert_eq!(
+            Template::broken(&error).render(|_| None),
+            Err(RenderError::Broken(
+                "stray `}` (write `}}` for a literal brace)".into()
+            ))
         );
     }
 

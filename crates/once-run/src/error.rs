@@ -63,6 +63,8 @@ pub enum Error {
         name: String,
         why: String,
     },
+    #[error("the command of `{action}` is not a valid template: {message}; run `once check`")]
+    BadTemplate { action: String, message: String },
     #[error("parameter `{name}` of `{action}` holds a NUL byte, which no command line can carry")]
     ParamNul { action: String, name: String },
     #[error(

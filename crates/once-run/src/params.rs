@@ -17,7 +17,7 @@ use crate::error::Error;
 
 /// The longest string value, in bytes. Linux caps one argument (the whole `sh -c` command) at
 /// 128 KiB; half of it leaves room for the rest of the command and for quoting.
-pub const MAX_VALUE: usize = 64 * 1024;
+pub(crate) const MAX_VALUE: usize = 64 * 1024;
 
 /// The longest rendered command, in bytes: Linux's `MAX_ARG_STRLEN` (32 pages) less its NUL.
 pub(crate) const MAX_COMMAND: usize = 128 * 1024 - 1;

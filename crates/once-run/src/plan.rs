@@ -291,6 +291,10 @@ fn render(
                 action: action.to_owned(),
                 name,
             },
+            RenderError::Broken(message) => Error::BadTemplate {
+                action: action.to_owned(),
+                message,
+            },
             RenderError::Refused { name, why } => Error::UnsafePlaceholder {
                 action: action.to_owned(),
                 name,

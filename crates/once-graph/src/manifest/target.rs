@@ -15,6 +15,7 @@ use crate::duration::parse_duration;
 use crate::kind::{FieldDefault, FieldType, Kind, builtin_kinds, find_kind};
 use crate::model::{Capability, EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType, Target};
 use crate::suggest;
+use crate::template::Template;
 
 /// A dependency string as written, with its location.
 #[derive(Debug, Clone)]
@@ -669,7 +670,7 @@ fn check_placeholders(
                 "bad-template",
                 format!("invalid `command` of {ctx}: {}", e.message),
             ));
-            cap.template = Arc::default();
+            cap.template = Arc::new(Template::broken(&e));
             return;
         }
     };
