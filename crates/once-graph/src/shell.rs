@@ -5,7 +5,9 @@
 //! inside `"…"`, or in one of those inside `$(…)`, to any depth. This lexer follows the shell's
 //! own rules for exactly the constructs that change that answer (quotes, backslashes and line
 //! continuations, `$(…)`, `${…}`, `$((…))`, backquotes, comments, here-documents) and nothing
-//! else: it is not a parser. It must never guess. Where it cannot be certain, or where the two
+//! else: it is not a parser. `/bin/sh` is bash on some systems, so bash's own readings count
+//! too: `$'…'`, `NAME[…]`, `((`, and the places where bash evaluates a word again (`>&WORD`, the
+//! operands inside `[[ … ]]`). It must never guess. Where it cannot be certain, or where the two
 //! shells disagree, every placeholder from that point on is refused; a refused placeholder
 //! refuses its whole command, so what comes after a refusal never needs to be exact.
 
@@ -50,6 +52,12 @@ pub enum Unsafe {
     AfterVariable,
     /// Right after a backslash, which would escape the value's first character.
     AfterBackslash,
+    /// In the word after `>&` or `<&`, which bash expands a second time.
+    DupRedirect,
+    /// Inside `[[ … ]]`, where bash evaluates the operands of `-eq`, `-v` and the like as
+    /// arithmetic, and so runs `$(…)` inside a value such as `a[$(cmd)]`.
+    DoubleBrackets,
+
     /// After a construct the lexer cannot follow with certainty, named here.
     Uncertain(&'static str),
 }
@@ -75,6 +83,11 @@ impl Unsafe {
             }
             Unsafe::AfterVariable => "end the variable's name first: `\"${{VAR}}{name}\"`",
             Unsafe::AfterBackslash => "remove the backslash before the placeholder",
+            Unsafe::DupRedirect => "redirect to a file with `>` and `2>&1`: `cmd > {name} 2>&1`",
+            Unsafe::DoubleBrackets => {
+                "use `[ … ]`, which compares the value as a string: `[ {name} = yes ]`"
+            }
+
             Unsafe::Uncertain(_) => {
                 "move the placeholder before that construct, or put the value in a variable first (`v={name}; …`); unquoted, `echo msg={name}` renders as one word"
             }
@@ -94,6 +107,9 @@ impl fmt::Display for Unsafe {
             Unsafe::AfterDollar => f.write_str("right after `$`"),
             Unsafe::AfterVariable => f.write_str("right after a variable inside `\"…\"`"),
             Unsafe::AfterBackslash => f.write_str("right after a backslash"),
+            Unsafe::DupRedirect => f.write_str("in the word after `>&` or `<&`"),
+            Unsafe::DoubleBrackets => f.write_str("inside `[[ … ]]`"),
+
             Unsafe::Uncertain(what) => write!(f, "after {what}"),
         }
     }
@@ -124,6 +140,11 @@ struct Lexer<'a> {
     items: &'a [Item],
     pos: usize,
     out: Vec<Result<Quoting, Unsafe>>,
+}
+
+fn identifier(word: &str) -> bool {
+    word.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic())
+        && word.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
 fn blank(item: Option<Item>) -> bool {
@@ -201,8 +222,26 @@ impl Lexer<'_> {
     /// The text ended inside a construct opened at placeholder index `first`: the shell would
     /// refuse the command, and so do we, for every placeholder inside it.
     fn unterminated(&mut self, first: usize, what: &'static str) {
-        for context in &mut self.out[first..] {
-            *context = Err(Unsafe::Uncertain(what));
+        self.refuse_since(first, Unsafe::Uncertain(what));
+    }
+
+    /// At the end of a command frame: what a `>&` word, a word with `[` or an unclosed `[[`
+    /// holds is refused.
+    fn refuse_open(&mut self, dup: Option<(usize, bool)>, brackets: Option<usize>) {
+        if let Some((first, _)) = dup {
+            self.refuse_since(first, Unsafe::DupRedirect);
+        }
+        if let Some(first) = brackets {
+            self.refuse_since(first, Unsafe::DoubleBrackets);
+        }
+    }
+
+    /// Refuses every placeholder from index `first` on that is not refused already.
+    fn refuse_since(&mut self, first: usize, why: Unsafe) {
+        for context in self.out.iter_mut().skip(first) {
+            if context.is_ok() {
+                *context = Err(why);
+            }
         }
     }
 
@@ -214,15 +253,46 @@ impl Lexer<'_> {
         let mut parens = 0usize;
         let mut word_start = true;
         let mut heredocs: Vec<HereDoc> = Vec::new();
+        // The word after `>&`/`<&`: bash expands it again when it is not a number, so a value
+        // anywhere in it, even quoted, would be expanded twice. (first placeholder, word begun)
+        let mut dup: Option<(usize, bool)> = None;
+        // Since an unquoted `[` in this word, and since `[[`: the first placeholder of each.
+        let mut brackets: Option<usize> = None;
+        // The word so far while it is only letters, digits and `_`.
+        let mut plain: Option<String> = Some(String::new());
         while let Some(item) = self.next() {
+            match dup {
+                Some((first, true)) if word_end(Some(item)) => {
+                    self.refuse_since(first, Unsafe::DupRedirect);
+                    dup = None;
+                }
+                Some((first, false)) if !word_end(Some(item)) => dup = Some((first, true)),
+                _ => {}
+            }
             let Item::Char(c) = item else {
                 let alone = word_start && word_end(self.peek());
                 self.out.push(Ok(Quoting::Bare { alone }));
                 word_start = false;
+                plain = None;
                 continue;
             };
             let starts_word = word_start;
             word_start = word_end(Some(item));
+            // The plain word before this character, if it is one.
+            let before = if starts_word {
+                Some(String::new())
+            } else {
+                plain.take()
+            };
+            let name = before.as_deref().is_some_and(identifier);
+            plain = match before {
+                _ if word_start => Some(String::new()),
+                Some(mut word) if c == '_' || c.is_ascii_alphanumeric() => {
+                    word.push(c);
+                    Some(word)
+                }
+                _ => None,
+            };
             match c {
                 '\n' => {
                     if subst && pending {
@@ -252,13 +322,36 @@ impl Lexer<'_> {
                         None => return false,
                     }
                 }
+                '[' if starts_word && self.ahead("[") => {
+                    self.next();
+                    brackets = brackets.or(Some(self.out.len()));
+                }
+                ']' if starts_word && self.ahead("]") => {
+                    self.next();
+                    if let Some(first) = brackets.take() {
+                        self.refuse_since(first, Unsafe::DoubleBrackets);
+                    }
+                }
+                '[' if name => {
+                    // `NAME[`: bash reads an array subscript by its own rules (`>` and blanks
+                    // inside it do not end the word) and evaluates it as arithmetic.
+                    self.give_up(Unsafe::Uncertain("`NAME[`"));
+                    return false;
+                }
+                '>' | '<' if self.peek() == Some(Item::Char('&')) => {
+                    self.next();
+                    dup = Some((self.out.len(), false));
+                }
                 '(' if self.peek() == Some(Item::Char('(')) => {
                     // bash's arithmetic command, or two subshells in dash.
                     self.give_up(Unsafe::Uncertain("`((`"));
                     return false;
                 }
                 '(' => parens += 1,
-                ')' if subst && parens == 0 => return true,
+                ')' if subst && parens == 0 => {
+                    self.refuse_open(dup, brackets);
+                    return true;
+                }
                 ')' => parens = parens.saturating_sub(1),
                 '#' if starts_word => self.comment(),
                 'c' if subst && starts_word && self.ahead("ase") => {
@@ -274,6 +367,7 @@ impl Lexer<'_> {
                 _ => {}
             }
         }
+        self.refuse_open(dup, brackets);
         if subst {
             self.unterminated(first, "an unclosed `$(`");
         }
@@ -666,6 +760,10 @@ mod tests {
             ("echo \"$\\\n(echo @)\"", &[ALONE]),
             ("# a comment\necho @", &[ALONE]),
             ("echo $'x' @", &[ALONE]),
+            (
+                "[[ -n x ]] && echo @ [ @ = x ] *.[ch] @",
+                &[ALONE, ALONE, ALONE],
+            ),
         ];
         for (template, want) in cases {
             let want: Vec<_> = want.iter().map(|q| Ok(*q)).collect();
@@ -692,6 +790,12 @@ mod tests {
             ("cat <<EOF\n@\nEOF", &[HereDoc]),
             ("cat <<'EOF'\n'@'\nEOF", &[HereDoc]),
             ("cat <<@\nx\n", &[HereDoc]),
+            ("echo >&@ 2>&'@'", &[DupRedirect, DupRedirect]),
+            ("echo >& \"$(echo @)\"x", &[DupRedirect]),
+            ("cat <&a@", &[DupRedirect]),
+            ("echo $(echo >&@)", &[DupRedirect]),
+            ("[[ @ -eq 1 ]]", &[DoubleBrackets]),
+            ("[[ -v \"@\" ]] && echo", &[DoubleBrackets]),
         ];
         for (template, want) in cases {
             let want: Vec<_> = want.iter().map(|u| Err(*u)).collect();
@@ -713,6 +817,10 @@ mod tests {
             "cat <<EOF\nx\\\nEOF\nEOF\necho @",
             "cat <<EOF $(\n)\nEOF\necho @",
             "cat <<$x\n$x\necho @",
+            "a[@]=1",
+            "a['x']=1 @",
+            "a[$x>(@)]=",
+            "echo x_1[0] @",
         ];
         for template in cases {
             let got = contexts(template);
@@ -737,10 +845,7 @@ mod tests {
             "echo ${@",
         ] {
             let got = contexts(template);
-            assert!(
-                matches!(got.as_slice(), [Err(Unsafe::Uncertain(_))]),
-                "{template:?}: {got:?}"
-            );
+            assert!(matches!(got.as_slice(), [Err(_)]), "{template:?}: {got:?}");
         }
     }
 

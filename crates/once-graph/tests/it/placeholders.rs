@@ -8,6 +8,10 @@
 //! value into one line `printf '%s\0' … >> out` of a script that the real `/bin/sh` runs; then
 //! `out` must hold exactly the values and the folder nothing else. Set `ONCE_PROPERTY_SEED` to
 //! replay another seed.
+//!
+//! The lexer itself is checked the other way round too: random templates built from shell
+//! fragments, each one the lexer accepts run with payloads by `/bin/sh` (and by bash in POSIX
+//! mode when there is one, since `/bin/sh` is bash on some systems): no payload may run.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -157,6 +161,10 @@ const REFUSED: &[&str] = &[
     "printf '%s\\0' \"\\{v}\" >> out",
     "printf '%s\\0' \"$HOME{v}\" >> out",
     "printf '%s\\0' $\"{v}\" >> out",
+    "printf '%s\\0' x >&{v}",
+    "printf '%s\\0' x >& \"$(printf '%s' '{v}')\"",
+    "[[ {v} -eq 1 ]]",
+    "a[{v}]=1",
 ];
 
 #[test]
@@ -248,6 +256,157 @@ fn values_arrive_literally_in_accepted_contexts_and_are_refused_elsewhere() {
         VALUES * ACCEPTED.len(),
         REFUSED.len(),
     );
+}
+
+/// Pieces of shell that change how a word is read, for random templates.
+const SHELL_FRAGMENTS: &[&str] = &[
+    "'",
+    "\"",
+    "$(",
+    ")",
+    "(",
+    "\\",
+    "\n",
+    " ",
+    ";",
+    "echo ",
+    "a",
+    "$x",
+    "x=",
+    "|",
+    "&",
+    "<",
+    ">",
+    "{v}",
+    "{v}",
+    "{v}",
+    "{v}",
+    "\\\n",
+    "$",
+    ":",
+    "=",
+    "*",
+    "~",
+    "#",
+    "${{x}}",
+    "[",
+    "]",
+    "a[",
+    "]=",
+    "-eq ",
+    "[[ ",
+    " ]]",
+    "$HOME",
+    "\\\\",
+    "=~",
+    "{{a,",
+    ",b}}",
+    "<(",
+    ">(",
+    "%",
+    "?",
+    "!",
+    "-",
+    "x",
+    "printf %s ",
+    "`",
+    "$((",
+    "<<EOF\n",
+    "EOF\n",
+    ">&",
+    "$'",
+    "case ",
+];
+
+/// Values that create a marker file if any part of them runs, in any context.
+const PAYLOADS: &[&str] = &[
+    ";touch M1;'\\'';touch M2;'\";touch M3;\"$(touch M4)`touch M5`\ntouch M6\n}touch M7 #)touch M8\nEOF\ntouch M9\n",
+    "x[$(touch MA)]",
+    "1+x[$(touch MB)]",
+    "-v",
+];
+
+#[test]
+fn random_templates_the_lexer_accepts_never_run_a_value() {
+    const TEMPLATES: usize = 800;
+    let mut rng = SplitMix64(DEFAULT_SEED);
+    let mut shells = vec![vec!["/bin/sh"]];
+    if std::path::Path::new("/bin/bash").exists() {
+        shells.push(vec!["/bin/bash", "--posix"]);
+    }
+    let tmp = TempWs::new(&[]);
+    let logs = TempWs::new(&[]);
+    let log = logs.path().join("stderr");
+    let (mut accepted, mut runs) = (0usize, 0usize);
+    for _ in 0..TEMPLATES {
+        let len = 1 + rng.below(10);
+        let template: String = (0..len)
+            .map(|_| SHELL_FRAGMENTS[rng.below(SHELL_FRAGMENTS.len())])
+            .collect();
+        let Ok(parsed) = Template::parse(&template) else {
+            continue;
+        };
+        if parsed.slots().next().is_none() || parsed.slots().any(|s| s.context.is_err()) {
+            continue;
+        }
+        accepted += 1;
+        for payload in PAYLOADS {
+            let command = parsed
+                .render(|_| Some(Fill::Text((*payload).to_owned())))
+                .expect("renders");
+            for shell in &shells {
+                run(shell, &command, tmp.path(), &log);
+                runs += 1;
+                let ran: Vec<String> = std::fs::read_dir(tmp.path())
+                    .expect("lists")
+                    .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.starts_with('M'))
+                    .collect();
+                assert!(
+                    ran.is_empty(),
+                    "{shell:?} ran {ran:?} from {template:?} rendered as {command:?}"
+                );
+                for entry in std::fs::read_dir(tmp.path()).expect("lists") {
+                    let path = entry.expect("entry").path();
+                    let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir_all(&path));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "seed {DEFAULT_SEED:#x}: {accepted} of {TEMPLATES} random templates accepted, {runs} runs, 0 ran a payload"
+    );
+    assert!(
+        accepted > TEMPLATES / 10,
+        "too few templates accepted: {accepted}"
+    );
+}
+
+/// Runs `command` with `shell -c` in `dir`, its stderr to `log`, killing it after 10 seconds
+/// (a random template may wait for input that never comes).
+fn run(shell: &[&str], command: &str, dir: &std::path::Path, log: &std::path::Path) {
+    let mut child = Command::new(shell[0])
+        .args(&shell[1..])
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env_clear()
+        .env("HOME", "/h")
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).expect("creates the log"))
+        .spawn()
+        .expect("starts the shell");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().expect("waits").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
 }
 
 /// Runs `sh script.sh` in `dir` with a small fixed environment, its stderr to `log`, failing
