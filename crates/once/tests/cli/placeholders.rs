@@ -3,7 +3,9 @@
 
 use std::process::{Command, Stdio};
 
-use crate::support::{TempDir, Test, once_binary};
+use serde_json::json;
+
+use crate::support::{Mcp, PATIENCE, TempDir, Test, once_binary};
 
 /// Three spellings that quote the value in each context the shell offers.
 const ACCEPTED: &str = r#"[targets.t]
@@ -73,6 +75,36 @@ fn a_value_in_any_accepted_context_arrives_literally_and_never_runs() {
             assert_eq!(written, format!("msg={payload}\n"), "{file}");
         }
     }
+}
+
+#[test]
+fn an_agent_s_value_through_once_run_is_data_too() {
+    let dir = TempDir::new();
+    std::fs::write(dir.path().join("once.toml"), ACCEPTED).expect("writes the manifest");
+    let mut mcp = Mcp::spawn(dir.path(), &["--allow-run"]);
+    mcp.initialize();
+    for (id, payload) in (1..).zip(PAYLOADS) {
+        let answer = mcp.call(
+            id,
+            "once_run",
+            json!({"target": "t:single", "params": {"msg": payload}}),
+        );
+        let value = &answer["result"]["structuredContent"]["result"];
+        assert_eq!(value["status"], "succeeded", "{answer}");
+        assert!(!dir.path().join("X").exists(), "payload {payload:?} ran");
+        let written = std::fs::read_to_string(dir.path().join("single.txt")).expect("written");
+        assert_eq!(written, format!("msg={payload}\n"));
+    }
+    let answer = mcp.call(
+        99,
+        "once_run",
+        json!({"target": "t:single", "params": {"msg": "a\u{0}b"}}),
+    );
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(answer.to_string().contains("NUL byte"), "{answer}");
+    mcp.close_stdin();
+    let (code, _) = mcp.wait(PATIENCE);
+    assert_eq!(code, Some(0));
 }
 
 /// Each command puts `{msg}` where no quoting is safe; the comments say where.
