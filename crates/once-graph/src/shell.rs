@@ -60,6 +60,8 @@ pub enum Unsafe {
 
     /// After a construct the lexer cannot follow with certainty, named here.
     Uncertain(&'static str),
+    /// Inside a construct the command never closes, named here (`sh` would refuse it too).
+    Unclosed(&'static str),
 }
 
 impl Unsafe {
@@ -88,6 +90,7 @@ impl Unsafe {
                 "use `[ … ]`, which compares the value as a string: `[ {name} = yes ]`"
             }
 
+            Unsafe::Unclosed(_) => "close the quote or substitution the placeholder sits in",
             Unsafe::Uncertain(_) => {
                 "move the placeholder before that construct, or put the value in a variable first (`v={name}; …`); unquoted, `echo msg={name}` renders as one word"
             }
@@ -110,7 +113,10 @@ impl fmt::Display for Unsafe {
             Unsafe::DupRedirect => f.write_str("in the word after `>&` or `<&`"),
             Unsafe::DoubleBrackets => f.write_str("inside `[[ … ]]`"),
 
-            Unsafe::Uncertain(what) => write!(f, "after {what}"),
+            Unsafe::Uncertain(what) => {
+                write!(f, "after {what}, which cannot be read with certainty")
+            }
+            Unsafe::Unclosed(what) => write!(f, "inside {what}"),
         }
     }
 }
@@ -222,7 +228,7 @@ impl Lexer<'_> {
     /// The text ended inside a construct opened at placeholder index `first`: the shell would
     /// refuse the command, and so do we, for every placeholder inside it.
     fn unterminated(&mut self, first: usize, what: &'static str) {
-        self.refuse_since(first, Unsafe::Uncertain(what));
+        self.refuse_since(first, Unsafe::Unclosed(what));
     }
 
     /// At the end of a command frame: what a `>&` word, a word with `[` or an unclosed `[[`
@@ -256,7 +262,7 @@ impl Lexer<'_> {
         // The word after `>&`/`<&`: bash expands it again when it is not a number, so a value
         // anywhere in it, even quoted, would be expanded twice. (first placeholder, word begun)
         let mut dup: Option<(usize, bool)> = None;
-        // Since an unquoted `[` in this word, and since `[[`: the first placeholder of each.
+        // Inside `[[ … ]]`: the first placeholder since `[[`.
         let mut brackets: Option<usize> = None;
         // The word so far while it is only letters, digits and `_`.
         let mut plain: Option<String> = Some(String::new());
