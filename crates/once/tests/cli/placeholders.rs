@@ -107,7 +107,8 @@ fn an_agent_s_value_through_once_run_is_data_too() {
     assert_eq!(code, Some(0));
 }
 
-/// Each command puts `{msg}` where no quoting is safe; the comments say where.
+/// Each command puts `{msg}` where no quoting is safe: in backquotes, in `${…}`, in a
+/// here-document's body.
 const REFUSED: &str = r#"[targets.t]
 kind = "command"
 
