@@ -212,13 +212,22 @@ impl Template {
     }
 }
 
-/// Characters that mean nothing to `sh` in an unquoted word of their own (no `=`, which can
-/// make an assignment, no `,`, which bash's brace expansion splits on, no `~`).
+/// The shells' reserved words (dash's and bash's): unquoted, a value spelled like one could
+/// change the command's grammar.
+const RESERVED: &[&str] = &[
+    "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function", "if", "in",
+    "select", "then", "time", "until", "while",
+];
+
+/// A word that means nothing to `sh` but itself: only characters the shell never interprets
+/// (no `=`, which can make an assignment, no `,`, which bash's brace expansion splits on, no
+/// `~`), and not a reserved word.
 fn plain(text: &str) -> bool {
     !text.is_empty()
         && text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_-./:@%+".contains(&b))
+        && !RESERVED.contains(&text)
 }
 
 /// Appends `fill` to `out` so that the shell reads it back, byte for byte, as literal text.
@@ -302,6 +311,7 @@ mod tests {
         assert_eq!(render("echo {v}", "it's").unwrap(), r"echo 'it'\''s'");
         assert_eq!(render("echo {v}", "").unwrap(), "echo ''");
         assert_eq!(render("echo {v}", "a=b").unwrap(), "echo 'a=b'");
+        assert_eq!(render("{v} true", "if").unwrap(), "'if' true");
         assert_eq!(render("echo --x={v}", "plain").unwrap(), "echo --x='plain'");
         assert_eq!(render("echo 'm={v}'", "it's").unwrap(), r"echo 'm=it'\''s'");
         assert_eq!(
