@@ -137,6 +137,13 @@ impl Template {
         if !text.is_empty() {
             parts.push(Part::Text(text));
         }
+        // Only placeholders need a context: a command without any is never lexed.
+        if !parts.iter().any(|p| matches!(p, Part::Slot(_))) {
+            return Ok(Template {
+                parts,
+                broken: None,
+            });
+        }
         let items: Vec<Item> = parts
             .iter()
             .flat_map(|part| -> Box<dyn Iterator<Item = Item> + '_> {
