@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::manifest::DEFAULT_DEADLINE;
 use crate::model::{Capability, Origin, Param, ParamType};
+use crate::template::Template;
 
 /// The type of a kind's field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -330,6 +331,9 @@ fn build_kinds() -> Vec<Kind> {
                 name: Arc::from(c.name.as_str()),
                 description: Some(Arc::from(c.description.as_str())),
                 command: Arc::from(c.command.as_str()),
+                template: Arc::new(
+                    Template::parse(&c.command).unwrap_or_else(|e| Template::broken(&e)),
+                ),
                 params: Arc::from(c.params.as_slice()),
                 inputs: Arc::from(c.inputs.as_slice()),
                 outputs: Arc::from(c.outputs.as_slice()),
@@ -365,5 +369,17 @@ mod tests {
             Some("cargo clippy -p {package} -- -D warnings")
         );
         assert!(find_kind("nope").is_none());
+    }
+
+    #[test]
+    fn every_default_command_quotes_its_placeholders() {
+        for kind in builtin_kinds() {
+            for cap in &kind.defaults {
+                assert_eq!(*cap.template, Template::parse(&cap.command).unwrap());
+                for slot in cap.template.slots() {
+                    assert!(slot.context.is_ok(), "{}:{} {slot:?}", kind.name, cap.name);
+                }
+            }
+        }
     }
 }

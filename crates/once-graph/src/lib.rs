@@ -14,6 +14,7 @@ pub mod kind;
 pub mod manifest;
 pub mod model;
 pub mod query;
+mod shell;
 mod suggest;
 pub mod template;
 mod workspace;

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::template::Template;
+
 /// The type of a capability parameter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", tag = "type", content = "values")]
@@ -65,6 +67,9 @@ pub struct Capability {
     pub description: Option<Arc<str>>,
     /// Command template, run by `sh -c` in the target folder.
     pub command: Arc<str>,
+    /// `command` parsed: its placeholders, each with its quoting context. Empty when the
+    /// command is not a valid template (the manifest then has an error).
+    pub template: Arc<Template>,
     /// Parameters, sorted by name.
     pub params: Arc<[Param]>,
     /// Input globs relative to the target folder.

@@ -55,6 +55,37 @@ pub enum Error {
         "the command of `{action}` names `{{{name}}}`, which is neither a parameter, a field nor `target`/`path`"
     )]
     Render { action: String, name: String },
+    #[error(
+        "the command of `{action}` puts `{{{name}}}` {why}, where no value is safe; run `once check`"
+    )]
+    UnsafePlaceholder {
+        action: String,
+        name: String,
+        why: String,
+    },
+    #[error("the command of `{action}` is not a valid template: {message}; run `once check`")]
+    BadTemplate { action: String, message: String },
+    #[error("parameter `{name}` of `{action}` holds a NUL byte, which no command line can carry")]
+    ParamNul { action: String, name: String },
+    #[error(
+        "parameter `{name}` of `{action}` is {len} bytes long; a value may be at most {limit} bytes"
+    )]
+    ParamTooLong {
+        action: String,
+        name: String,
+        len: usize,
+        limit: usize,
+    },
+    #[error("the command of `{action}` holds a NUL byte (from a field of its target)")]
+    CommandNul { action: String },
+    #[error(
+        "the command of `{action}` renders to {len} bytes; `sh -c` takes at most {limit} bytes (Linux's limit on one argument)"
+    )]
+    CommandTooLong {
+        action: String,
+        len: usize,
+        limit: usize,
+    },
     #[error("dependency cycle through {actions}; run `once check`")]
     Cycle { actions: String },
     #[error("bad glob `{glob}` in `{action}`: {message}")]

@@ -3,18 +3,28 @@
 //!
 //! Every problem names what was expected. A value from a command line arrives as a string and is
 //! converted to the declared type here; a value from an agent arrives typed and must already
-//! match. This module must never run or render a whole command.
+//! match. A value that no process could receive (a NUL byte, or too long for a command line) is
+//! refused here too, while planning. Quoting is the template's: this module hands over raw
+//! text and must never run, quote or render a whole command.
 
 use std::collections::BTreeMap;
 
 use once_graph::model::{Param, ParamType};
+use once_graph::template::Fill;
 use serde_json::Value;
 
 use crate::error::Error;
 
+/// The longest string value, in bytes. Linux caps one argument (the whole `sh -c` command) at
+/// 128 KiB; half of it leaves room for the rest of the command and for quoting.
+pub(crate) const MAX_VALUE: usize = 64 * 1024;
+
+/// The longest rendered command, in bytes: Linux's `MAX_ARG_STRLEN` (32 pages) less its NUL.
+pub(crate) const MAX_COMMAND: usize = 128 * 1024 - 1;
+
 /// Checks `given` against `declared` for `action` and returns every parameter's value, defaults
-/// filled in. Unknown names, wrong types, values outside an enum and missing required
-/// parameters are errors.
+/// filled in. Unknown names, wrong types, values outside an enum, missing required
+/// parameters, and strings with a NUL byte or longer than [`MAX_VALUE`] are errors.
 pub fn resolve(
     action: &str,
     declared: &[Param],
@@ -53,6 +63,22 @@ pub fn resolve(
                 }
             },
         };
+        if let Value::String(text) = &value {
+            if text.contains('\0') {
+                return Err(Error::ParamNul {
+                    action: action.to_owned(),
+                    name: param.name.clone(),
+                });
+            }
+            if text.len() > MAX_VALUE {
+                return Err(Error::ParamTooLong {
+                    action: action.to_owned(),
+                    name: param.name.clone(),
+                    len: text.len(),
+                    limit: MAX_VALUE,
+                });
+            }
+        }
         values.insert(param.name.clone(), value);
     }
     Ok(values)
@@ -101,31 +127,17 @@ fn convert(action: &str, param: &Param, value: &Value) -> Result<Value, Error> {
     })
 }
 
-/// The text a parameter's value becomes in a command: a boolean with a flag becomes the flag or
-/// nothing; strings are quoted for `sh` unless they are plainly safe words.
-pub(crate) fn render(param: &Param, value: &Value) -> String {
+/// What a parameter's value gives its placeholder: a boolean with a flag gives the flag or
+/// nothing, anything else its text (the template quotes it for where it sits).
+pub(crate) fn render(param: &Param, value: &Value) -> Fill {
     match value {
         Value::Bool(on) => match &param.flag {
-            Some(flag) if *on => flag.clone(),
-            Some(_) => String::new(),
-            None => on.to_string(),
+            Some(flag) if *on => Fill::Text(flag.clone()),
+            Some(_) => Fill::Nothing,
+            None => Fill::Text(on.to_string()),
         },
-        Value::String(text) => shell_word(text),
-        other => other.to_string(),
-    }
-}
-
-/// `text` as one `sh` word: unchanged when it holds only characters the shell treats literally,
-/// else in single quotes. A value must never be able to inject a command.
-pub(crate) fn shell_word(text: &str) -> String {
-    let safe = !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=@%+,".contains(&b));
-    if safe {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
+        Value::String(text) => Fill::Text(text.clone()),
+        other => Fill::Text(other.to_string()),
     }
 }
 
@@ -198,15 +210,47 @@ mod tests {
     }
 
     #[test]
-    fn rendering_quotes_what_the_shell_would_interpret() {
+    fn rendering_gives_raw_text_or_nothing() {
         let mut flag = param("v", ParamType::Boolean, None);
         flag.flag = Some("--verbose".into());
-        assert_eq!(render(&flag, &Value::Bool(true)), "--verbose");
-        assert_eq!(render(&flag, &Value::Bool(false)), "");
+        assert_eq!(
+            render(&flag, &Value::Bool(true)),
+            Fill::Text("--verbose".into())
+        );
+        assert_eq!(render(&flag, &Value::Bool(false)), Fill::Nothing);
         let s = param("s", ParamType::String, None);
-        assert_eq!(render(&s, &Value::from("out/dir")), "out/dir");
-        assert_eq!(render(&s, &Value::from("a b; rm -rf")), "'a b; rm -rf'");
-        assert_eq!(render(&s, &Value::from("it's")), r"'it'\''s'");
-        assert_eq!(render(&s, &Value::from("")), "''");
+        assert_eq!(
+            render(&s, &Value::from("a b; rm")),
+            Fill::Text("a b; rm".into())
+        );
+        assert_eq!(render(&s, &Value::from(3)), Fill::Text("3".into()));
+    }
+
+    #[test]
+    fn values_no_process_can_receive_are_refused_with_the_limit() {
+        let declared = [param("msg", ParamType::String, None)];
+        let text = |value: String| {
+            resolve("t:c", &declared, &given(&[("msg", value.into())]))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(text("x".repeat(MAX_VALUE)), Ok(()));
+        assert_eq!(
+            text("x".repeat(MAX_VALUE + 1)),
+            Err(
+                "parameter `msg` of `t:c` is 65537 bytes long; a value may be at most 65536 bytes"
+                    .into()
+            )
+        );
+        assert_eq!(
+            text("a\0b".into()),
+            Err(
+                "parameter `msg` of `t:c` holds a NUL byte, which no command line can carry".into()
+            )
+        );
+        // A default is checked like a given value.
+        let mut defaulted = param("msg", ParamType::String, None);
+        defaulted.default = Some(Value::from("a\0b"));
+        assert!(resolve("t:c", &[defaulted], &BTreeMap::new()).is_err());
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use once_graph::Workspace;
 use once_graph::graph::ActionId;
 use once_graph::model::{Capability, Target};
+use once_graph::template::{Fill, RenderError};
 use serde_json::Value;
 
 use crate::error::Error;
@@ -260,34 +261,62 @@ fn action_name(ws: &Workspace, a: ActionId) -> String {
     format!("{}:{}", target.name, target.capabilities[c].name)
 }
 
-/// The command with parameters, then the kind's fields, then `{target}` and `{path}` filled in.
+/// The command with parameters, then the kind's fields, then `{target}` and `{path}` filled in,
+/// each value quoted for where its placeholder sits. A command that cannot reach `sh -c` whole
+/// (too long for one argument, or holding a NUL byte) is refused here, before anything runs.
 fn render(
     action: &str,
     target: &Target,
     capability: &Capability,
     values: &BTreeMap<String, Value>,
 ) -> Result<String, Error> {
-    once_graph::template::render(&capability.command, |name| {
-        if let (Some(value), Some(param)) = (
-            values.get(name),
-            capability.params.iter().find(|p| p.name == name),
-        ) {
-            return Some(params::render(param, value));
-        }
-        if let Some(field) = target.fields.get(name) {
-            return Some(match field {
-                Value::String(text) => params::shell_word(text),
-                other => params::shell_word(&other.to_string()),
-            });
-        }
-        match name {
-            "target" => Some(params::shell_word(&target.name)),
-            "path" => Some(params::shell_word(&target.path)),
-            _ => None,
-        }
-    })
-    .map_err(|name| Error::Render {
-        action: action.to_owned(),
-        name,
-    })
+    let command = capability
+        .template
+        .render(|name| {
+            if let (Some(value), Some(param)) = (
+                values.get(name),
+                capability.params.iter().find(|p| p.name == name),
+            ) {
+                return Some(params::render(param, value));
+            }
+            if let Some(field) = target.fields.get(name) {
+                return Some(Fill::Text(match field {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                }));
+            }
+            match name {
+                "target" => Some(Fill::Text(target.name.clone())),
+                "path" => Some(Fill::Text(target.path.clone())),
+                _ => None,
+            }
+        })
+        .map_err(|e| match e {
+            RenderError::Unknown(name) => Error::Render {
+                action: action.to_owned(),
+                name,
+            },
+            RenderError::Broken(message) => Error::BadTemplate {
+                action: action.to_owned(),
+                message,
+            },
+            RenderError::Refused { name, why } => Error::UnsafePlaceholder {
+                action: action.to_owned(),
+                name,
+                why: why.to_string(),
+            },
+        })?;
+    if command.contains('\0') {
+        return Err(Error::CommandNul {
+            action: action.to_owned(),
+        });
+    }
+    if command.len() > params::MAX_COMMAND {
+        return Err(Error::CommandTooLong {
+            action: action.to_owned(),
+            len: command.len(),
+            limit: params::MAX_COMMAND,
+        });
+    }
+    Ok(command)
 }

@@ -21,7 +21,8 @@
 //! package = "shop-core"        # any field of the kind
 //!
 //! [targets.NAME.capabilities.CAP]
-//! command = "…"                # `sh -c` in the target folder; `{param}`, `{field}`, `{target}`, `{path}`
+//! command = "…"                # `sh -c` in the target folder; `{param}`, `{field}`, `{target}`, `{path}`,
+//!                              # each quoted for where it sits (see `crate::template`)
 //! description = "…"
 //! inputs = ["src/**", "!x/**"] # globs relative to the target folder; `!` excludes
 //! outputs = ["out/**"]
@@ -37,6 +38,7 @@
 //! values = ["a", "b"]          # enum only
 //! ```
 
+mod literal;
 mod target;
 mod value;
 

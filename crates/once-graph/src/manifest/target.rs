@@ -8,12 +8,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::literal;
 use super::value::{Cx, Key, Val, found, key_name, to_json};
 use super::{Settings, join_path, valid_name};
 use crate::duration::parse_duration;
 use crate::kind::{FieldDefault, FieldType, Kind, builtin_kinds, find_kind};
 use crate::model::{Capability, EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType, Target};
-use crate::{suggest, template};
+use crate::suggest;
+use crate::template::Template;
 
 /// A dependency string as written, with its location.
 #[derive(Debug, Clone)]
@@ -495,6 +497,7 @@ fn parse_capability(
                 name: cx.shared.text(cname),
                 description: None,
                 command: Arc::from(""),
+                template: Arc::default(),
                 params: Arc::new([]),
                 inputs: Arc::new([]),
                 outputs: Arc::new([]),
@@ -613,7 +616,7 @@ fn parse_capability(
         return;
     }
     if let Some(span) = command_at {
-        check_placeholders(cx, &cap, fields, &broken, span, &ctx);
+        check_placeholders(cx, &mut cap, fields, &broken, span, &ctx);
     }
     let i = caps
         .binary_search_by(|c| (*c.name).cmp(cname))
@@ -648,63 +651,79 @@ impl fmt::Display for ParamCtx<'_> {
 
 fn check_placeholders(
     cx: &mut Cx<'_>,
-    cap: &Capability,
+    cap: &mut Capability,
     fields: &BTreeMap<String, serde_json::Value>,
     broken: &[String],
     span: std::ops::Range<usize>,
     ctx: &CapCtx<'_>,
 ) {
-    // Point inside the string when the literal is plain (no escapes), else at its start.
+    // Point at the placeholder itself when the literal can be followed, else at its start.
     let raw = cx.src.text.get(span.clone()).unwrap_or("");
-    let inner = raw.get(1..raw.len().saturating_sub(1)).unwrap_or("");
-    let base = if inner == &*cap.command {
-        span.start + 1
-    } else {
-        span.start
+    let command = cap.command.clone();
+    let at =
+        |offset: usize| span.start + literal::offset_in_literal(raw, &command, offset).unwrap_or(0);
+    let template = match cx.shared.template(&command) {
+        Ok(template) => template,
+        Err(e) => {
+            cx.diags.push(cx.src.error(
+                at(e.offset),
+                "bad-template",
+                format!("invalid `command` of {ctx}: {}", e.message),
+            ));
+            cap.template = Arc::new(Template::broken(&e));
+            return;
+        }
     };
-    let exact = inner == &*cap.command;
-    match template::placeholders(&cap.command) {
-        Err((off, msg)) => cx.diags.push(cx.src.error(
-            if exact { base + off } else { base },
-            "bad-template",
-            format!("invalid `command` of {ctx}: {msg}"),
-        )),
-        Ok(list) => {
-            for (off, name) in list {
-                let known = name == "target"
-                    || name == "path"
-                    || fields.contains_key(name)
-                    || cap.params.iter().any(|p| p.name == name)
-                    || broken.iter().any(|b| b == name);
-                if !known {
-                    let mut allowed: Vec<&str> = vec!["target", "path"];
-                    allowed.extend(fields.keys().map(String::as_str));
-                    allowed.extend(cap.params.iter().map(|p| p.name.as_str()));
-                    let list = allowed
-                        .iter()
-                        .map(|a| format!("`{{{a}}}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    cx.diags.push(
-                        cx.src
-                            .error(
-                                if exact { base + off } else { base },
-                                "unknown-placeholder",
-                                format!("unknown placeholder `{{{name}}}` in `command` of {ctx}"),
-                            )
-                            .expected(format!("one of {list}, or `{{{{` for a literal brace"))
-                            .found(format!("`{{{name}}}`"))
-                            .help(match suggest::best(name, allowed.iter().copied()) {
-                                Some(s) => {
-                                    format!("did you mean `{{{s}}}`? or declare a param `{name}`")
-                                }
-                                None => format!("declare it under `params.{name}`"),
-                            }),
-                    );
-                }
-            }
+    for slot in template.slots() {
+        let name = slot.name.as_str();
+        let known = name == "target"
+            || name == "path"
+            || fields.contains_key(name)
+            || cap.params.iter().any(|p| p.name == name)
+            || broken.iter().any(|b| b == name);
+        if !known {
+            let mut allowed: Vec<&str> = vec!["target", "path"];
+            allowed.extend(fields.keys().map(String::as_str));
+            allowed.extend(cap.params.iter().map(|p| p.name.as_str()));
+            let list = allowed
+                .iter()
+                .map(|a| format!("`{{{a}}}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            cx.diags.push(
+                cx.src
+                    .error(
+                        at(slot.offset),
+                        "unknown-placeholder",
+                        format!("unknown placeholder `{{{name}}}` in `command` of {ctx}"),
+                    )
+                    .expected(format!("one of {list}, or `{{{{` for a literal brace"))
+                    .found(format!("`{{{name}}}`"))
+                    .help(match suggest::best(name, allowed.iter().copied()) {
+                        Some(s) => format!("did you mean `{{{s}}}`? or declare a param `{name}`"),
+                        None => format!("declare it under `params.{name}`"),
+                    }),
+            );
+        }
+        if let Err(why) = slot.context {
+            cx.diags.push(
+                cx.src
+                    .error(
+                        at(slot.offset),
+                        "unsafe-placeholder",
+                        format!(
+                            "placeholder `{{{name}}}` in `command` of {ctx} sits {why}, where no quoting keeps its value from running"
+                        ),
+                    )
+                    .expected(
+                        "a placeholder unquoted, inside `'…'` or `\"…\"`, or in one of those inside `$(…)`",
+                    )
+                    .found(format!("`{{{name}}}` {why}"))
+                    .help(why.help().replace("{name}", &format!("{{{name}}}"))),
+            );
         }
     }
+    cap.template = template;
 }
 
 /// A glob list, each glob checked; equal lists read before are shared (and

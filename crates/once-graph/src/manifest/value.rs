@@ -17,6 +17,7 @@ use crate::kind::{Kind, builtin_kinds};
 use crate::manifest::Settings;
 use crate::model::Capability;
 use crate::suggest;
+use crate::template::{Template, TemplateError};
 
 pub(crate) type Key<'i> = Spanned<Cow<'i, str>>;
 pub(crate) type Val<'i> = Spanned<DeValue<'i>>;
@@ -39,6 +40,8 @@ pub(crate) struct Shared {
     lists: FxHashMap<u64, Vec<Arc<[String]>>>,
     /// Each kind's default capabilities with the load's default deadline.
     kind_caps: Vec<(&'static str, std::time::Duration, Arc<[Capability]>)>,
+    /// Each command parsed once, however many capabilities share it.
+    templates: FxHashMap<Arc<str>, Result<Arc<Template>, TemplateError>>,
 }
 
 impl Default for Shared {
@@ -54,11 +57,20 @@ impl Default for Shared {
             strs,
             lists: FxHashMap::default(),
             kind_caps: Vec::new(),
+            templates: FxHashMap::default(),
         }
     }
 }
 
 impl Shared {
+    /// `command` parsed as a template, lexed once per distinct command.
+    pub fn template(&mut self, command: &Arc<str>) -> Result<Arc<Template>, TemplateError> {
+        self.templates
+            .entry(command.clone())
+            .or_insert_with(|| Template::parse(command).map(Arc::new))
+            .clone()
+    }
+
     /// The shared copy of `s`.
     pub fn text(&mut self, s: &str) -> Arc<str> {
         self.text_id(s).0

@@ -164,6 +164,20 @@ const CASES: &[Case] = &[
         "did you mean `{target}`",
     ),
     (
+        "unsafe-placeholder",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"echo \\\"`cat {f}`\\\"\"\n[targets.a.capabilities.b.params.f]\ntype = \"string\"\n",
+        &[],
+        &["once.toml:4:24 unsafe-placeholder"],
+        "placeholder `{f}` in `command` of capability `b` of target `a` sits inside backquotes",
+    ),
+    (
+        "unsafe-placeholder-heredoc",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"\"\"\ncat <<EOF\n{target}\nEOF\"\"\"\n",
+        &[],
+        &["once.toml:6:1 unsafe-placeholder"],
+        "help: pass the value as an argument",
+    ),
+    (
         "invalid-name",
         "[targets.\"a b\"]\nkind = \"command\"\n",
         &[],

@@ -2,6 +2,7 @@
 //! validated and queried. One binary (modules below) to keep link time low.
 
 mod bad;
+mod placeholders;
 mod queries;
 mod stale;
 mod util;

@@ -183,6 +183,39 @@ fn parameters_are_checked_before_anything_runs_and_rendered_into_the_command() {
     assert_eq!(ws.read("out.txt"), "hello world 2 --loud slow\n");
 }
 
+const CONTEXTS: &str = r#"
+[targets.t]
+kind = "command"
+[targets.t.capabilities.build]
+command = "echo {v} 'in {v}' \"in {v}\" \"$(echo {v})\" --x={v} {flag} {target}"
+[targets.t.capabilities.build.params.v]
+type = "string"
+[targets.t.capabilities.build.params.flag]
+type = "boolean"
+default = false
+flag = "--flag"
+"#;
+
+#[test]
+fn each_value_is_quoted_for_its_placeholder_and_a_command_too_long_for_sh_is_refused() {
+    let ws = Fixture::new(CONTEXTS);
+    let workspace = once_graph::Workspace::load(&ws.root).unwrap();
+    let plan = once_run::plan(&workspace, &with_params(&[("v", "it's $(x)")])).unwrap();
+    assert_eq!(
+        plan.steps[0].command,
+        r#"echo 'it'\''s $(x)' 'in it'\''s $(x)' "in it's \$(x)" "$(echo 'it'\''s $(x)')" --x='it'\''s $(x)'  t"#
+    );
+    // Under the per-value limit, but four placeholders of it make more than one argument holds.
+    let long = "y".repeat(40 * 1024);
+    let error = ws.plan_error(with_params(&[("v", &long)]));
+    assert!(
+        error.starts_with("the command of `t:build` renders to ")
+            && error
+                .ends_with("`sh -c` takes at most 131071 bytes (Linux's limit on one argument)"),
+        "{error}"
+    );
+}
+
 #[test]
 fn unknown_targets_and_capabilities_name_what_exists() {
     let ws = Fixture::new(CHAIN);

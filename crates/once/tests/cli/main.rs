@@ -8,6 +8,7 @@ mod eval;
 mod examples;
 mod mcp;
 mod memory;
+mod placeholders;
 mod query;
 mod run;
 mod session;

@@ -124,6 +124,11 @@ impl Run {
         self.scrub(&self.output.stderr)
     }
 
+    /// The workspace the command ran in (still there until the run is dropped).
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.output.stdout).expect("stdout is JSON")
     }
