@@ -57,6 +57,10 @@ pub enum Unsafe {
     /// Inside `[[ … ]]`, where bash evaluates the operands of `-eq`, `-v` and the like as
     /// arithmetic, and so runs `$(…)` inside a value such as `a[$(cmd)]`.
     DoubleBrackets,
+    /// In the name of the program a command runs: the value would choose what runs.
+    CommandName,
+    /// In an argument of `eval`, which runs its arguments as shell code.
+    Evaluated,
 
     /// After a construct the lexer cannot follow with certainty, named here.
     Uncertain(&'static str),
@@ -89,6 +93,12 @@ impl Unsafe {
             Unsafe::DoubleBrackets => {
                 "use `[ … ]`, which compares the value as a string: `[ {name} = yes ]`"
             }
+            Unsafe::CommandName => {
+                "name the program in the command and pass the value as an argument, e.g. `node {name}`; to choose between programs, test the value: `if [ {name} = fast ]; then fast-tool; else slow-tool; fi`"
+            }
+            Unsafe::Evaluated => {
+                "pass the value as an argument of a program instead of through `eval`, which runs it as code"
+            }
 
             Unsafe::Unclosed(_) => "close the quote or substitution the placeholder sits in",
             Unsafe::Uncertain(_) => {
@@ -112,6 +122,8 @@ impl fmt::Display for Unsafe {
             Unsafe::AfterBackslash => f.write_str("right after a backslash"),
             Unsafe::DupRedirect => f.write_str("in the word after `>&` or `<&`"),
             Unsafe::DoubleBrackets => f.write_str("inside `[[ … ]]`"),
+            Unsafe::CommandName => f.write_str("in the name of the program a command runs"),
+            Unsafe::Evaluated => f.write_str("in an argument of `eval`"),
 
             Unsafe::Uncertain(what) => {
                 write!(f, "after {what}, which cannot be read with certainty")
@@ -151,6 +163,52 @@ struct Lexer<'a> {
 fn identifier(word: &str) -> bool {
     word.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic())
         && word.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// Words after which the next word still names the program to run (or is its assignment):
+/// the shell's reserved words that open a command list, and the builtins and wrappers that run
+/// their first argument as a program.
+const LEADING_WORDS: &[&str] = &[
+    "if", "then", "else", "elif", "while", "until", "do", "!", "{", "time", "exec", "command",
+    "builtin", "nohup", "env",
+];
+
+/// A word of the command being read, while it may still be the name of the program it runs.
+struct Word {
+    /// Index of the first placeholder read in the word.
+    first: usize,
+    /// The word's text, while it is only plain characters.
+    text: String,
+    /// Whether anything but plain characters (a placeholder, a quote, `$`, a backslash) is in it.
+    plain: bool,
+    /// `NAME=` seen while the word was plain: an assignment, not a program's name.
+    assignment: bool,
+    /// The word follows `<` or `>`: a file name, not a program's name.
+    redirect: bool,
+}
+
+impl Word {
+    fn new(first: usize, redirect: bool) -> Word {
+        Word {
+            first,
+            text: String::new(),
+            plain: true,
+            assignment: false,
+            redirect,
+        }
+    }
+
+    fn push(&mut self, item: Item) {
+        match item {
+            Item::Char(c) if self.plain && !matches!(c, '\\' | '\'' | '"' | '`' | '$') => {
+                if c == '=' && !self.assignment && identifier(&self.text) {
+                    self.assignment = true;
+                }
+                self.text.push(c);
+            }
+            _ => self.plain = false,
+        }
+    }
 }
 
 fn blank(item: Option<Item>) -> bool {
@@ -266,7 +324,34 @@ impl Lexer<'_> {
         let mut brackets: Option<usize> = None;
         // The word so far while it is only letters, digits and `_`.
         let mut plain: Option<String> = Some(String::new());
+        // Whether the next word names the program a command runs; the word being read; whether
+        // the next word follows a redirection; the first placeholder after an `eval`.
+        let mut at_command = true;
+        let mut word: Option<Word> = None;
+        let mut redirect = false;
+        let mut evaluated: Option<usize> = None;
         while let Some(item) = self.next() {
+            if word_end(Some(item)) {
+                if let Some(done) = word.take() {
+                    self.settle(done, item, &mut at_command, &mut evaluated);
+                }
+                match item {
+                    Item::Char(';' | '&' | '|' | '\n' | '(' | ')') => {
+                        at_command = true;
+                        redirect = false;
+                        if let Some(first) = evaluated.take() {
+                            self.refuse_since(first, Unsafe::Evaluated);
+                        }
+                    }
+                    Item::Char('<' | '>') => redirect = true,
+                    _ => {}
+                }
+            } else {
+                word.get_or_insert_with(|| {
+                    Word::new(self.out.len(), std::mem::take(&mut redirect))
+                })
+                .push(item);
+            }
             match dup {
                 Some((first, true)) if word_end(Some(item)) => {
                     self.refuse_since(first, Unsafe::DupRedirect);
@@ -323,6 +408,8 @@ impl Lexer<'_> {
                         self.give_up(Unsafe::Uncertain("`<<<`"));
                         return false;
                     }
+                    // The delimiter is read here, so the next word is not the redirection's.
+                    redirect = false;
                     match self.delimiter(strip_tabs) {
                         Some(doc) => heredocs.push(doc),
                         None => return false,
@@ -373,11 +460,47 @@ impl Lexer<'_> {
                 _ => {}
             }
         }
+        if let Some(done) = word.take() {
+            self.settle(done, Item::Char('\n'), &mut at_command, &mut evaluated);
+        }
+        if let Some(first) = evaluated {
+            self.refuse_since(first, Unsafe::Evaluated);
+        }
         self.refuse_open(dup, brackets);
         if subst {
             self.unterminated(first, "an unclosed `$(`");
         }
         false
+    }
+
+    /// A word of the command ended (at `end`): when it names the program to run, every
+    /// placeholder in it is refused, and `eval`'s arguments will be.
+    fn settle(
+        &mut self,
+        word: Word,
+        end: Item,
+        at_command: &mut bool,
+        evaluated: &mut Option<usize>,
+    ) {
+        if word.redirect || !*at_command || word.assignment {
+            return;
+        }
+        if word.plain {
+            let fd = matches!(end, Item::Char('<' | '>'))
+                && word.text.bytes().all(|b| b.is_ascii_digit());
+            if fd || LEADING_WORDS.contains(&word.text.as_str()) {
+                return;
+            }
+        }
+        *at_command = false;
+        for context in self.out.iter_mut().skip(word.first) {
+            if context.is_ok() {
+                *context = Err(Unsafe::CommandName);
+            }
+        }
+        if word.plain && word.text == "eval" {
+            *evaluated = Some(self.out.len());
+        }
     }
 
     /// After a backslash outside single quotes: the next character is taken literally, and a
@@ -735,7 +858,14 @@ mod tests {
     fn accepted_contexts() {
         let cases: &[(&str, &[Quoting])] = &[
             ("echo @", &[ALONE]),
-            ("echo @ @;@|@>@", &[ALONE, ALONE, ALONE, ALONE, ALONE]),
+            (
+                "echo @ @;echo @|cat @>@",
+                &[ALONE, ALONE, ALONE, ALONE, ALONE],
+            ),
+            ("FOO=@ BAR='@' cmd @", &[GLUED, Quoting::Single, ALONE]),
+            ("2>@ echo @; >'@' echo", &[ALONE, ALONE, Quoting::Single]),
+            ("case @ in a) echo @;; esac", &[ALONE, ALONE]),
+            ("if true; then echo @; fi", &[ALONE]),
             ("echo --x=@ a@b @x", &[GLUED, GLUED, GLUED]),
             ("echo '@' 'a@b'", &[Quoting::Single, Quoting::Single]),
             ("echo \"@\" \"a@b\"", &[Quoting::Double, Quoting::Double]),
@@ -802,6 +932,21 @@ mod tests {
             ("echo $(echo >&@)", &[DupRedirect]),
             ("[[ @ -eq 1 ]]", &[DoubleBrackets]),
             ("[[ -v \"@\" ]] && echo", &[DoubleBrackets]),
+            ("@ --version", &[CommandName]),
+            (
+                "echo x | @ && './@.sh' || \"@\"x",
+                &[CommandName, CommandName, CommandName],
+            ),
+            ("FOO=1 BAR=2 @ arg", &[CommandName]),
+            ("2>/dev/null @", &[CommandName]),
+            ("echo $(@ x) \"$(@)\"", &[CommandName, CommandName]),
+            ("if @; then ( @ ); fi", &[CommandName, CommandName]),
+            (
+                "exec @; env @; time @",
+                &[CommandName, CommandName, CommandName],
+            ),
+            ("cat <<EOF\nx\nEOF\n@", &[CommandName]),
+            ("eval echo @ '@'", &[Evaluated, Evaluated]),
         ];
         for (template, want) in cases {
             let want: Vec<_> = want.iter().map(|u| Err(*u)).collect();

@@ -318,7 +318,17 @@ mod tests {
         assert_eq!(render("echo {v}", "it's").unwrap(), r"echo 'it'\''s'");
         assert_eq!(render("echo {v}", "").unwrap(), "echo ''");
         assert_eq!(render("echo {v}", "a=b").unwrap(), "echo 'a=b'");
-        assert_eq!(render("{v} true", "if").unwrap(), "'if' true");
+        assert_eq!(
+            render("for i {v} a; do :; done", "in").unwrap(),
+            "for i 'in' a; do :; done"
+        );
+        assert_eq!(
+            render("{v} true", "x"),
+            Err(RenderError::Refused {
+                name: "v".into(),
+                why: Unsafe::CommandName
+            })
+        );
         assert_eq!(render("echo --x={v}", "plain").unwrap(), "echo --x='plain'");
         assert_eq!(render("echo 'm={v}'", "it's").unwrap(), r"echo 'm=it'\''s'");
         assert_eq!(

@@ -108,7 +108,7 @@ fn an_agent_s_value_through_once_run_is_data_too() {
 }
 
 /// Each command puts `{msg}` where no quoting is safe: in backquotes, in `${…}`, in a
-/// here-document's body.
+/// here-document's body, as the name of the program to run.
 const REFUSED: &str = r#"[targets.t]
 kind = "command"
 
@@ -130,6 +130,11 @@ EOF
 '''
 [targets.t.capabilities.heredoc.params.msg]
 type = "string"
+
+[targets.t.capabilities.program]
+command = "echo ready && {msg} --version"
+[targets.t.capabilities.program.params.msg]
+type = "string"
 "#;
 
 #[test]
@@ -141,12 +146,14 @@ fn check_refuses_a_placeholder_with_no_safe_quoting_and_says_where() {
         "once.toml:5:29: error[unsafe-placeholder]",
         "once.toml:10:27: error[unsafe-placeholder]",
         "once.toml:17:5: error[unsafe-placeholder]",
+        "once.toml:24:26: error[unsafe-placeholder]",
     ] {
         assert!(stderr.contains(place), "no `{place}` in\n{stderr}");
     }
     assert!(stderr.contains("backquotes"), "{stderr}");
+    assert!(stderr.contains("name of the program"), "{stderr}");
     assert!(stderr.contains("help: "), "{stderr}");
-    assert!(stderr.contains("error: 3 errors"), "{stderr}");
+    assert!(stderr.contains("error: 4 errors"), "{stderr}");
 }
 
 #[test]
