@@ -159,6 +159,7 @@ fn fuzz(target: Target, seconds: Duration, seed: u64) -> (u64, bool) {
             Err(RecvTimeoutError::Disconnected) => {
                 break Outcome {
                     inputs: 0,
+                    elapsed: Duration::ZERO,
                     failure: Some((Vec::new(), "the fuzzing thread died".into())),
                 };
             }
@@ -187,7 +188,7 @@ fn fuzz(target: Target, seconds: Duration, seed: u64) -> (u64, bool) {
         "{}: {} inputs in {} s, {} crashes",
         target.name,
         outcome.inputs,
-        seconds.as_secs(),
+        outcome.elapsed.as_secs(),
         usize::from(failed)
     ));
     (outcome.inputs, failed)
@@ -198,6 +199,7 @@ type Current = Mutex<Option<(Instant, Vec<u8>)>>;
 
 struct Outcome {
     inputs: u64,
+    elapsed: Duration,
     /// The failing input and why it failed.
     failure: Option<(Vec<u8>, String)>,
 }
@@ -230,6 +232,7 @@ fn fuzz_loop(
         if let Err(failure) = run(data.clone()) {
             return Outcome {
                 inputs,
+                elapsed: start.elapsed(),
                 failure: Some(failure),
             };
         }
@@ -254,6 +257,7 @@ fn fuzz_loop(
             Err(failure) => {
                 return Outcome {
                     inputs,
+                    elapsed: start.elapsed(),
                     failure: Some(failure),
                 };
             }
@@ -261,6 +265,7 @@ fn fuzz_loop(
     }
     Outcome {
         inputs,
+        elapsed: start.elapsed(),
         failure: None,
     }
 }

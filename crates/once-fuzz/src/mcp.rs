@@ -31,6 +31,10 @@ const PING_ID: &str = "once-fuzz-closing-ping";
 /// Longest line the server accepts here: small, so that inputs reach the oversized-line path.
 const MAX_LINE_BYTES: usize = 4096;
 
+/// What the tool that panics on purpose says, so that a harness whose panic hook aborts (as
+/// libFuzzer's does) can let this one panic through to the server's guard.
+pub const ON_PURPOSE: &str = "this tool panics on purpose";
+
 /// JSON-RPC and MCP keys, methods, versions and tool names.
 pub const DICTIONARY: &[&str] = &[
     r#""jsonrpc""#,
@@ -292,7 +296,7 @@ fn test_tools() -> Vec<Tool> {
             },
         ),
         tool("panics", json!({}), &[], |_, _| {
-            panic!("this tool panics on purpose")
+            std::panic::panic_any(ON_PURPOSE)
         }),
         tool("log", json!({}), &[], |ctx, _| {
             ctx.log(LogLevel::Debug, "a debug line");
