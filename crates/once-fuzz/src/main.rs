@@ -149,10 +149,13 @@ fn fuzz(target: Target, seconds: Duration, seed: u64) -> (u64, bool) {
         .spawn(move || {
             let _ = done_tx.send(fuzz_loop(target, seconds, seed, &seeds, &shared));
         });
-    if let Err(e) = worker {
-        eprintln!("once-fuzz: cannot start a thread: {e}");
-        return (0, true);
-    }
+    let worker = match worker {
+        Ok(worker) => worker,
+        Err(e) => {
+            eprintln!("once-fuzz: cannot start a thread: {e}");
+            return (0, true);
+        }
+    };
     let outcome = loop {
         match done_rx.recv_timeout(Duration::from_secs(1)) {
             Ok(outcome) => break outcome,
@@ -180,6 +183,8 @@ fn fuzz(target: Target, seconds: Duration, seed: u64) -> (u64, bool) {
             }
         }
     };
+    // The thread ends by dropping its scratch folders; leaving before would leave them behind.
+    let _ = worker.join();
     if let Some((input, message)) = &outcome.failure {
         report_failure(target, input, message);
     }
