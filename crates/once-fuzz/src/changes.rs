@@ -282,12 +282,21 @@ mod tests {
         // Without them the fuzzer would rarely reach the checks of an accepted proposal.
         let scratch = super::setup();
         let root = scratch.path().join("root");
-        for name in ["accepted-all-actions", "inner-link"] {
+        let propose = |name: &str| {
             let text = std::fs::read(crate::corpus_dir("changes").join(name)).expect("a seed");
             let draft = super::draft(&root, &String::from_utf8_lossy(&text));
-            let outcome = once_changes::ChangeStore::new(&root).propose(draft);
-            assert!(outcome.is_ok(), "{name}: {outcome:?}");
-        }
+            once_changes::ChangeStore::new(&root).propose(draft)
+        };
+        let outcome = propose("accepted-all-actions");
+        assert!(outcome.is_ok(), "{outcome:?}");
+        // A link is never written through, even one that stays inside the workspace.
+        let outcome = propose("inner-link");
+        assert!(
+            outcome
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("symbolic link")),
+            "{outcome:?}"
+        );
     }
 
     #[test]
