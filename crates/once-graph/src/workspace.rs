@@ -14,7 +14,7 @@ use once_fs::Stamp;
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::graph::{ActionId, Graph};
 use crate::manifest::{self, DepRef, PendingTarget, Settings, Shared};
-use crate::model::{Capability, Target};
+use crate::model::{Capability, EnvMode, Target};
 use crate::{Error, MANIFEST_FILE, suggest};
 
 /// Manifests larger than this are rejected unparsed.
@@ -63,6 +63,8 @@ pub struct Workspace {
     pub(crate) manifests: Vec<ManifestRecord>,
     member_globs: Vec<String>,
     member_dirs: Vec<String>,
+    env_mode: EnvMode,
+    pass_env: Arc<[String]>,
     /// Sorted by name.
     pub(crate) targets: Vec<Target>,
     pub(crate) graph: Graph,
@@ -212,6 +214,8 @@ impl Workspace {
             manifests,
             member_globs,
             member_dirs,
+            env_mode: settings.env_mode,
+            pass_env: settings.pass_env.clone().into(),
             targets,
             graph,
             diagnostics: diags,
@@ -221,6 +225,16 @@ impl Workspace {
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// How commands get their environment (`[workspace] env-mode`).
+    pub fn env_mode(&self) -> EnvMode {
+        self.env_mode
+    }
+
+    /// The variable globs of `[workspace] pass-env`, needed by every command.
+    pub fn pass_env(&self) -> &Arc<[String]> {
+        &self.pass_env
     }
 
     /// Every problem found, errors and warnings, ordered by file and position.

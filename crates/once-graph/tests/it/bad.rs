@@ -227,6 +227,37 @@ const CASES: &[Case] = &[
         "zero duration",
     ),
     (
+        "bad-env-mode",
+        "[workspace]\nenv-mode = \"strikt\"\n",
+        &[],
+        &["once.toml:2:12 unknown-env-mode"],
+        "did you mean `strict`",
+    ),
+    (
+        "bad-pass-env",
+        "[workspace]\npass-env = [\"CI\", \"A-B\"]\n[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\npass-env = [\"\"]\n",
+        &[],
+        &["once.toml:2:19 bad-env-glob", "once.toml:7:13 bad-env-glob"],
+        "invalid variable glob `A-B` in `workspace.pass-env`",
+    ),
+    (
+        "persistent-with-deadline",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.dev]\ncommand = \"x\"\npersistent = true\ndeadline = \"5m\"\ncache = true\n",
+        &[],
+        &[
+            "once.toml:6:1 persistent-with-deadline",
+            "once.toml:7:1 persistent-cached",
+        ],
+        "capability `dev` of target `a` is persistent and has a `deadline`",
+    ),
+    (
+        "wrong-type-cache",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\ncache = \"no\"\n",
+        &[],
+        &["once.toml:5:9 wrong-type"],
+        "must be a boolean",
+    ),
+    (
         "many-at-once",
         "[workspace]\nnme = \"x\"\n[targets.a]\nkind = \"command\"\ntags = 3\n[targets.a.capabilities.b]\ncommand = \"x\"\ndeadline = \"1y\"\ndeps = [\"zzz\"]\n[targets.b]\nkind = \"nope\"\n[targets.c]\n",
         &[],

@@ -10,5 +10,6 @@ mod mcp;
 mod memory;
 mod query;
 mod run;
+mod run_env;
 mod session;
 mod support;
