@@ -424,6 +424,22 @@ fn expand_members(root: &Path, globs: &[String]) -> (Vec<String>, Vec<Result<usi
 }
 
 /// Drops duplicates, sorts targets, resolves deps into the graph, finds cycles.
+/// A dependency on a persistent capability, which never ends, so what depends on it never starts.
+fn depends_on_persistent(
+    src: &SourceFile,
+    offset: usize,
+    who: &str,
+    target: &str,
+    capability: &str,
+) -> Diagnostic {
+    src.error(
+        offset,
+        "depends-on-persistent",
+        format!("{who} depends on `{target}:{capability}`, which is persistent and never ends"),
+    )
+    .help("an action starts when its dependencies succeed; run the server on its own instead")
+}
+
 fn resolve(
     pending: Vec<PendingTarget>,
     declared: &[String],
@@ -519,6 +535,15 @@ fn resolve(
                             std::cmp::Ordering::Less => i += 1,
                             std::cmp::Ordering::Greater => j += 1,
                             std::cmp::Ordering::Equal => {
+                                if y.persistent {
+                                    diags.push(depends_on_persistent(
+                                        src,
+                                        dep.offset,
+                                        &format!("target `{}`", t.name),
+                                        &targets[di].name,
+                                        &y.name,
+                                    ));
+                                }
                                 graph.add_edge(graph.action(ti, i), graph.action(di, j));
                                 i += 1;
                                 j += 1;
@@ -548,7 +573,18 @@ fn resolve(
                 };
                 let dt = &targets[di];
                 match dt.capabilities.iter().position(|x| &*x.name == cname) {
-                    Some(dci) => graph.add_edge(graph.action(ti, ci), graph.action(di, dci)),
+                    Some(dci) => {
+                        if dt.capabilities[dci].persistent {
+                            diags.push(depends_on_persistent(
+                                src,
+                                dep.offset,
+                                &ctx(),
+                                tname,
+                                cname,
+                            ));
+                        }
+                        graph.add_edge(graph.action(ti, ci), graph.action(di, dci))
+                    }
                     None => {
                         let ctx = ctx();
                         let names: Vec<&str> = dt.capabilities.iter().map(|x| &*x.name).collect();

@@ -251,6 +251,16 @@ const CASES: &[Case] = &[
         "capability `dev` of target `a` is persistent and has a `deadline`",
     ),
     (
+        "depends-on-persistent",
+        "[targets.api]\nkind = \"command\"\n[targets.api.capabilities.serve]\ncommand = \"x\"\npersistent = true\n[targets.web]\nkind = \"command\"\ndeps = [\"api\"]\n[targets.web.capabilities.serve]\ncommand = \"y\"\n[targets.web.capabilities.e2e]\ncommand = \"z\"\ndeps = [\"api:serve\"]\n",
+        &[],
+        &[
+            "once.toml:8:9 depends-on-persistent",
+            "once.toml:13:9 depends-on-persistent",
+        ],
+        "target `web` depends on `api:serve`, which is persistent and never ends",
+    ),
+    (
         "wrong-type-cache",
         "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\ncache = \"no\"\n",
         &[],

@@ -263,3 +263,44 @@ persistent = true
         .unwrap_or(0);
     assert_eq!(recorded, 0, "a persistent action was recorded");
 }
+
+#[test]
+fn no_code_of_ours_changes_the_environment_it_was_given() {
+    // A variable set or removed in our own process (or dropped for a child) is a switch the user
+    // set that a tool no longer sees: `RUSTUP_AUTO_INSTALL=0` dropped once let rustup replace a
+    // toolchain. Only the two places that build a child's environment from a mode may clear it.
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let may_clear = ["once-exec/src/spawn.rs", "once-eval/src/process.rs"];
+    let mut stack = vec![crates.to_path_buf()];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let relative = path
+                .strip_prefix(crates)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() {
+                // Sources only: tests set variables for the processes they start.
+                if !relative.ends_with("/tests") && !relative.ends_with("/benches") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if !relative.contains("/src/") || !relative.ends_with(".rs") {
+                continue;
+            }
+            files += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            for call in ["set_var(", "remove_var(", ".env_remove("] {
+                assert!(!text.contains(call), "{relative} calls `{call}`");
+            }
+            assert!(
+                !text.contains(".env_clear()") || may_clear.contains(&relative.as_str()),
+                "{relative} clears a child's environment"
+            );
+        }
+    }
+    assert!(files > 50, "only {files} source files found");
+}
