@@ -101,7 +101,7 @@ pub const ENV_MODES: &[&str] = &["loose", "strict"];
 
 /// Whether `glob` is a valid `pass-env` entry: a variable name where `*` stands for any run of
 /// characters and `?` for one.
-pub fn valid_env_glob(glob: &str) -> bool {
+pub(crate) fn valid_env_glob(glob: &str) -> bool {
     !glob.is_empty()
         && glob
             .chars()
