@@ -8,9 +8,11 @@
 //!
 //! [`run`] takes a [`CommandSpec`] and blocks until the command is over. It spawns `sh -c
 //! COMMAND` as the leader of a new process group, with stdin from `/dev/null`, stdout and stderr
-//! on pipes, and an environment rebuilt from scratch: the documented [`BASE_ENV`] names passed
-//! through from our own environment (see [`base_env`]), then the spec's declared variables on
-//! top. Between `fork` and `exec` the child clears its signal mask (the `once` binary blocks
+//! on pipes, and the environment its [`EnvMode`] builds (see [`command_env`]): in loose mode our
+//! whole environment, in strict mode only the documented [`BASE_ENV`] names and those its globs
+//! match; the spec's declared variables on top in both. Nothing is ever added or removed beyond
+//! that, so a command sees the switches that keep tools from changing the machine
+//! (`RUSTUP_AUTO_INSTALL=0`) whenever the caller has them. Between `fork` and `exec` the child clears its signal mask (the `once` binary blocks
 //! SIGINT, SIGTERM and SIGHUP in every thread, and a mask survives `exec`), resets SIGPIPE to its
 //! default (Rust ignores it), and asks the kernel for SIGKILL when its parent dies
 //! (`PR_SET_PDEATHSIG`), then checks that the parent is still the one that forked it, which
@@ -68,7 +70,7 @@ mod wake;
 
 pub use cancel::Cancel;
 pub use capture::LINE_CAP;
-pub use env::{BASE_ENV, base_env};
+pub use env::{BASE_ENV, EnvMode, base_env, command_env, env_glob_matches};
 pub use error::Error;
 pub use outcome::{Outcome, Status};
 pub use registry::{Registration, Registry, Runtime};

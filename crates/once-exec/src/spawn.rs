@@ -1,5 +1,5 @@
-//! Starting `sh -c COMMAND` as the leader of its own process group, with a clean environment, a
-//! clean signal state and a death signal tied to its parent.
+//! Starting `sh -c COMMAND` as the leader of its own process group, with the environment its mode
+//! gives it, a clean signal state and a death signal tied to its parent.
 //!
 //! The code between `fork` and `exec` runs in a copy of a multi-threaded process, so it must
 //! never allocate, lock or log: only async-signal-safe system calls. `PR_SET_PDEATHSIG` fires
@@ -28,7 +28,7 @@ pub(crate) fn spawn(spec: &CommandSpec) -> io::Result<Child> {
         .arg(&spec.command)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(command_env(&spec.env))
+        .envs(command_env(&spec.env_mode, &spec.env))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::env::EnvMode;
+
 /// The deadline of a spec built by [`CommandSpec::new`]; generous, because every run must have one.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
 
@@ -24,8 +26,10 @@ pub struct CommandSpec {
     pub command: String,
     /// The working directory; a missing one gives [`Status::FailedToStart`](crate::Status).
     pub cwd: PathBuf,
-    /// Declared variables, set on top of [`base_env`](crate::base_env).
+    /// Declared variables, set on top of what [`CommandSpec::env_mode`] passes.
     pub env: BTreeMap<String, String>,
+    /// What of `once`'s own environment the command sees.
+    pub env_mode: EnvMode,
     /// Time from spawn after which the group gets SIGTERM.
     pub deadline: Duration,
     /// Time between SIGTERM and SIGKILL.
@@ -39,7 +43,8 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
-    /// A spec with the default deadline, grace and tail, no declared variables and no label.
+    /// A spec with the default deadline, grace and tail, the caller's whole environment, no
+    /// declared variables and no label.
     pub fn new(
         command: impl Into<String>,
         cwd: impl Into<PathBuf>,
@@ -49,6 +54,7 @@ impl CommandSpec {
             command: command.into(),
             cwd: cwd.into(),
             env: BTreeMap::new(),
+            env_mode: EnvMode::Loose,
             deadline: DEFAULT_DEADLINE,
             grace: DEFAULT_GRACE,
             log_path: log_path.into(),

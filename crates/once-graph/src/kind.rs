@@ -339,6 +339,9 @@ fn build_kinds() -> Vec<Kind> {
                 outputs: Arc::from(c.outputs.as_slice()),
                 env: Default::default(),
                 deadline: DEFAULT_DEADLINE,
+                pass_env: Arc::new([]),
+                cache: true,
+                persistent: false,
                 origin: Origin::Kind,
             })
             .collect();

@@ -80,8 +80,37 @@ pub struct Capability {
     pub env: BTreeMap<String, String>,
     /// Deadline (the workspace default when not declared).
     pub deadline: Duration,
+    /// Globs of the caller's variables it needs: passed in strict mode, keyed in every mode.
+    pub pass_env: Arc<[String]>,
+    /// Whether a result may be recorded and replayed (`cache = false` says never).
+    pub cache: bool,
+    /// Whether it runs until stopped (a server): no deadline, never cached.
+    pub persistent: bool,
     /// Where the definition comes from.
     pub origin: Origin,
+}
+
+/// How the environment of a command is built from the caller's (`[workspace] env-mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvMode {
+    /// Every variable of the caller passes through, the declared ones on top.
+    #[default]
+    Loose,
+    /// Only a documented base, the variables `pass-env` names and the declared ones.
+    Strict,
+}
+
+/// The names of [`EnvMode`]s, as a manifest spells them.
+pub const ENV_MODES: &[&str] = &["loose", "strict"];
+
+/// Whether `glob` is a valid `pass-env` entry: a variable name where `*` stands for any run of
+/// characters and `?` for one.
+pub(crate) fn valid_env_glob(glob: &str) -> bool {
+    !glob.is_empty()
+        && glob
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '*' | '?'))
 }
 
 /// The code evaluator a target declares (`[targets.NAME.evaluator]`).

@@ -14,7 +14,7 @@ use once_fs::Stamp;
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::graph::{ActionId, Graph};
 use crate::manifest::{self, DepRef, PendingTarget, Settings, Shared};
-use crate::model::{Capability, Target};
+use crate::model::{Capability, EnvMode, Target};
 use crate::{Error, MANIFEST_FILE, suggest};
 
 /// Manifests larger than this are rejected unparsed.
@@ -63,6 +63,8 @@ pub struct Workspace {
     pub(crate) manifests: Vec<ManifestRecord>,
     member_globs: Vec<String>,
     member_dirs: Vec<String>,
+    env_mode: EnvMode,
+    pass_env: Arc<[String]>,
     /// Sorted by name.
     pub(crate) targets: Vec<Target>,
     pub(crate) graph: Graph,
@@ -212,6 +214,8 @@ impl Workspace {
             manifests,
             member_globs,
             member_dirs,
+            env_mode: settings.env_mode,
+            pass_env: settings.pass_env.clone().into(),
             targets,
             graph,
             diagnostics: diags,
@@ -221,6 +225,16 @@ impl Workspace {
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// How commands get their environment (`[workspace] env-mode`).
+    pub fn env_mode(&self) -> EnvMode {
+        self.env_mode
+    }
+
+    /// The variable globs of `[workspace] pass-env`, needed by every command.
+    pub fn pass_env(&self) -> &Arc<[String]> {
+        &self.pass_env
     }
 
     /// Every problem found, errors and warnings, ordered by file and position.
@@ -410,6 +424,22 @@ fn expand_members(root: &Path, globs: &[String]) -> (Vec<String>, Vec<Result<usi
 }
 
 /// Drops duplicates, sorts targets, resolves deps into the graph, finds cycles.
+/// A dependency on a persistent capability, which never ends, so what depends on it never starts.
+fn depends_on_persistent(
+    src: &SourceFile,
+    offset: usize,
+    who: &str,
+    target: &str,
+    capability: &str,
+) -> Diagnostic {
+    src.error(
+        offset,
+        "depends-on-persistent",
+        format!("{who} depends on `{target}:{capability}`, which is persistent and never ends"),
+    )
+    .help("an action starts when its dependencies succeed; run the server on its own instead")
+}
+
 fn resolve(
     pending: Vec<PendingTarget>,
     declared: &[String],
@@ -505,6 +535,15 @@ fn resolve(
                             std::cmp::Ordering::Less => i += 1,
                             std::cmp::Ordering::Greater => j += 1,
                             std::cmp::Ordering::Equal => {
+                                if y.persistent {
+                                    diags.push(depends_on_persistent(
+                                        src,
+                                        dep.offset,
+                                        &format!("target `{}`", t.name),
+                                        &targets[di].name,
+                                        &y.name,
+                                    ));
+                                }
                                 graph.add_edge(graph.action(ti, i), graph.action(di, j));
                                 i += 1;
                                 j += 1;
@@ -534,7 +573,18 @@ fn resolve(
                 };
                 let dt = &targets[di];
                 match dt.capabilities.iter().position(|x| &*x.name == cname) {
-                    Some(dci) => graph.add_edge(graph.action(ti, ci), graph.action(di, dci)),
+                    Some(dci) => {
+                        if dt.capabilities[dci].persistent {
+                            diags.push(depends_on_persistent(
+                                src,
+                                dep.offset,
+                                &ctx(),
+                                tname,
+                                cname,
+                            ));
+                        }
+                        graph.add_edge(graph.action(ti, ci), graph.action(di, dci))
+                    }
                     None => {
                         let ctx = ctx();
                         let names: Vec<&str> = dt.capabilities.iter().map(|x| &*x.name).collect();

@@ -1,5 +1,6 @@
-//! The cache key of an action: BLAKE3 over its rendered command, folder, parameters, declared
-//! environment, the content of its input files and the keys of its dependencies.
+//! The cache key of an action: BLAKE3 over its name, rendered command, folder, parameters, the
+//! keyed part of its environment and the program it starts (see [`crate::environ`]), the content
+//! of its input files and the keys of its dependencies.
 //!
 //! Inputs are the files under the target's folder that match its input globs (all files when
 //! it declares none), minus `!` exclusions and declared outputs, minus what `.gitignore` files
@@ -14,12 +15,13 @@ use std::sync::Arc;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
+use crate::environ::Environ;
 use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::plan::Step;
 
 /// Bumped whenever what goes into a key changes, so old entries stop matching.
-const KEY_VERSION: &[u8] = b"once-run key v1\0";
+const KEY_VERSION: &[u8] = b"once-run key v2\0";
 
 /// An action's cache key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -263,11 +265,13 @@ pub fn hash_file(path: &Path, buffer: &mut [u8]) -> io::Result<blake3::Hash> {
 }
 
 /// The key of `step`, given its inputs and its dependencies' keys (in `step.deps` order).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn action_key(
     step: &Step,
     inputs: &Inputs,
     above: &[Arc<Gitignore>],
     dep_keys: &[Key],
+    environ: &Environ,
     hashes: &FileHashes,
     buffer: &mut [u8],
 ) -> Result<Key, Error> {
@@ -279,6 +283,9 @@ pub(crate) fn action_key(
         hasher.update(&(bytes.len() as u64).to_le_bytes());
         hasher.update(bytes);
     };
+    // The action itself: two targets running the same command in the same folder are two
+    // actions, and each must run and be recorded on its own.
+    field(step.action.as_bytes());
     field(step.command.as_bytes());
     field(step.path.as_bytes());
     field(
@@ -286,10 +293,7 @@ pub(crate) fn action_key(
             .to_string()
             .as_bytes(),
     );
-    for (name, value) in &step.env {
-        field(name.as_bytes());
-        field(value.as_bytes());
-    }
+    environ.key(step, hashes, buffer, &mut field);
     field(b"outputs");
     for output in step.outputs.iter() {
         field(output.as_bytes());
@@ -348,6 +352,10 @@ mod tests {
             dir: dir.to_path_buf(),
             path: "t".into(),
             env: Default::default(),
+            strict: false,
+            pass_env: Arc::new([]),
+            cache: true,
+            persistent: false,
             deadline: std::time::Duration::from_secs(1),
             inputs: inputs.iter().map(|s| s.to_string()).collect(),
             outputs: outputs.iter().map(|s| s.to_string()).collect(),

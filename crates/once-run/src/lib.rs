@@ -13,8 +13,8 @@
 //! ```text
 //! request (TARGET[:CAP], --all CAP, k=v) ─► params (typed, checked) ─► plan (actions + deps, topological)
 //!     ─► schedule: for each action whose deps succeeded, on a pool of `jobs` threads:
-//!            key (BLAKE3 of command, params, env, inputs, dep keys) ─► cache hit? restore outputs
-//!                                                                  └─► miss: once_exec::run ─► record
+//!            key (BLAKE3 of action, command, params, environ, inputs, dep keys) ─► hit? restore outputs
+//!                                                                        └─► miss: once_exec::run ─► record
 //!     ─► report (RunReport, every action, written to .once/runs/<id>/run.json by the store;
 //!                RunSummary, its bounded view, for the CLI's --json and MCP)
 //!     ─► query (the recent runs, a page of a run's actions or of an action's log: the one value
@@ -35,7 +35,14 @@
 //! Before running an action on a miss, a worker takes an exclusive `flock` on `locks/<key>` and
 //! looks again: two `once run` on one workspace never run the same action in the same folder at
 //! once (their outputs would interleave); the second waits and replays the first one's result.
-//! Only successful runs are recorded. A cache hit takes no lock.
+//! Only successful runs are recorded, and never those of an action that says `cache = false`, is
+//! persistent, or depends on one of those: their results are not functions of their inputs. A
+//! cache hit takes no lock, nor does a persistent action (a server would hold it while it runs).
+//!
+//! The environment part of a key (`environ`) is computed once per run where it can be: our own
+//! variables are read once, the keyed subset once per `pass-env` list, and the program a command
+//! starts is found on `PATH` once per `PATH` value and name, its content proven unchanged by the
+//! same file-hash cache as inputs.
 //!
 //! A no-op run must cost little more than a `stat` per file, so the key of an action reads no
 //! file it has hashed before: `.once/cache/files` maps each input and output file to its
@@ -45,6 +52,7 @@
 //! writes only its `run.json`, renamed into place without an fsync.
 
 mod cache;
+mod environ;
 mod error;
 mod hashes;
 mod key;

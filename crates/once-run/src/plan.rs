@@ -11,13 +11,16 @@ use std::time::Duration;
 
 use once_graph::Workspace;
 use once_graph::graph::ActionId;
-use once_graph::model::{Capability, Target};
+use once_graph::model::{Capability, EnvMode, Target};
 use once_graph::template::{Fill, RenderError};
 use serde_json::Value;
 
 use crate::error::Error;
 use crate::params;
 use crate::request::{Request, parse_action};
+
+/// The deadline of a persistent action: none a run could reach (over a century).
+const NO_DEADLINE: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// Everything to run, dependencies first.
 #[derive(Debug, Clone)]
@@ -41,6 +44,15 @@ pub struct Step {
     pub path: String,
     /// Declared environment.
     pub env: BTreeMap<String, String>,
+    /// Only the base list, `pass_env` and `env` reach the command (`env-mode = "strict"`).
+    pub strict: bool,
+    /// Variable globs of the workspace's and the capability's `pass-env`.
+    pub pass_env: Arc<[String]>,
+    /// Whether a result may be replayed and recorded: not when it or anything it depends on says
+    /// `cache = false` or is persistent, since then its result is not a function of its inputs.
+    pub cache: bool,
+    /// Runs until stopped: no deadline of its own, never cached, never waited on by a lock.
+    pub persistent: bool,
     pub deadline: Duration,
     /// Input globs relative to `dir`; `!` excludes.
     pub inputs: Arc<[String]>,
@@ -149,7 +161,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
     for (p, &i) in order.iter().enumerate() {
         position[i] = p;
     }
-    let mut steps = Vec::with_capacity(order.len());
+    let mut steps: Vec<Step> = Vec::with_capacity(order.len());
     for &i in &order {
         let a = nodes[i];
         let (t, c) = graph.split(a);
@@ -172,7 +184,18 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             dir: ws.root().join(&target.path),
             path: target.path.clone(),
             env: capability.env.clone(),
-            deadline: request.deadline.unwrap_or(capability.deadline),
+            strict: ws.env_mode() == EnvMode::Strict,
+            pass_env: pass_env(ws.pass_env(), &capability.pass_env),
+            cache: capability.cache
+                && !capability.persistent
+                && deps.iter().all(|&d| steps[d].cache),
+            persistent: capability.persistent,
+            // A server has no deadline of its own; one given with the request still applies.
+            deadline: match request.deadline {
+                Some(deadline) => deadline,
+                None if capability.persistent => NO_DEADLINE,
+                None => capability.deadline,
+            },
             inputs: Arc::clone(&capability.inputs),
             outputs: Arc::clone(&capability.outputs),
             params: values,
@@ -185,6 +208,14 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         root: ws.root().to_path_buf(),
         steps,
     })
+}
+
+/// The workspace's globs, then the capability's; shared when the capability adds none.
+fn pass_env(workspace: &Arc<[String]>, capability: &[String]) -> Arc<[String]> {
+    if capability.is_empty() {
+        return Arc::clone(workspace);
+    }
+    workspace.iter().chain(capability).cloned().collect()
 }
 
 fn find_target(targets: &[Target], name: &str) -> Result<usize, Error> {

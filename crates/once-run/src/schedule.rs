@@ -17,9 +17,10 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ignore::gitignore::Gitignore;
-use once_exec::{Cancel, CommandSpec, Registry, Status};
+use once_exec::{Cancel, CommandSpec, EnvMode, Registry, Status};
 
 use crate::cache::Cache;
+use crate::environ::Environ;
 use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::key::{Inputs, Key, action_key, folders_above, gitignore};
@@ -128,6 +129,7 @@ pub fn execute(
         inputs: Mutex::new(HashMap::new()),
         ignores: Mutex::new(HashMap::new()),
         hashes: cache.file_hashes(),
+        environ: Environ::new(),
     };
 
     // The calling thread is one of the workers.
@@ -291,6 +293,8 @@ struct Worker<'a> {
     ignores: Mutex<HashMap<PathBuf, Arc<Gitignore>>>,
     /// Digests of files hashed before, proven current by a `stat`.
     hashes: FileHashes,
+    /// Our environment, read once, and the programs commands start.
+    environ: Environ,
 }
 
 impl Worker<'_> {
@@ -390,6 +394,7 @@ impl Worker<'_> {
                 &inputs,
                 &self.above(step),
                 dep_keys,
+                &self.environ,
                 &self.hashes,
                 buffer,
             )
@@ -418,25 +423,35 @@ impl Worker<'_> {
                 }
             }
         };
-        if !self.force
-            && let Some(finished) = replay(buffer)
-        {
+        // An uncached action, and whatever depends on one, is never replayed nor recorded.
+        let replayable = step.cache && !self.force;
+        if replayable && let Some(finished) = replay(buffer) {
             return finished;
         }
-        // Another process may be running this very action; wait for it, then look again.
-        let _lock = match self.cache.lock(&key) {
-            Ok(lock) => lock,
-            Err(error) => return failed(format!("once: cannot lock the cache entry: {error}")),
+        // Another process may be running this very action; wait for it, then look again. A
+        // server holds no lock: a second one would wait, silent, for as long as the first runs.
+        let _lock = if step.persistent {
+            None
+        } else {
+            match self.cache.lock(&key) {
+                Ok(lock) => Some(lock),
+                Err(error) => return failed(format!("once: cannot lock the cache entry: {error}")),
+            }
         };
-        if !self.force
-            && let Some(finished) = replay(buffer)
-        {
+        if replayable && let Some(finished) = replay(buffer) {
             return finished;
         }
         let spec = CommandSpec {
             command: step.command.clone(),
             cwd: step.dir.clone(),
             env: step.env.clone(),
+            env_mode: if step.strict {
+                EnvMode::Strict {
+                    pass: step.pass_env.to_vec(),
+                }
+            } else {
+                EnvMode::Loose
+            },
             deadline: step.deadline,
             grace: once_exec::DEFAULT_GRACE,
             log_path: self.run.log_path(&step.action),
@@ -471,6 +486,7 @@ impl Worker<'_> {
         }
         let failure = status != ActionStatus::Succeeded && status != ActionStatus::Cancelled;
         if status == ActionStatus::Succeeded
+            && step.cache
             && let Err(error) = self.cache.record(
                 &key,
                 &step.action,

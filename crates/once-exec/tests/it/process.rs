@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::mem::MaybeUninit;
 use std::time::Duration;
 
-use once_exec::{BASE_ENV, Cancel, LINE_CAP, Registry, Status, base_env, run};
+use once_exec::{BASE_ENV, Cancel, EnvMode, LINE_CAP, Registry, Status, base_env, run};
 
 use crate::{Fixture, MARK_VAR};
 
@@ -113,9 +113,24 @@ fn the_child_has_no_blocked_signals_and_a_default_sigpipe() {
 }
 
 #[test]
-fn the_environment_is_the_base_plus_the_declared_variables() {
+fn loose_mode_passes_the_whole_environment_and_the_declared_variables() {
     let fixture = Fixture::new();
     let mut spec = fixture.spec("env");
+    spec.env.insert("DECLARED".into(), "yes".into());
+    spec.tail_lines = 1000;
+    let outcome = run(&spec, &Registry::new(), &Cancel::new()).unwrap();
+    assert!(outcome.success());
+    assert!(outcome.tail.iter().any(|line| line == "DECLARED=yes"));
+    // Cargo sets it for the tests it runs; it is in no list of ours.
+    let manifest_dir = format!("CARGO_MANIFEST_DIR={}", env!("CARGO_MANIFEST_DIR"));
+    assert!(outcome.tail.contains(&manifest_dir), "{:?}", outcome.tail);
+}
+
+#[test]
+fn strict_mode_passes_the_base_plus_the_declared_variables() {
+    let fixture = Fixture::new();
+    let mut spec = fixture.spec("env");
+    spec.env_mode = EnvMode::Strict { pass: Vec::new() };
     spec.env.insert("DECLARED".into(), "yes".into());
     spec.tail_lines = 1000;
     let outcome = run(&spec, &Registry::new(), &Cancel::new()).unwrap();

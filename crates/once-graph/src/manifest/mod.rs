@@ -11,6 +11,9 @@
 //! name = "shop"                # optional; defaults to the root folder's name
 //! members = ["services/*"]     # folders holding more once.toml files
 //! default-deadline = "10m"     # deadline of capabilities declaring none; default 30m
+//! env-mode = "strict"          # loose (default): commands see the caller's whole environment;
+//!                              # strict: a documented base, `pass-env` and `env` only
+//! pass-env = ["CI", "NODE_*"]  # variables every command needs: passed when strict, always keyed
 //!
 //! [targets.NAME]
 //! kind = "cargo-package"       # required: a built-in kind
@@ -28,6 +31,9 @@
 //! outputs = ["out/**"]
 //! env = { KEY = "value" }
 //! deadline = "2m"              # 500ms, 90s, 5m, 1h30m, 1d
+//! pass-env = ["AWS_*"]         # added to the workspace's `pass-env` for this capability
+//! cache = false                # always run, never replay nor record (deploys)
+//! persistent = true            # a server: no deadline, never cached, runs until stopped
 //! deps = ["t:cap", ":cap", "t"]
 //!
 //! [targets.NAME.capabilities.CAP.params.P]
@@ -48,6 +54,8 @@ use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::duration::parse_duration;
+use crate::model::{ENV_MODES, EnvMode, valid_env_glob};
+use crate::suggest;
 pub(crate) use target::{DepRef, PendingTarget};
 pub(crate) use value::Shared;
 use value::{Cx, key_name};
@@ -62,6 +70,8 @@ pub(crate) struct Settings {
     /// Member globs with the byte offset of each in the root manifest.
     pub members: Vec<(String, usize)>,
     pub default_deadline: Duration,
+    pub env_mode: EnvMode,
+    pub pass_env: Vec<String>,
 }
 
 impl Default for Settings {
@@ -70,6 +80,8 @@ impl Default for Settings {
             name: None,
             members: Vec::new(),
             default_deadline: DEFAULT_DEADLINE,
+            env_mode: EnvMode::Loose,
+            pass_env: Vec::new(),
         }
     }
 }
@@ -176,14 +188,71 @@ fn parse_workspace(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Settings 
                     }
                 }
             }
+            "env-mode" => {
+                if let Some(text) = cx.string(v, format_args!("`workspace.env-mode`")) {
+                    match text {
+                        "loose" => s.env_mode = EnvMode::Loose,
+                        "strict" => s.env_mode = EnvMode::Strict,
+                        _ => cx.diags.push(
+                            cx.src
+                                .error(
+                                    v.span().start,
+                                    "unknown-env-mode",
+                                    format!("unknown `env-mode` `{text}`"),
+                                )
+                                .expected("`loose` (the caller's whole environment) or `strict`")
+                                .found(format!("`{text}`"))
+                                .did_you_mean(suggest::best(text, ENV_MODES.iter().copied())),
+                        ),
+                    }
+                }
+            }
+            "pass-env" => {
+                if let Some(globs) = env_globs(cx, v, format_args!("`workspace.pass-env`")) {
+                    s.pass_env = globs;
+                }
+            }
             _ => cx.unknown_key(
                 k,
-                &["name", "members", "default-deadline"],
+                &[
+                    "name",
+                    "members",
+                    "default-deadline",
+                    "env-mode",
+                    "pass-env",
+                ],
                 "in `[workspace]`",
             ),
         }
     }
     s
+}
+
+/// A `pass-env` list, each glob checked; `None` when it is not a list of strings.
+pub(crate) fn env_globs(
+    cx: &mut Cx<'_>,
+    v: &toml::Spanned<DeValue<'_>>,
+    what: std::fmt::Arguments<'_>,
+) -> Option<Vec<String>> {
+    let list = cx.string_list(v, what)?;
+    let mut globs = Vec::with_capacity(list.len());
+    for (glob, at) in list {
+        if valid_env_glob(glob) {
+            globs.push(glob.to_string());
+        } else {
+            cx.diags.push(
+                cx.src
+                    .error(
+                        at,
+                        "bad-env-glob",
+                        format!("invalid variable glob `{glob}` in {what}"),
+                    )
+                    .expected("a variable name or a glob of one, like `CI` or `NODE_*` (letters, digits, `_`, `*`, `?`)")
+                    .found(format!("`{glob}`")),
+            );
+        }
+    }
+    Some(globs)
 }
 
 /// Whether `name` is a valid target or capability name: `[A-Za-z0-9][A-Za-z0-9._-]*`.

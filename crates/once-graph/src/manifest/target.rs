@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::literal;
 use super::value::{Cx, Key, Val, found, key_name, to_json};
-use super::{Settings, join_path, valid_name};
+use super::{Settings, env_globs, join_path, valid_name};
 use crate::duration::parse_duration;
 use crate::kind::{FieldDefault, FieldType, Kind, builtin_kinds, find_kind};
 use crate::model::{Capability, EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType, Target};
@@ -59,6 +59,9 @@ const CAP_KEYS: &[&str] = &[
     "deadline",
     "deps",
     "params",
+    "pass-env",
+    "cache",
+    "persistent",
 ];
 const PARAM_KEYS: &[&str] = &["type", "default", "description", "flag", "values"];
 const PARAM_TYPES: &[&str] = &["string", "integer", "boolean", "enum"];
@@ -503,6 +506,9 @@ fn parse_capability(
                 outputs: Arc::new([]),
                 env: BTreeMap::new(),
                 deadline: settings.default_deadline,
+                pass_env: Arc::new([]),
+                cache: true,
+                persistent: false,
                 origin: Origin::Manifest,
             },
             Vec::new(),
@@ -510,6 +516,9 @@ fn parse_capability(
     };
     let mut command_at = None;
     let mut broken: Vec<String> = Vec::new();
+    // Where `deadline` and `cache = true` are written, to refuse them on a persistent capability.
+    let mut deadline_at = None;
+    let mut cached_at = None;
     for (k, v) in table.iter() {
         match key_name(k) {
             "command" => {
@@ -548,6 +557,7 @@ fn parse_capability(
                 }
             }
             "deadline" => {
+                deadline_at = Some(k.span().start);
                 if let Some(text) = cx.string(v, format_args!("`deadline` of {ctx}")) {
                     match parse_duration(text) {
                         Ok(d) => cap.deadline = d,
@@ -575,6 +585,22 @@ fn parse_capability(
                         .collect();
                 }
             }
+            "pass-env" => {
+                if let Some(globs) = env_globs(cx, v, format_args!("`pass-env` of {ctx}")) {
+                    cap.pass_env = globs.into();
+                }
+            }
+            "cache" => {
+                if let Some(cache) = cx.boolean(v, format_args!("`cache` of {ctx}")) {
+                    cap.cache = cache;
+                    cached_at = cache.then(|| k.span().start);
+                }
+            }
+            "persistent" => {
+                if let Some(persistent) = cx.boolean(v, format_args!("`persistent` of {ctx}")) {
+                    cap.persistent = persistent;
+                }
+            }
             "params" => {
                 if let Some(pt) = cx.table(v, format_args!("`params` of {ctx}")) {
                     let mut params = cap.params.to_vec();
@@ -595,6 +621,31 @@ fn parse_capability(
             }
             _ => cx.unknown_key(k, CAP_KEYS, &format!("in {ctx}")),
         }
+    }
+    if cap.persistent {
+        if let Some(at) = deadline_at {
+            cx.diags.push(
+                cx.src
+                    .error(
+                        at,
+                        "persistent-with-deadline",
+                        format!("{ctx} is persistent and has a `deadline`"),
+                    )
+                    .help("a persistent capability runs until it is stopped: remove `deadline` or `persistent`"),
+            );
+        }
+        if let Some(at) = cached_at {
+            cx.diags.push(
+                cx.src
+                    .error(
+                        at,
+                        "persistent-cached",
+                        format!("{ctx} is persistent, so its result cannot be cached"),
+                    )
+                    .help("remove `cache = true`; a server has no result to replay"),
+            );
+        }
+        cap.cache = false;
     }
     if cap.command.is_empty() && command_at.is_none() {
         cx.diags.push(

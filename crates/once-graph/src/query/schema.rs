@@ -67,6 +67,11 @@ fn strings() -> Value {
 }
 
 fn manifest_schema() -> Value {
+    let pass_env = json!({
+        "type": "array",
+        "items": { "type": "string", "pattern": "^[A-Za-z0-9_*?]+$" },
+        "description": "Globs of variable names (`*` any run, `?` one character): passed in strict mode, part of the cache key in every mode"
+    });
     let duration = json!({ "type": "string", "pattern": "^([0-9]+(ms|s|m|h|d))+$", "description": "A duration like 500ms, 90s, 5m, 1h30m, 1d" });
     let param = json!({
         "type": "object",
@@ -90,7 +95,10 @@ fn manifest_schema() -> Value {
             "env": { "type": "object", "additionalProperties": { "type": "string" } },
             "deadline": duration,
             "deps": { "type": "array", "items": { "type": "string" }, "description": "`target:cap`, `:cap` (same target) or `target` (same capability)" },
-            "params": { "type": "object", "additionalProperties": param }
+            "params": { "type": "object", "additionalProperties": param },
+            "pass-env": pass_env.clone(),
+            "cache": { "type": "boolean", "default": true, "description": "false: always run, never replay nor record the result (a deploy)" },
+            "persistent": { "type": "boolean", "default": false, "description": "A server: no deadline (not allowed with `deadline`), never cached, runs until stopped" }
         }
     });
     let kinds: Vec<&str> = builtin_kinds().iter().map(|k| k.name.as_str()).collect();
@@ -133,7 +141,9 @@ fn manifest_schema() -> Value {
                 "properties": {
                     "name": { "type": "string" },
                     "members": { "type": "array", "items": { "type": "string" }, "description": "Globs of folders holding their own once.toml" },
-                    "default-deadline": duration
+                    "default-deadline": duration,
+                    "env-mode": { "enum": crate::model::ENV_MODES, "default": "loose", "description": "loose: commands see the caller's whole environment; strict: only a documented base, `pass-env` and declared `env`" },
+                    "pass-env": pass_env
                 }
             },
             "targets": {

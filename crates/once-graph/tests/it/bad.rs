@@ -241,6 +241,47 @@ const CASES: &[Case] = &[
         "zero duration",
     ),
     (
+        "bad-env-mode",
+        "[workspace]\nenv-mode = \"strikt\"\n",
+        &[],
+        &["once.toml:2:12 unknown-env-mode"],
+        "did you mean `strict`",
+    ),
+    (
+        "bad-pass-env",
+        "[workspace]\npass-env = [\"CI\", \"A-B\"]\n[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\npass-env = [\"\"]\n",
+        &[],
+        &["once.toml:2:19 bad-env-glob", "once.toml:7:13 bad-env-glob"],
+        "invalid variable glob `A-B` in `workspace.pass-env`",
+    ),
+    (
+        "persistent-with-deadline",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.dev]\ncommand = \"x\"\npersistent = true\ndeadline = \"5m\"\ncache = true\n",
+        &[],
+        &[
+            "once.toml:6:1 persistent-with-deadline",
+            "once.toml:7:1 persistent-cached",
+        ],
+        "capability `dev` of target `a` is persistent and has a `deadline`",
+    ),
+    (
+        "depends-on-persistent",
+        "[targets.api]\nkind = \"command\"\n[targets.api.capabilities.serve]\ncommand = \"x\"\npersistent = true\n[targets.web]\nkind = \"command\"\ndeps = [\"api\"]\n[targets.web.capabilities.serve]\ncommand = \"y\"\n[targets.web.capabilities.e2e]\ncommand = \"z\"\ndeps = [\"api:serve\"]\n",
+        &[],
+        &[
+            "once.toml:8:9 depends-on-persistent",
+            "once.toml:13:9 depends-on-persistent",
+        ],
+        "target `web` depends on `api:serve`, which is persistent and never ends",
+    ),
+    (
+        "wrong-type-cache",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\ncache = \"no\"\n",
+        &[],
+        &["once.toml:5:9 wrong-type"],
+        "must be a boolean",
+    ),
+    (
         "many-at-once",
         "[workspace]\nnme = \"x\"\n[targets.a]\nkind = \"command\"\ntags = 3\n[targets.a.capabilities.b]\ncommand = \"x\"\ndeadline = \"1y\"\ndeps = [\"zzz\"]\n[targets.b]\nkind = \"nope\"\n[targets.c]\n",
         &[],

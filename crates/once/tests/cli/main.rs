@@ -11,5 +11,6 @@ mod memory;
 mod placeholders;
 mod query;
 mod run;
+mod run_env;
 mod session;
 mod support;

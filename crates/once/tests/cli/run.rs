@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::support::{Mcp, PATIENCE, TempDir, once_binary};
 
-fn unique_mark() -> String {
+pub(crate) fn unique_mark() -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     format!(
         "run-{}-{}",
@@ -23,7 +23,7 @@ fn unique_mark() -> String {
 }
 
 /// Processes whose environment holds `ONCE_TEST_MARK=mark`; zombies read empty and don't count.
-fn count_marked(mark: &str) -> usize {
+pub(crate) fn count_marked(mark: &str) -> usize {
     let needle = format!("ONCE_TEST_MARK={mark}");
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
@@ -41,7 +41,7 @@ fn count_marked(mark: &str) -> usize {
 }
 
 /// Polls `condition` until it holds, failing the test after [`PATIENCE`].
-fn wait_until(what: &str, condition: impl Fn() -> bool) {
+pub(crate) fn wait_until(what: &str, condition: impl Fn() -> bool) {
     let end = Instant::now() + PATIENCE;
     while !condition() {
         assert!(Instant::now() < end, "timed out waiting for {what}");
@@ -49,13 +49,13 @@ fn wait_until(what: &str, condition: impl Fn() -> bool) {
     }
 }
 
-fn workspace(manifest: &str) -> TempDir {
+pub(crate) fn workspace(manifest: &str) -> TempDir {
     let dir = TempDir::new();
     std::fs::write(dir.path().join("once.toml"), manifest).unwrap();
     dir
 }
 
-fn once(root: &Path, args: &[&str]) -> Command {
+pub(crate) fn once(root: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(once_binary());
     command
         .arg("--workspace")
@@ -69,11 +69,11 @@ fn once(root: &Path, args: &[&str]) -> Command {
     command
 }
 
-fn run(root: &Path, args: &[&str]) -> Output {
+pub(crate) fn run(root: &Path, args: &[&str]) -> Output {
     once(root, args).output().expect("runs once")
 }
 
-fn report(output: &Output) -> Value {
+pub(crate) fn report(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not a report ({e}); stderr: {}",
