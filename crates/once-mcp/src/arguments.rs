@@ -107,7 +107,7 @@ fn check(value: &Value, schema: &Value, path: &str) -> Result<(), Problem> {
         return problem(format!(
             "must be {}, not {}",
             article(kind),
-            json_kind(value)
+            crate::tool::json_kind(value)
         ));
     }
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
@@ -283,17 +283,6 @@ fn article(kind: &str) -> String {
         "integer" | "object" | "array" => format!("an {kind}"),
         "null" => "null".into(),
         other => format!("a {other}"),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -104,7 +104,8 @@ impl From<Result<Value, String>> for ToolResult {
     }
 }
 
-fn json_kind(value: &Value) -> &'static str {
+/// What kind of JSON value `value` is, as a message names it (`a string`, `null`).
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
