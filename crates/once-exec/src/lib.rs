@@ -36,7 +36,9 @@
 //! Whichever way the leader ends, the whole group gets SIGKILL before the leader is reaped
 //! (`WNOWAIT` keeps it a zombie, so its pid, which is the group id, cannot be reused by an
 //! unrelated process while we signal it): no grandchild outlives its action, and the pipes close
-//! so the capture threads finish. Their join is still bounded, because a process that left the
+//! so the capture threads finish. SIGKILL is delivered asynchronously, so after reaping the
+//! leader a run waits (bounded) until signal 0 to the group says no member is left, and only
+//! then deregisters: `stop_all`, and `once` exiting after it, never leaves a member still dying. Their join is still bounded, because a process that left the
 //! group (`setsid`) could keep a pipe open.
 //!
 //! The [`Registry`] knows every live group and every other long-lived [`Runtime`]. A signal

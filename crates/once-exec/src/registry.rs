@@ -4,7 +4,8 @@
 //! [`Registry::stop_all`] is meant to be called from the binary's signal thread while runs are in
 //! flight, so it takes only short locks and never waits for a run while holding one. The
 //! registry must never reap or wait for a process itself: each run owns its leader and
-//! deregisters its group before reaping it, so a group id signalled here is never a reused pid.
+//! retires its group id before reaping it, so a group id signalled here is never a reused pid;
+//! the run stays registered until its group is gone, so `stop_all` waits for the last member.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -204,6 +205,17 @@ impl Registration {
             if shutting_down {
                 group::signal(pgid, libc::SIGKILL);
             }
+        }
+    }
+}
+
+impl Registration {
+    /// Forgets the group id while the run is still registered: after this, `stop_all` no longer
+    /// signals it (its leader is about to be reaped, and the id could then name someone else),
+    /// but still waits for the run to finish with what is left of its group.
+    pub(crate) fn retire_group(&self) {
+        if let Some(group) = self.registry.lock().groups.get_mut(&self.id) {
+            group.pgid = None;
         }
     }
 }

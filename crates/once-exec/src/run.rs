@@ -2,8 +2,8 @@
 //! the top of the crate.
 //!
 //! The calling thread sleeps on one channel with a timeout and never spins. Whatever happens, the
-//! group gets SIGKILL and is deregistered before its leader is reaped, and no wait here is
-//! unbounded: a leader that survives SIGKILL, or a pipe that another process keeps open, is given
+//! group gets SIGKILL and its id is retired from the registry before its leader is reaped, and
+//! the run deregisters only once the rest of the group is gone too; no wait here is unbounded: a leader that survives SIGKILL, or a pipe that another process keeps open, is given
 //! up on after a bound and left to a detached thread.
 
 use std::fs::{self, File};
@@ -23,6 +23,8 @@ use crate::spawn::spawn;
 use crate::spec::CommandSpec;
 use crate::wake::Wake;
 
+/// How long to wait, after the leader is reaped, for the rest of its group to finish dying.
+const GONE_WAIT: Duration = Duration::from_secs(2);
 /// How long to wait for the leader to die after SIGKILL; longer means it is stuck in the kernel.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
@@ -157,14 +159,20 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
     };
 
     // The leader is a zombie (or stuck), so `pid` still names our group: kill what is left of it
-    // (grandchildren included), deregister, and only then reap.
+    // (grandchildren included), retire the id from the registry, and only then reap. The run stays
+    // registered until the rest of the group is gone too, so `stop_all` (and `once` exiting after
+    // it) waits for processes still dying of their SIGKILL.
     group::signal(pid, libc::SIGKILL);
-    drop(registration);
+    registration.retire_group();
     let leader = match exited {
         Some(Ok(())) => group::reap(pid).map(Some),
         Some(Err(source)) => Err(source),
         None => Ok(None),
     };
+    if leader.is_ok() && !group::wait_gone(pid, GONE_WAIT) {
+        tracing::warn!(label = %spec.label, pid, "processes of the group outlived SIGKILL for {GONE_WAIT:?}");
+    }
+    drop(registration);
     let leader = leader.map_err(|source| Error::Wait {
         pid,
         label: spec.label.clone(),
