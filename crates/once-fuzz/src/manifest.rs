@@ -100,8 +100,15 @@ pub fn manifest(data: &[u8]) {
             );
             assert!(!d.message.is_empty(), "a diagnostic without a message");
         }
+        // The overview shows a bounded preview of the diagnostics and counts all of them.
         let overview = once_graph::query::workspace(&workspace);
-        assert_eq!(overview.diagnostics.len(), workspace.diagnostics().len());
+        assert_eq!(
+            usize::try_from(overview.diagnostics_total).ok(),
+            Some(workspace.diagnostics().len())
+        );
+        assert!(overview.diagnostics.len() <= workspace.diagnostics().len());
+        let shown = serde_json::to_string(&overview).map_or(usize::MAX, |text| text.len());
+        assert!(shown < 40 * 1024, "an overview of {shown} bytes");
     });
 }
 
