@@ -65,7 +65,12 @@ const QUOTED: usize = 80;
 
 /// The start of `text`, cut at a character boundary with `…` when longer than [`QUOTED`].
 pub(crate) fn clip(text: &str) -> String {
-    match text.char_indices().nth(QUOTED) {
+    clip_to(text, QUOTED)
+}
+
+/// [`clip`] to `chars` characters.
+pub(crate) fn clip_to(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),
     }

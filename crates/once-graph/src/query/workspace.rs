@@ -19,6 +19,8 @@ const MANIFESTS_SHOWN: usize = 20;
 const DIAGNOSTICS_SHOWN: usize = 10;
 /// Most bytes of diagnostics the overview lists: a diagnostic quotes what it found.
 const DIAGNOSTICS_BYTES: usize = 4 * 1024;
+/// The longest text of a diagnostic in the preview, in characters (`once check` shows it whole).
+const DIAGNOSTIC_TEXT: usize = 300;
 /// How many targets the overview lists; `once_query_targets` goes on from its cursor.
 const TARGETS_SHOWN: u32 = 20;
 
@@ -137,7 +139,7 @@ pub fn workspace(ws: &Workspace) -> WorkspaceInfo {
         .into_iter()
         .chain(warnings)
         .take(DIAGNOSTICS_SHOWN)
-        .cloned()
+        .map(preview)
         .collect();
     diagnostics.truncate(super::page::fitting(&diagnostics, DIAGNOSTICS_BYTES));
     WorkspaceInfo {
@@ -289,4 +291,18 @@ pub(crate) fn output_schema() -> Value {
 
 pub(crate) fn input_schema() -> Value {
     object("Overview of the workspace; takes no arguments", vec![], &[])
+}
+
+/// A diagnostic as the overview shows it: each text cut to [`DIAGNOSTIC_TEXT`] characters, so
+/// one that quotes a huge key or value cannot outgrow the answer.
+fn preview(diagnostic: &Diagnostic) -> Diagnostic {
+    let cut = |text: &str| super::error::clip_to(text, DIAGNOSTIC_TEXT);
+    Diagnostic {
+        file: cut(&diagnostic.file),
+        message: cut(&diagnostic.message),
+        expected: diagnostic.expected.as_deref().map(cut),
+        found: diagnostic.found.as_deref().map(cut),
+        help: diagnostic.help.as_deref().map(cut),
+        ..diagnostic.clone()
+    }
 }

@@ -90,6 +90,21 @@ fn workspace_query() {
     insta::assert_json_snapshot!("workspace", redact(&query::workspace(&ws), &ws));
 }
 
+/// A diagnostic that quotes a huge key is cut in the overview (`once check` shows it whole), so
+/// the answer stays small.
+#[test]
+fn the_overview_cuts_a_diagnostic_that_quotes_a_huge_key() {
+    let key = "a".repeat(40_000);
+    let tmp = TempWs::new(&[("once.toml", &format!("{key} = 1\n"))]);
+    let ws = tmp.load();
+    assert_eq!(ws.diagnostics().len(), 1, "{:?}", ws.diagnostics());
+    let overview = query::workspace(&ws);
+    assert_eq!(overview.diagnostics_total, 1);
+    assert_eq!(overview.diagnostics.len(), 1);
+    let size = serde_json::to_string(&overview).unwrap().len();
+    assert!(size < 8 * 1024, "an overview of {size} bytes");
+}
+
 #[test]
 fn targets_query_filters() {
     let tmp = fixture();
