@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use once_graph::Workspace;
-use once_graph::graph::ActionId;
+use once_graph::graph::{ActionId, reach};
 use once_graph::model::{Capability, EnvMode, Target};
 use once_graph::template::{Fill, RenderError};
 use serde_json::Value;
@@ -58,12 +58,31 @@ pub struct Step {
     pub inputs: Arc<[String]>,
     /// Output globs relative to `dir`.
     pub outputs: Arc<[String]>,
+    /// Output globs of the target's other capabilities: what they write is never an input.
+    pub written: Arc<[String]>,
+    /// The sources of every target the target depends on (transitively), so that a change in
+    /// a dependency reaches this action's key even when no action edge leads there.
+    pub upstream: Vec<Upstream>,
     /// Every parameter's value, defaults filled in.
     pub params: BTreeMap<String, Value>,
     /// Indices in [`Plan::steps`] of the direct dependencies.
     pub deps: Vec<usize>,
     /// Asked for by the request (not only needed by another action).
     pub requested: bool,
+}
+
+/// The sources of a target that an action's target depends on.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    /// The dependency's folder.
+    pub dir: PathBuf,
+    /// That folder relative to the workspace root (part of the cache key).
+    pub path: String,
+    /// Input globs of the dependency's capability named like the action's, else of its
+    /// `build`, else of its first; none (every file) when it has no capability.
+    pub inputs: Arc<[String]>,
+    /// Output globs of all the dependency's capabilities.
+    pub outputs: Arc<[String]>,
 }
 
 /// Resolves `request` against `ws` into a plan, or says what is wrong with the request.
@@ -198,6 +217,8 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             },
             inputs: Arc::clone(&capability.inputs),
             outputs: Arc::clone(&capability.outputs),
+            written: written(target, c),
+            upstream: upstream(ws, t, &capability.name),
             params: values,
             deps,
             requested,
@@ -208,6 +229,52 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         root: ws.root().to_path_buf(),
         steps,
     })
+}
+
+/// The outputs of `target`'s capabilities other than number `c`.
+fn written(target: &Target, c: usize) -> Arc<[String]> {
+    target
+        .capabilities
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != c)
+        .flat_map(|(_, other)| other.outputs.iter().cloned())
+        .collect()
+}
+
+/// The sources of every target that target `t` depends on, transitively, in graph order.
+fn upstream(ws: &Workspace, t: usize, capability: &str) -> Vec<Upstream> {
+    let targets = ws.targets();
+    let Ok(start) = u32::try_from(t) else {
+        return Vec::new();
+    };
+    let mut reached: Vec<u32> = reach(ws.graph().target_adjacency(), start, true)
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect();
+    reached.sort_unstable();
+    reached
+        .into_iter()
+        .filter_map(|d| targets.get(d as usize))
+        .map(|dep| {
+            let chosen = dep
+                .capabilities
+                .iter()
+                .find(|c| &*c.name == capability)
+                .or_else(|| dep.capabilities.iter().find(|c| &*c.name == "build"))
+                .or_else(|| dep.capabilities.first());
+            Upstream {
+                dir: ws.root().join(&dep.path),
+                path: dep.path.clone(),
+                inputs: chosen.map_or_else(|| Arc::from([]), |c| Arc::clone(&c.inputs)),
+                outputs: dep
+                    .capabilities
+                    .iter()
+                    .flat_map(|c| c.outputs.iter().cloned())
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 /// The workspace's globs, then the capability's; shared when the capability adds none.

@@ -11,7 +11,7 @@
 //! runs, so a run ends as soon as its last action does.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,7 +23,7 @@ use crate::cache::Cache;
 use crate::environ::Environ;
 use crate::error::Error;
 use crate::hashes::FileHashes;
-use crate::key::{Inputs, Key, action_key, folders_above, gitignore};
+use crate::key::{Inputs, Key, Source, action_key, folders_above, gitignore};
 use crate::plan::{Plan, Step};
 use crate::report::{ActionReport, ActionStatus, RunReport, RunStatus};
 use crate::store::RunDir;
@@ -270,7 +270,7 @@ fn skipped(step: &Step) -> ActionReport {
     }
 }
 
-/// A step's input globs and output globs, which together decide its [`Inputs`].
+/// Input globs and the output globs they exclude, which together decide an [`Inputs`].
 type GlobLists = (Vec<String>, Vec<String>);
 
 struct Finished {
@@ -349,19 +349,63 @@ impl Worker<'_> {
         }
     }
 
-    fn inputs(&self, step: &Step) -> Result<Arc<Inputs>, Error> {
-        let id = (step.inputs.to_vec(), step.outputs.to_vec());
+    /// The compiled inputs of `globs` minus `excluded`, shared by every action with the same.
+    fn inputs(
+        &self,
+        action: &str,
+        globs: &[String],
+        excluded: &[&[String]],
+    ) -> Result<Arc<Inputs>, Error> {
+        let id = (globs.to_vec(), excluded.concat());
         let mut compiled = self.inputs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(inputs) = compiled.get(&id) {
             return Ok(Arc::clone(inputs));
         }
-        let inputs = Arc::new(Inputs::new(step)?);
+        let inputs = Arc::new(Inputs::new(action, globs, id.1.iter())?);
         compiled.insert(id, Arc::clone(&inputs));
         Ok(inputs)
     }
 
-    fn above(&self, step: &Step) -> Vec<Arc<Gitignore>> {
-        folders_above(&self.plan.root, &step.dir)
+    /// The key of `step`: its own sources, the sources of the targets it depends on, and its
+    /// dependencies' keys.
+    fn key(&self, step: &Step, dep_keys: &[Key], buffer: &mut [u8]) -> Result<Key, Error> {
+        let own = self.inputs(&step.action, &step.inputs, &[&step.outputs, &step.written])?;
+        let own_above = self.above(&step.dir);
+        let mut upstream = Vec::with_capacity(step.upstream.len());
+        for up in &step.upstream {
+            upstream.push((
+                self.inputs(&step.action, &up.inputs, &[&up.outputs])?,
+                self.above(&up.dir),
+            ));
+        }
+        let sources: Vec<Source<'_>> = step
+            .upstream
+            .iter()
+            .zip(&upstream)
+            .map(|(up, (inputs, above))| Source {
+                dir: &up.dir,
+                inputs,
+                above,
+            })
+            .collect();
+        action_key(
+            step,
+            &self.plan.root,
+            &Source {
+                dir: &step.dir,
+                inputs: &own,
+                above: &own_above,
+            },
+            &sources,
+            dep_keys,
+            &self.environ,
+            &self.hashes,
+            buffer,
+        )
+    }
+
+    fn above(&self, dir: &Path) -> Vec<Arc<Gitignore>> {
+        folders_above(&self.plan.root, dir)
             .into_iter()
             .map(|folder| {
                 let mut ignores = self.ignores.lock().unwrap_or_else(PoisonError::into_inner);
@@ -388,17 +432,7 @@ impl Worker<'_> {
             },
             key: None,
         };
-        let key = match self.inputs(step).and_then(|inputs| {
-            action_key(
-                step,
-                &inputs,
-                &self.above(step),
-                dep_keys,
-                &self.environ,
-                &self.hashes,
-                buffer,
-            )
-        }) {
+        let key = match self.key(step, dep_keys, buffer) {
             Ok(key) => key,
             Err(error) => return failed(format!("once: cannot compute the cache key: {error}")),
         };
