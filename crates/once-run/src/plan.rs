@@ -58,7 +58,8 @@ pub struct Step {
     pub inputs: Arc<[String]>,
     /// Output globs relative to `dir`.
     pub outputs: Arc<[String]>,
-    /// Output globs of the target's other capabilities: what they write is never an input.
+    /// Output globs (relative to `dir`) of the target's other capabilities and of the targets
+    /// inside its folder: what they write is never an input.
     pub written: Arc<[String]>,
     /// The sources of every target the target depends on (transitively), so that a change in
     /// a dependency reaches this action's key even when no action edge leads there.
@@ -81,7 +82,7 @@ pub struct Upstream {
     /// Input globs of the dependency's capability named like the action's, else of its
     /// `build`, else of its first; none (every file) when it has no capability.
     pub inputs: Arc<[String]>,
-    /// Output globs of all the dependency's capabilities.
+    /// Output globs of the dependency's capabilities and of the targets inside its folder.
     pub outputs: Arc<[String]>,
 }
 
@@ -180,6 +181,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
     for (p, &i) in order.iter().enumerate() {
         position[i] = p;
     }
+    let written = Written::new(targets);
     let mut steps: Vec<Step> = Vec::with_capacity(order.len());
     for &i in &order {
         let a = nodes[i];
@@ -217,8 +219,8 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             },
             inputs: Arc::clone(&capability.inputs),
             outputs: Arc::clone(&capability.outputs),
-            written: written(target, c),
-            upstream: upstream(ws, t, &capability.name),
+            written: written.inside(&target.path, t, Some(c)),
+            upstream: upstream(ws, &written, t, &capability.name),
             params: values,
             deps,
             requested,
@@ -231,19 +233,64 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
     })
 }
 
-/// The outputs of `target`'s capabilities other than number `c`.
-fn written(target: &Target, c: usize) -> Arc<[String]> {
-    target
-        .capabilities
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != c)
-        .flat_map(|(_, other)| other.outputs.iter().cloned())
-        .collect()
+/// The declared outputs of every target with any, as globs relative to the workspace root.
+struct Written(Vec<Outputs>);
+
+/// A target's index, folder and `(capability, glob)` outputs.
+type Outputs = (usize, String, Vec<(usize, String)>);
+
+impl Written {
+    fn new(targets: &[Target]) -> Written {
+        Written(
+            targets
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.capabilities.iter().any(|c| !c.outputs.is_empty()))
+                .map(|(i, t)| {
+                    let globs = t
+                        .capabilities
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(c, cap)| cap.outputs.iter().map(move |o| (c, o.clone())))
+                        .collect();
+                    (i, t.path.clone(), globs)
+                })
+                .collect(),
+        )
+    }
+
+    /// What is written inside the folder `path` by any capability other than number `c` of
+    /// target `t` (every capability when `c` is `None`): globs relative to `path`. A target
+    /// whose folder holds another's (a target at the root) must not hash what that one writes.
+    fn inside(&self, path: &str, t: usize, c: Option<usize>) -> Arc<[String]> {
+        // The root folder is spelled `.`.
+        let root = |path: &str| if path == "." { "" } else { path }.to_owned();
+        let path = root(path);
+        let mut globs = Vec::new();
+        for (index, other, outputs) in &self.0 {
+            let other = root(other);
+            let same = *index == t;
+            let prefix = if other == path {
+                String::new()
+            } else if path.is_empty() {
+                format!("{other}/")
+            } else if let Some(rest) = other.strip_prefix(&format!("{path}/")) {
+                format!("{rest}/")
+            } else {
+                continue;
+            };
+            for (cap, glob) in outputs {
+                if !(same && Some(*cap) == c) {
+                    globs.push(format!("{prefix}{glob}"));
+                }
+            }
+        }
+        globs.into()
+    }
 }
 
 /// The sources of every target that target `t` depends on, transitively, in graph order.
-fn upstream(ws: &Workspace, t: usize, capability: &str) -> Vec<Upstream> {
+fn upstream(ws: &Workspace, written: &Written, t: usize, capability: &str) -> Vec<Upstream> {
     let targets = ws.targets();
     let Ok(start) = u32::try_from(t) else {
         return Vec::new();
@@ -255,8 +302,8 @@ fn upstream(ws: &Workspace, t: usize, capability: &str) -> Vec<Upstream> {
     reached.sort_unstable();
     reached
         .into_iter()
-        .filter_map(|d| targets.get(d as usize))
-        .map(|dep| {
+        .filter_map(|d| Some((d as usize, targets.get(d as usize)?)))
+        .map(|(d, dep)| {
             let chosen = dep
                 .capabilities
                 .iter()
@@ -267,11 +314,7 @@ fn upstream(ws: &Workspace, t: usize, capability: &str) -> Vec<Upstream> {
                 dir: ws.root().join(&dep.path),
                 path: dep.path.clone(),
                 inputs: chosen.map_or_else(|| Arc::from([]), |c| Arc::clone(&c.inputs)),
-                outputs: dep
-                    .capabilities
-                    .iter()
-                    .flat_map(|c| c.outputs.iter().cloned())
-                    .collect(),
+                outputs: written.inside(&dep.path, d, None),
             }
         })
         .collect()

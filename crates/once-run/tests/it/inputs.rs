@@ -133,3 +133,39 @@ command = "grep -q ok ../../Cargo.lock"
         assert_eq!(after.status, RunStatus::Failed);
     }
 }
+
+/// A target at the root holds the folders of the others: what they write is not its input
+/// either, or its key would depend on whether they ran before it was computed.
+#[test]
+fn the_outputs_of_targets_inside_a_folder_are_not_its_inputs() {
+    let ws = Fixture::new(
+        r#"
+[targets.report]
+kind = "command"
+deps = ["zz"]
+[targets.report.capabilities.build]
+command = "cat zz/out/x > report.txt"
+deps = ["zz:build", ":check"]
+outputs = ["report.txt"]
+[targets.report.capabilities.check]
+command = "true"
+
+[targets.zz]
+kind = "command"
+path = "zz"
+[targets.zz.capabilities.build]
+command = "mkdir -p out && cat src.txt > out/x"
+inputs = ["src.txt"]
+outputs = ["out/x"]
+"#,
+    );
+    ws.file("zz/src.txt", "z\n");
+    // Serially, in graph order, `report:check` is keyed before `zz:build` writes `zz/out/x`.
+    let first = ws.run(&["report:build"], &serial());
+    assert_eq!(first.counts.ran, 3, "{first:?}");
+    let second = ws.run(&["report:build"], &serial());
+    assert_eq!(second.counts.cached, 3, "{second:?}");
+    ws.file("zz/src.txt", "changed\n");
+    let third = ws.run(&["report:build"], &serial());
+    assert_eq!(third.counts.ran, 3, "{third:?}");
+}
