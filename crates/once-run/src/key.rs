@@ -413,14 +413,32 @@ pub(crate) struct Source<'a> {
     pub(crate) above: &'a [Arc<Gitignore>],
 }
 
-/// The key of `step`, given its own sources, those of the targets it depends on (in
-/// `step.upstream` order) and its dependencies' keys (in `step.deps` order).
+/// The digest of a dependency's sources, computed once per run and shared by every action whose
+/// target depends on it.
+pub(crate) fn source_digest(
+    of: &Source<'_>,
+    root: &Path,
+    hashes: &FileHashes,
+    buffer: &mut [u8],
+) -> Result<blake3::Hash, Error> {
+    let mut hasher = blake3::Hasher::new();
+    let mut field = |bytes: &[u8]| {
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    source(of, root, hashes, buffer, &mut field)?;
+    Ok(hasher.finalize())
+}
+
+/// The key of `step`, given its own sources, the digests of those of the targets it depends on
+/// (in `step.upstream` order, see [`source_digest`]) and its dependencies' keys (in `step.deps`
+/// order).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn action_key(
     step: &Step,
     root: &Path,
     own: &Source<'_>,
-    upstream: &[Source<'_>],
+    upstream: &[blake3::Hash],
     dep_keys: &[Key],
     environ: &Environ,
     hashes: &FileHashes,
@@ -452,9 +470,9 @@ pub(crate) fn action_key(
     field(b"inputs");
     source(own, root, hashes, buffer, &mut field)?;
     field(b"upstream");
-    for (up, source_of) in step.upstream.iter().zip(upstream) {
+    for (up, digest) in step.upstream.iter().zip(upstream) {
         field(up.path.as_bytes());
-        source(source_of, root, hashes, buffer, &mut field)?;
+        field(digest.as_bytes());
     }
     field(b"deps");
     for key in dep_keys {

@@ -63,7 +63,7 @@ pub struct Step {
     pub written: Arc<[String]>,
     /// The sources of every target the target depends on (transitively), so that a change in
     /// a dependency reaches this action's key even when no action edge leads there.
-    pub upstream: Vec<Upstream>,
+    pub upstream: Vec<Arc<Upstream>>,
     /// Every parameter's value, defaults filled in.
     pub params: BTreeMap<String, Value>,
     /// Indices in [`Plan::steps`] of the direct dependencies.
@@ -182,6 +182,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         position[i] = p;
     }
     let written = Written::new(targets);
+    let mut memo = HashMap::new();
     let mut steps: Vec<Step> = Vec::with_capacity(order.len());
     for &i in &order {
         let a = nodes[i];
@@ -220,7 +221,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             inputs: Arc::clone(&capability.inputs),
             outputs: Arc::clone(&capability.outputs),
             written: written.inside(&target.path, t, Some(c)),
-            upstream: upstream(ws, &written, t, &capability.name),
+            upstream: upstream(ws, &written, &mut memo, t, &capability.name),
             params: values,
             deps,
             requested,
@@ -289,8 +290,15 @@ impl Written {
     }
 }
 
-/// The sources of every target that target `t` depends on, transitively, in graph order.
-fn upstream(ws: &Workspace, written: &Written, t: usize, capability: &str) -> Vec<Upstream> {
+/// The sources of every target that target `t` depends on, transitively, in graph order. Each
+/// dependency's sources are built once per capability name and then shared (`memo`).
+fn upstream(
+    ws: &Workspace,
+    written: &Written,
+    memo: &mut HashMap<(usize, Option<usize>), Arc<Upstream>>,
+    t: usize,
+    capability: &str,
+) -> Vec<Arc<Upstream>> {
     let targets = ws.targets();
     let Ok(start) = u32::try_from(t) else {
         return Vec::new();
@@ -300,24 +308,32 @@ fn upstream(ws: &Workspace, written: &Written, t: usize, capability: &str) -> Ve
         .map(|(d, _)| d)
         .collect();
     reached.sort_unstable();
-    reached
-        .into_iter()
-        .filter_map(|d| Some((d as usize, targets.get(d as usize)?)))
-        .map(|(d, dep)| {
-            let chosen = dep
-                .capabilities
-                .iter()
-                .find(|c| &*c.name == capability)
-                .or_else(|| dep.capabilities.iter().find(|c| &*c.name == "build"))
-                .or_else(|| dep.capabilities.first());
-            Upstream {
+    let mut sources = Vec::with_capacity(reached.len());
+    for d in reached {
+        let d = d as usize;
+        let Some(dep) = targets.get(d) else {
+            continue;
+        };
+        let chosen = dep
+            .capabilities
+            .iter()
+            .position(|c| &*c.name == capability)
+            .or_else(|| dep.capabilities.iter().position(|c| &*c.name == "build"))
+            .or((!dep.capabilities.is_empty()).then_some(0));
+        let source = memo.entry((d, chosen)).or_insert_with(|| {
+            Arc::new(Upstream {
                 dir: ws.root().join(&dep.path),
                 path: dep.path.clone(),
-                inputs: chosen.map_or_else(|| Arc::from([]), |c| Arc::clone(&c.inputs)),
+                inputs: chosen.map_or_else(
+                    || Arc::from([]),
+                    |c| Arc::clone(&dep.capabilities[c].inputs),
+                ),
                 outputs: written.inside(&dep.path, d, None),
-            }
-        })
-        .collect()
+            })
+        });
+        sources.push(Arc::clone(source));
+    }
+    sources
 }
 
 /// The workspace's globs, then the capability's; shared when the capability adds none.

@@ -23,7 +23,7 @@ use crate::cache::Cache;
 use crate::environ::Environ;
 use crate::error::Error;
 use crate::hashes::FileHashes;
-use crate::key::{Inputs, Key, Source, action_key, folders_above, gitignore};
+use crate::key::{Inputs, Key, Source, action_key, folders_above, gitignore, source_digest};
 use crate::plan::{Plan, Step};
 use crate::report::{ActionReport, ActionStatus, RunReport, RunStatus};
 use crate::store::RunDir;
@@ -128,6 +128,7 @@ pub fn execute(
         force: options.force,
         inputs: Mutex::new(HashMap::new()),
         ignores: Mutex::new(HashMap::new()),
+        sources: Mutex::new(HashMap::new()),
         hashes: cache.file_hashes(),
         environ: Environ::new(),
     };
@@ -291,6 +292,10 @@ struct Worker<'a> {
     inputs: Mutex<HashMap<GlobLists, Arc<Inputs>>>,
     /// The `.gitignore` of each folder above a target, read once per run.
     ignores: Mutex<HashMap<PathBuf, Arc<Gitignore>>>,
+    /// The digest of each dependency's sources, by folder and globs: taken once per run, as
+    /// each of its dependents' keys needs it (a workspace of a thousand targets would otherwise
+    /// walk the same folders a thousand times).
+    sources: Mutex<HashMap<(PathBuf, GlobLists), blake3::Hash>>,
     /// Digests of files hashed before, proven current by a `stat`.
     hashes: FileHashes,
     /// Our environment, read once, and the programs commands start.
@@ -373,21 +378,36 @@ impl Worker<'_> {
         let own_above = self.above(&step.dir);
         let mut upstream = Vec::with_capacity(step.upstream.len());
         for up in &step.upstream {
-            upstream.push((
-                self.inputs(&step.action, &up.inputs, &[&up.outputs])?,
-                self.above(&up.dir),
-            ));
+            let id = (up.dir.clone(), (up.inputs.to_vec(), up.outputs.to_vec()));
+            let known = self
+                .sources
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&id)
+                .copied();
+            let digest = match known {
+                Some(digest) => digest,
+                None => {
+                    let inputs = self.inputs(&step.action, &up.inputs, &[&up.outputs])?;
+                    let digest = source_digest(
+                        &Source {
+                            dir: &up.dir,
+                            inputs: &inputs,
+                            above: &self.above(&up.dir),
+                        },
+                        &self.plan.root,
+                        &self.hashes,
+                        buffer,
+                    )?;
+                    self.sources
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(id, digest);
+                    digest
+                }
+            };
+            upstream.push(digest);
         }
-        let sources: Vec<Source<'_>> = step
-            .upstream
-            .iter()
-            .zip(&upstream)
-            .map(|(up, (inputs, above))| Source {
-                dir: &up.dir,
-                inputs,
-                above,
-            })
-            .collect();
         action_key(
             step,
             &self.plan.root,
@@ -396,7 +416,7 @@ impl Worker<'_> {
                 inputs: &own,
                 above: &own_above,
             },
-            &sources,
+            &upstream,
             dep_keys,
             &self.environ,
             &self.hashes,
