@@ -265,24 +265,34 @@ impl Written {
     /// whose folder holds another's (a target at the root) must not hash what that one writes.
     fn inside(&self, path: &str, t: usize, c: Option<usize>) -> Arc<[String]> {
         // The root folder is spelled `.`.
-        let root = |path: &str| if path == "." { "" } else { path }.to_owned();
+        fn root(path: &str) -> &str {
+            if path == "." { "" } else { path }
+        }
         let path = root(path);
         let mut globs = Vec::new();
         for (index, other, outputs) in &self.0 {
             let other = root(other);
             let same = *index == t;
+            // Compared without allocating: a plan asks this of every step.
             let prefix = if other == path {
-                String::new()
+                ""
             } else if path.is_empty() {
-                format!("{other}/")
-            } else if let Some(rest) = other.strip_prefix(&format!("{path}/")) {
-                format!("{rest}/")
+                other
+            } else if other.len() > path.len()
+                && other.starts_with(path)
+                && other.as_bytes()[path.len()] == b'/'
+            {
+                &other[path.len() + 1..]
             } else {
                 continue;
             };
             for (cap, glob) in outputs {
                 if !(same && Some(*cap) == c) {
-                    globs.push(format!("{prefix}{glob}"));
+                    globs.push(if prefix.is_empty() {
+                        glob.clone()
+                    } else {
+                        format!("{prefix}/{glob}")
+                    });
                 }
             }
         }

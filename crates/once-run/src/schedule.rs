@@ -295,7 +295,8 @@ struct Worker<'a> {
     /// The digest of each dependency's sources, by folder and globs: taken once per run, as
     /// each of its dependents' keys needs it (a workspace of a thousand targets would otherwise
     /// walk the same folders a thousand times).
-    sources: Mutex<HashMap<(PathBuf, GlobLists), blake3::Hash>>,
+    /// Keyed by the address of the plan's shared [`crate::plan::Upstream`], which stays put for the run.
+    sources: Mutex<HashMap<usize, blake3::Hash>>,
     /// Digests of files hashed before, proven current by a `stat`.
     hashes: FileHashes,
     /// Our environment, read once, and the programs commands start.
@@ -378,7 +379,7 @@ impl Worker<'_> {
         let own_above = self.above(&step.dir);
         let mut upstream = Vec::with_capacity(step.upstream.len());
         for up in &step.upstream {
-            let id = (up.dir.clone(), (up.inputs.to_vec(), up.outputs.to_vec()));
+            let id = Arc::as_ptr(up) as usize;
             let known = self
                 .sources
                 .lock()
