@@ -413,8 +413,7 @@ pub(crate) struct Source<'a> {
     pub(crate) above: &'a [Arc<Gitignore>],
 }
 
-/// The digest of a dependency's sources, computed once per run and shared by every action whose
-/// target depends on it.
+/// The digest of a folder's sources: an action's own, or a dependency's for its dependents.
 pub(crate) fn source_digest(
     of: &Source<'_>,
     root: &Path,
@@ -430,14 +429,13 @@ pub(crate) fn source_digest(
     Ok(hasher.finalize())
 }
 
-/// The key of `step`, given its own sources, the digests of those of the targets it depends on
+/// The key of `step`, given the digest of its own sources, those of the targets it depends on
 /// (in `step.upstream` order, see [`source_digest`]) and its dependencies' keys (in `step.deps`
 /// order).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn action_key(
     step: &Step,
-    root: &Path,
-    own: &Source<'_>,
+    own: blake3::Hash,
     upstream: &[blake3::Hash],
     dep_keys: &[Key],
     environ: &Environ,
@@ -468,7 +466,7 @@ pub(crate) fn action_key(
         field(output.as_bytes());
     }
     field(b"inputs");
-    source(own, root, hashes, buffer, &mut field)?;
+    field(own.as_bytes());
     field(b"upstream");
     for (up, digest) in step.upstream.iter().zip(upstream) {
         field(up.path.as_bytes());

@@ -129,6 +129,7 @@ pub fn execute(
         inputs: Mutex::new(HashMap::new()),
         ignores: Mutex::new(HashMap::new()),
         sources: Mutex::new(HashMap::new()),
+        entries: Mutex::new(HashMap::new()),
         hashes: cache.file_hashes(),
         environ: Environ::new(),
     };
@@ -295,8 +296,10 @@ struct Worker<'a> {
     /// The digest of each dependency's sources, by folder and globs: taken once per run, as
     /// each of its dependents' keys needs it (a workspace of a thousand targets would otherwise
     /// walk the same folders a thousand times).
-    /// Keyed by the address of the plan's shared [`crate::plan::Upstream`], which stays put for the run.
-    sources: Mutex<HashMap<usize, blake3::Hash>>,
+    sources: Mutex<HashMap<(PathBuf, GlobLists), blake3::Hash>>,
+    /// The same digests by the address of the plan's shared [`crate::plan::Upstream`], which
+    /// stays put for the run: found without building the folder's globs again.
+    entries: Mutex<HashMap<usize, blake3::Hash>>,
     /// Digests of files hashed before, proven current by a `stat`.
     hashes: FileHashes,
     /// Our environment, read once, and the programs commands start.
@@ -375,54 +378,84 @@ impl Worker<'_> {
     /// The key of `step`: its own sources, the sources of the targets it depends on, and its
     /// dependencies' keys.
     fn key(&self, step: &Step, dep_keys: &[Key], buffer: &mut [u8]) -> Result<Key, Error> {
-        let own = self.inputs(&step.action, &step.inputs, &[&step.outputs, &step.written])?;
-        let own_above = self.above(&step.dir);
-        let mut upstream = Vec::with_capacity(step.upstream.len());
-        for up in &step.upstream {
-            let id = Arc::as_ptr(up) as usize;
-            let known = self
-                .sources
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&id)
-                .copied();
-            let digest = match known {
-                Some(digest) => digest,
-                None => {
-                    let inputs = self.inputs(&step.action, &up.inputs, &[&up.outputs])?;
-                    let digest = source_digest(
-                        &Source {
-                            dir: &up.dir,
-                            inputs: &inputs,
-                            above: &self.above(&up.dir),
-                        },
-                        &self.plan.root,
-                        &self.hashes,
-                        buffer,
-                    )?;
-                    self.sources
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(id, digest);
-                    digest
-                }
-            };
-            upstream.push(digest);
+        let own = self.source(
+            &step.action,
+            &step.dir,
+            &step.inputs,
+            &[&step.outputs, &step.written],
+            buffer,
+        )?;
+        // One lock for every dependency already hashed (a dependent of many targets would
+        // otherwise take it once each), then the others hashed outside it.
+        let mut upstream: Vec<Option<blake3::Hash>> = {
+            let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            step.upstream
+                .iter()
+                .map(|up| entries.get(&(Arc::as_ptr(up) as usize)).copied())
+                .collect()
+        };
+        for (up, digest) in step.upstream.iter().zip(upstream.iter_mut()) {
+            if digest.is_none() {
+                let found =
+                    self.source(&step.action, &up.dir, &up.inputs, &[&up.outputs], buffer)?;
+                self.entries
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(Arc::as_ptr(up) as usize, found);
+                *digest = Some(found);
+            }
         }
+        let upstream: Vec<blake3::Hash> = upstream.into_iter().flatten().collect();
         action_key(
             step,
-            &self.plan.root,
-            &Source {
-                dir: &step.dir,
-                inputs: &own,
-                above: &own_above,
-            },
+            own,
             &upstream,
             dep_keys,
             &self.environ,
             &self.hashes,
             buffer,
         )
+    }
+
+    /// The digest of the files of `dir` that `globs` minus `excluded` name, taken once per run:
+    /// an action's own sources are the sources its dependents' keys need too (both exclude
+    /// every output written inside the folder), so a folder is walked once per set of globs.
+    fn source(
+        &self,
+        action: &str,
+        dir: &Path,
+        globs: &[String],
+        excluded: &[&[String]],
+        buffer: &mut [u8],
+    ) -> Result<blake3::Hash, Error> {
+        let mut excluded = excluded.concat();
+        excluded.sort_unstable();
+        excluded.dedup();
+        let id = (dir.to_path_buf(), (globs.to_vec(), excluded));
+        if let Some(digest) = self
+            .sources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+        {
+            return Ok(*digest);
+        }
+        let inputs = self.inputs(action, globs, &[&id.1.1])?;
+        let digest = source_digest(
+            &Source {
+                dir,
+                inputs: &inputs,
+                above: &self.above(dir),
+            },
+            &self.plan.root,
+            &self.hashes,
+            buffer,
+        )?;
+        self.sources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, digest);
+        Ok(digest)
     }
 
     fn above(&self, dir: &Path) -> Vec<Arc<Gitignore>> {
