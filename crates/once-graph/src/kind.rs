@@ -159,10 +159,54 @@ fn sorted(mut caps: Vec<CapabilitySpec>) -> Vec<CapabilitySpec> {
 }
 
 fn build_kinds() -> Vec<Kind> {
-    const CARGO_IN: &[&str] = &["src/**", "Cargo.toml", "tests/**", "benches/**", "build.rs"];
-    const NPM_IN: &[&str] = &["**/*", "!node_modules/**", "!dist/**"];
-    const PY_IN: &[&str] = &["**/*.py", "pyproject.toml"];
-    const GO_IN: &[&str] = &["**/*.go", "go.mod", "go.sum"];
+    // Everything that can change a tool's answer: the whole folder (tests and their data
+    // included) minus what tools write there, plus the workspace files beside the manifest that
+    // the tool reads too (`//` names a path from the workspace root). A capability's outputs,
+    // and those of its target's other capabilities, are subtracted when a key is computed.
+    const CARGO_IN: &[&str] = &[
+        "**",
+        "!target/**",
+        "//Cargo.toml",
+        "//Cargo.lock",
+        "//rust-toolchain",
+        "//rust-toolchain.toml",
+        "//.cargo/config",
+        "//.cargo/config.toml",
+    ];
+    const NPM_IN: &[&str] = &[
+        "**",
+        "!**/node_modules/**",
+        "!dist/**",
+        "//package.json",
+        "//package-lock.json",
+        "//npm-shrinkwrap.json",
+        "//pnpm-lock.yaml",
+        "//pnpm-workspace.yaml",
+        "//yarn.lock",
+        "//bun.lock",
+        "//bun.lockb",
+        "//tsconfig*.json",
+        "//.npmrc",
+    ];
+    const PY_IN: &[&str] = &[
+        "**",
+        "!**/__pycache__/**",
+        "!**/*.pyc",
+        "!.venv/**",
+        "!venv/**",
+        "!.pytest_cache/**",
+        "!.mypy_cache/**",
+        "!.ruff_cache/**",
+        "!.tox/**",
+        "!.nox/**",
+        "!**/*.egg-info/**",
+        "!build/**",
+        "!dist/**",
+        "//pyproject.toml",
+        "//uv.lock",
+        "//requirements*.txt",
+    ];
+    const GO_IN: &[&str] = &["**", "//go.work", "//go.work.sum"];
 
     let mut cargo_build = cap(
         "build",

@@ -1,11 +1,17 @@
 //! The cache key of an action: BLAKE3 over its name, rendered command, folder, parameters, the
 //! keyed part of its environment and the program it starts (see [`crate::environ`]), the content
-//! of its input files and the keys of its dependencies.
+//! of its input files, the sources of the targets it depends on and the keys of its
+//! dependencies.
 //!
 //! Inputs are the files under the target's folder that match its input globs (all files when
-//! it declares none), minus `!` exclusions and declared outputs, minus what `.gitignore` files
-//! ignore; `.git` and `.once` are never inputs. Anything that could change what the command
-//! produces must be in the key; this module must never leave out a part to save time.
+//! it declares none), minus `!` exclusions, minus the declared outputs of every capability of
+//! the target (what one capability writes must never change another's key), minus what
+//! `.gitignore` files ignore; `.git` and `.once` are never inputs. A glob starting with `//`
+//! names files from the workspace root (a lockfile beside the manifest). The sources of each
+//! target the action's target depends on are walked the same way, so a change in a dependency
+//! reaches its dependents' keys even when no action edge leads there. Anything that could
+//! change what the command produces must be in the key; this module must never leave out a
+//! part to save time.
 
 use std::fs::{self, File, Metadata};
 use std::io::{self, Read};
@@ -21,7 +27,7 @@ use crate::hashes::FileHashes;
 use crate::plan::Step;
 
 /// Bumped whenever what goes into a key changes, so old entries stop matching.
-const KEY_VERSION: &[u8] = b"once-run key v2\0";
+const KEY_VERSION: &[u8] = b"once-run key v3\0";
 
 /// An action's cache key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,62 +39,176 @@ impl Key {
     }
 }
 
-/// Which files of a folder are an action's inputs.
+/// Which files are an action's inputs: those of its folder, and those named from the workspace
+/// root by globs that start with `//`.
 #[derive(Debug, Clone)]
 pub(crate) struct Inputs {
+    local: Matcher,
+    rooted: Matcher,
+    /// Where the `//` globs can match: the longest literal folder (or file) of each, relative to
+    /// the root, and whether the rest of the pattern reaches below that folder's own files
+    /// (`//tsconfig*.json` lists one folder; `//conf/**` walks it).
+    bases: Vec<(String, bool)>,
+}
+
+/// Include and exclude globs over `/`-separated relative paths.
+#[derive(Debug, Clone)]
+struct Matcher {
     include: Option<GlobSet>,
     exclude: GlobSet,
 }
 
-impl Inputs {
-    pub(crate) fn new(step: &Step) -> Result<Inputs, Error> {
-        let glob = |text: &str| {
-            Glob::new(text).map_err(|error| Error::Glob {
-                action: step.action.clone(),
-                glob: text.to_owned(),
-                message: error.kind().to_string(),
-            })
-        };
-        let mut include = GlobSetBuilder::new();
-        let mut includes = 0;
-        let mut exclude = GlobSetBuilder::new();
-        for text in step.inputs.iter() {
-            match text.strip_prefix('!') {
-                Some(negated) => {
-                    exclude.add(glob(negated)?);
-                }
-                None => {
-                    include.add(glob(text)?);
-                    includes += 1;
-                }
-            }
-        }
-        // A command's own outputs are never its inputs, or its key would change with each run.
-        for text in step.outputs.iter() {
-            exclude.add(glob(text)?);
-        }
-        let build = |builder: GlobSetBuilder, text: String| {
-            builder.build().map_err(|error| Error::Glob {
-                action: step.action.clone(),
-                glob: text,
-                message: error.to_string(),
-            })
-        };
-        Ok(Inputs {
-            include: if includes == 0 {
-                None
-            } else {
-                Some(build(include, step.inputs.join(", "))?)
-            },
-            exclude: build(exclude, step.outputs.join(", "))?,
-        })
-    }
-
+impl Matcher {
     fn matches(&self, relative: &str) -> bool {
         self.include
             .as_ref()
             .is_none_or(|include| include.is_match(relative))
             && !self.exclude.is_match(relative)
+    }
+}
+
+impl Inputs {
+    /// The inputs of `action` given its globs, minus `excluded` (output globs, relative to the
+    /// target's folder).
+    pub(crate) fn new<'a>(
+        action: &str,
+        globs: &[String],
+        excluded: impl IntoIterator<Item = &'a String>,
+    ) -> Result<Inputs, Error> {
+        let glob = |text: &str| {
+            Glob::new(text).map_err(|error| Error::Glob {
+                action: action.to_owned(),
+                glob: text.to_owned(),
+                message: error.kind().to_string(),
+            })
+        };
+        let build = |builder: GlobSetBuilder, text: String| {
+            builder.build().map_err(|error| Error::Glob {
+                action: action.to_owned(),
+                glob: text,
+                message: error.to_string(),
+            })
+        };
+        let mut sets = [
+            (GlobSetBuilder::new(), 0usize, GlobSetBuilder::new()),
+            (GlobSetBuilder::new(), 0usize, GlobSetBuilder::new()),
+        ];
+        let mut bases: Vec<(String, bool)> = Vec::new();
+        for text in globs {
+            let (negated, pattern) = match text.strip_prefix('!') {
+                Some(pattern) => (true, pattern),
+                None => (false, text.as_str()),
+            };
+            let (set, pattern) = match pattern.strip_prefix("//") {
+                Some(pattern) => {
+                    if !negated {
+                        bases.push(literal_base(pattern));
+                    }
+                    (&mut sets[1], pattern)
+                }
+                None => (&mut sets[0], pattern),
+            };
+            if negated {
+                set.2.add(glob(pattern)?);
+            } else {
+                set.0.add(glob(pattern)?);
+                set.1 += 1;
+            }
+        }
+        // A command's own outputs, and those of its target's other capabilities, are never its
+        // inputs, or its key would change with each run.
+        let mut excluded_text = Vec::new();
+        for text in excluded {
+            sets[0].2.add(glob(text)?);
+            excluded_text.push(text.as_str());
+        }
+        let [local, rooted] = sets;
+        let matcher = |(include, count, exclude): (GlobSetBuilder, usize, GlobSetBuilder),
+                       text: String| {
+            Ok::<_, Error>(Matcher {
+                include: if count == 0 {
+                    None
+                } else {
+                    Some(build(include, text.clone())?)
+                },
+                exclude: build(exclude, text)?,
+            })
+        };
+        // A base inside one walked in depth is walked with it.
+        bases.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut outer: Vec<(String, bool)> = Vec::new();
+        for (base, deep) in bases {
+            let inside = |(o, o_deep): &(String, bool)| {
+                base == *o || (*o_deep && (o.is_empty() || base.starts_with(&format!("{o}/"))))
+            };
+            if !outer.iter().any(inside) {
+                outer.push((base, deep));
+            }
+        }
+        let rooted = matcher(rooted, globs.join(", "))?;
+        Ok(Inputs {
+            local: matcher(
+                local,
+                format!("{}; {}", globs.join(", "), excluded_text.join(", ")),
+            )?,
+            rooted: Matcher {
+                // Only what a `//` glob names is a rooted input; none names nothing.
+                include: Some(rooted.include.unwrap_or_else(GlobSet::empty)),
+                exclude: rooted.exclude,
+            },
+            bases: outer,
+        })
+    }
+
+    /// The files the `//` globs name under `root`, by root-relative path. A file named in full
+    /// is taken whatever ignore files say of it; a pattern is walked like a target's folder
+    /// (from its literal base folder down).
+    pub(crate) fn rooted_files(&self, root: &Path) -> Vec<(String, Metadata)> {
+        let mut files = Vec::new();
+        for (base, deep) in &self.bases {
+            let path = root.join(base);
+            let Ok(metadata) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if metadata.is_file() {
+                if self.rooted.matches(base) {
+                    files.push((base.clone(), metadata));
+                }
+            } else if metadata.is_dir() && !*deep {
+                let Ok(listing) = fs::read_dir(&path) else {
+                    continue;
+                };
+                for entry in listing.filter_map(Result::ok) {
+                    let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                        continue;
+                    };
+                    let relative = if base.is_empty() {
+                        name
+                    } else {
+                        format!("{base}/{name}")
+                    };
+                    if entry.file_type().is_ok_and(|t| t.is_file())
+                        && self.rooted.matches(&relative)
+                        && let Ok(metadata) = entry.metadata()
+                    {
+                        files.push((relative, metadata));
+                    }
+                }
+            } else if metadata.is_dir() {
+                let mut levels = Vec::new();
+                walk(
+                    &self.rooted,
+                    &path,
+                    base.clone(),
+                    &[],
+                    &mut levels,
+                    &mut files,
+                );
+            }
+        }
+        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        files.dedup_by(|a, b| a.0 == b.0);
+        files
     }
 
     /// The input files of `dir`, sorted by their `/`-separated relative paths, each with its
@@ -105,66 +225,86 @@ impl Inputs {
     pub(crate) fn files(&self, dir: &Path, above: &[Arc<Gitignore>]) -> Vec<(String, Metadata)> {
         let mut files = Vec::new();
         let mut levels = Vec::new();
-        self.walk(dir, String::new(), above, &mut levels, &mut files);
+        walk(
+            &self.local,
+            dir,
+            String::new(),
+            above,
+            &mut levels,
+            &mut files,
+        );
         files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         files
     }
+}
 
-    fn walk(
-        &self,
-        folder: &Path,
-        prefix: String,
-        above: &[Arc<Gitignore>],
-        levels: &mut Vec<Level>,
-        files: &mut Vec<(String, Metadata)>,
-    ) {
-        let Ok(listing) = fs::read_dir(folder) else {
-            return;
+fn walk(
+    matcher: &Matcher,
+    folder: &Path,
+    prefix: String,
+    above: &[Arc<Gitignore>],
+    levels: &mut Vec<Level>,
+    files: &mut Vec<(String, Metadata)>,
+) {
+    let Ok(listing) = fs::read_dir(folder) else {
+        return;
+    };
+    let mut entries = Vec::new();
+    for entry in listing.filter_map(Result::ok) {
+        let Ok(file_type) = entry.file_type() else {
+            continue;
         };
-        let mut entries = Vec::new();
-        for entry in listing.filter_map(Result::ok) {
-            let Ok(file_type) = entry.file_type() else {
-                continue;
-            };
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else {
-                // Not representable in a key as text; the walker of the `ignore` crate skipped
-                // these too (a relative path that is not UTF-8 was never an input).
-                continue;
-            };
-            entries.push((name.to_owned(), file_type, entry));
-        }
-        levels.push(Level::read(
-            folder,
-            entries.iter().map(|(name, ..)| name.as_str()),
-        ));
-        for (name, file_type, entry) in entries {
-            if name == ".git" || name == ".once" {
-                continue;
-            }
-            let is_dir = file_type.is_dir();
-            if !is_dir && !file_type.is_file() {
-                continue;
-            }
-            let path = entry.path();
-            if ignored(&path, is_dir, above, levels) {
-                continue;
-            }
-            let relative = if prefix.is_empty() {
-                name
-            } else {
-                format!("{prefix}/{name}")
-            };
-            if is_dir {
-                self.walk(&path, relative, above, levels, files);
-            } else if self.matches(&relative)
-                && let Ok(metadata) = entry.metadata()
-            {
-                files.push((relative, metadata));
-            }
-        }
-        levels.pop();
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            // Not representable in a key as text; the walker of the `ignore` crate skipped
+            // these too (a relative path that is not UTF-8 was never an input).
+            continue;
+        };
+        entries.push((name.to_owned(), file_type, entry));
     }
+    levels.push(Level::read(
+        folder,
+        entries.iter().map(|(name, ..)| name.as_str()),
+    ));
+    for (name, file_type, entry) in entries {
+        if name == ".git" || name == ".once" {
+            continue;
+        }
+        let is_dir = file_type.is_dir();
+        if !is_dir && !file_type.is_file() {
+            continue;
+        }
+        let path = entry.path();
+        if ignored(&path, is_dir, above, levels) {
+            continue;
+        }
+        let relative = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        if is_dir {
+            walk(matcher, &path, relative, above, levels, files);
+        } else if matcher.matches(&relative)
+            && let Ok(metadata) = entry.metadata()
+        {
+            files.push((relative, metadata));
+        }
+    }
+    levels.pop();
+}
+
+/// The literal folders (or file) a root-relative pattern starts with (`a/b/*.txt` → `a/b`),
+/// and whether the rest reaches deeper than that folder's own files.
+fn literal_base(pattern: &str) -> (String, bool) {
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let literal = parts
+        .iter()
+        .take_while(|part| !part.contains(['*', '?', '[', '{', '\\']))
+        .count();
+    let rest = &parts[literal..];
+    let deep = rest.len() > 1 || rest.iter().any(|part| part.contains("**"));
+    (parts[..literal].join("/"), deep)
 }
 
 /// The ignore files of one folder inside a target's folder.
@@ -264,12 +404,39 @@ pub fn hash_file(path: &Path, buffer: &mut [u8]) -> io::Result<blake3::Hash> {
     Ok(hasher.finalize())
 }
 
-/// The key of `step`, given its inputs and its dependencies' keys (in `step.deps` order).
+/// Files an action's key covers: a folder's inputs and the root-relative ones.
+pub(crate) struct Source<'a> {
+    /// The folder (a target's).
+    pub(crate) dir: &'a Path,
+    pub(crate) inputs: &'a Inputs,
+    /// The `.gitignore` files between the workspace root and `dir`.
+    pub(crate) above: &'a [Arc<Gitignore>],
+}
+
+/// The digest of a folder's sources: an action's own, or a dependency's for its dependents.
+pub(crate) fn source_digest(
+    of: &Source<'_>,
+    root: &Path,
+    hashes: &FileHashes,
+    buffer: &mut [u8],
+) -> Result<blake3::Hash, Error> {
+    let mut hasher = blake3::Hasher::new();
+    let mut field = |bytes: &[u8]| {
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    source(of, root, hashes, buffer, &mut field)?;
+    Ok(hasher.finalize())
+}
+
+/// The key of `step`, given the digest of its own sources, those of the targets it depends on
+/// (in `step.upstream` order, see [`source_digest`]) and its dependencies' keys (in `step.deps`
+/// order).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn action_key(
     step: &Step,
-    inputs: &Inputs,
-    above: &[Arc<Gitignore>],
+    own: blake3::Hash,
+    upstream: &[blake3::Hash],
     dep_keys: &[Key],
     environ: &Environ,
     hashes: &FileHashes,
@@ -299,12 +466,10 @@ pub(crate) fn action_key(
         field(output.as_bytes());
     }
     field(b"inputs");
-    for (relative, metadata) in inputs.files(&step.dir, above) {
-        let path = step.dir.join(&relative);
-        let digest = hashes
-            .digest(&path, &metadata, buffer)
-            .map_err(Error::io(&path))?;
-        field(relative.as_bytes());
+    field(own.as_bytes());
+    field(b"upstream");
+    for (up, digest) in step.upstream.iter().zip(upstream) {
+        field(up.path.as_bytes());
         field(digest.as_bytes());
     }
     field(b"deps");
@@ -312,6 +477,34 @@ pub(crate) fn action_key(
         field(key.0.as_bytes());
     }
     Ok(Key(hasher.finalize()))
+}
+
+/// Feeds the files of `source` to `field`, each as its relative path and its digest: first
+/// those of its folder, then the root-relative ones (marked by their leading `//`).
+fn source(
+    source: &Source<'_>,
+    root: &Path,
+    hashes: &FileHashes,
+    buffer: &mut [u8],
+    field: &mut impl FnMut(&[u8]),
+) -> Result<(), Error> {
+    for (relative, metadata) in source.inputs.files(source.dir, source.above) {
+        let path = source.dir.join(&relative);
+        let digest = hashes
+            .digest(&path, &metadata, buffer)
+            .map_err(Error::io(&path))?;
+        field(relative.as_bytes());
+        field(digest.as_bytes());
+    }
+    for (relative, metadata) in source.inputs.rooted_files(root) {
+        let path = root.join(&relative);
+        let digest = hashes
+            .digest(&path, &metadata, buffer)
+            .map_err(Error::io(&path))?;
+        field(format!("//{relative}").as_bytes());
+        field(digest.as_bytes());
+    }
+    Ok(())
 }
 
 /// The folders from `root` (included) down to `dir` (excluded), outermost first.
@@ -359,6 +552,8 @@ mod tests {
             deadline: std::time::Duration::from_secs(1),
             inputs: inputs.iter().map(|s| s.to_string()).collect(),
             outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            written: Arc::new([]),
+            upstream: Vec::new(),
             params: Default::default(),
             deps: Vec::new(),
             requested: true,
@@ -383,7 +578,7 @@ mod tests {
             .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
             .filter_map(|entry| {
                 let relative = entry.path().strip_prefix(dir).ok()?.to_str()?.to_owned();
-                inputs.matches(&relative).then_some(relative)
+                inputs.local.matches(&relative).then_some(relative)
             })
             .collect();
         files.sort_unstable();
@@ -428,7 +623,8 @@ mod tests {
             (&["src/**", "*.txt"][..], &[][..]),
             (&["**/*.txt", "!nested/**"][..], &["out/bundle.txt"][..]),
         ] {
-            let inputs = Inputs::new(&step(&dir, inputs, outputs)).unwrap();
+            let step = step(&dir, inputs, outputs);
+            let inputs = Inputs::new(&step.action, &step.inputs, step.outputs.iter()).unwrap();
             let walked: Vec<String> = inputs
                 .files(&dir, &[])
                 .into_iter()

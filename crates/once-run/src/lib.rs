@@ -68,7 +68,7 @@ pub use cache::{ActionResult, Cache, KeyLock, OutputFile};
 pub use error::Error;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
-pub use plan::{Plan, Step, plan};
+pub use plan::{Plan, Step, Upstream, plan};
 pub use query::{
     QueryRunsError, RunRow, RunsAnswer, RunsList, RunsQuery, query_runs, runs_input_schema,
     runs_output_schema,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use once_graph::Workspace;
-use once_graph::graph::ActionId;
+use once_graph::graph::{ActionId, reach};
 use once_graph::model::{Capability, EnvMode, Target};
 use once_graph::template::{Fill, RenderError};
 use serde_json::Value;
@@ -58,12 +58,32 @@ pub struct Step {
     pub inputs: Arc<[String]>,
     /// Output globs relative to `dir`.
     pub outputs: Arc<[String]>,
+    /// Output globs (relative to `dir`) of the target's other capabilities and of the targets
+    /// inside its folder: what they write is never an input.
+    pub written: Arc<[String]>,
+    /// The sources of every target the target depends on (transitively), so that a change in
+    /// a dependency reaches this action's key even when no action edge leads there.
+    pub upstream: Vec<Arc<Upstream>>,
     /// Every parameter's value, defaults filled in.
     pub params: BTreeMap<String, Value>,
     /// Indices in [`Plan::steps`] of the direct dependencies.
     pub deps: Vec<usize>,
     /// Asked for by the request (not only needed by another action).
     pub requested: bool,
+}
+
+/// The sources of a target that an action's target depends on.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    /// The dependency's folder.
+    pub dir: PathBuf,
+    /// That folder relative to the workspace root (part of the cache key).
+    pub path: String,
+    /// Input globs of the dependency's capability named like the action's, else of its
+    /// `build`, else of its first; none (every file) when it has no capability.
+    pub inputs: Arc<[String]>,
+    /// Output globs of the dependency's capabilities and of the targets inside its folder.
+    pub outputs: Arc<[String]>,
 }
 
 /// Resolves `request` against `ws` into a plan, or says what is wrong with the request.
@@ -161,6 +181,8 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
     for (p, &i) in order.iter().enumerate() {
         position[i] = p;
     }
+    let written = Written::new(targets);
+    let mut memo = HashMap::new();
     let mut steps: Vec<Step> = Vec::with_capacity(order.len());
     for &i in &order {
         let a = nodes[i];
@@ -198,6 +220,8 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             },
             inputs: Arc::clone(&capability.inputs),
             outputs: Arc::clone(&capability.outputs),
+            written: written.inside(&target.path, t, Some(c)),
+            upstream: upstream(ws, &written, &mut memo, t, &capability.name),
             params: values,
             deps,
             requested,
@@ -208,6 +232,118 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         root: ws.root().to_path_buf(),
         steps,
     })
+}
+
+/// The declared outputs of every target with any, as globs relative to the workspace root.
+struct Written(Vec<Outputs>);
+
+/// A target's index, folder and `(capability, glob)` outputs.
+type Outputs = (usize, String, Vec<(usize, String)>);
+
+impl Written {
+    fn new(targets: &[Target]) -> Written {
+        Written(
+            targets
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.capabilities.iter().any(|c| !c.outputs.is_empty()))
+                .map(|(i, t)| {
+                    let globs = t
+                        .capabilities
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(c, cap)| cap.outputs.iter().map(move |o| (c, o.clone())))
+                        .collect();
+                    (i, t.path.clone(), globs)
+                })
+                .collect(),
+        )
+    }
+
+    /// What is written inside the folder `path` by any capability other than number `c` of
+    /// target `t` (every capability when `c` is `None`): globs relative to `path`. A target
+    /// whose folder holds another's (a target at the root) must not hash what that one writes.
+    fn inside(&self, path: &str, t: usize, c: Option<usize>) -> Arc<[String]> {
+        // The root folder is spelled `.`.
+        fn root(path: &str) -> &str {
+            if path == "." { "" } else { path }
+        }
+        let path = root(path);
+        let mut globs = Vec::new();
+        for (index, other, outputs) in &self.0 {
+            let other = root(other);
+            let same = *index == t;
+            // Compared without allocating: a plan asks this of every step.
+            let prefix = if other == path {
+                ""
+            } else if path.is_empty() {
+                other
+            } else if other.len() > path.len()
+                && other.starts_with(path)
+                && other.as_bytes()[path.len()] == b'/'
+            {
+                &other[path.len() + 1..]
+            } else {
+                continue;
+            };
+            for (cap, glob) in outputs {
+                if !(same && Some(*cap) == c) {
+                    globs.push(if prefix.is_empty() {
+                        glob.clone()
+                    } else {
+                        format!("{prefix}/{glob}")
+                    });
+                }
+            }
+        }
+        globs.into()
+    }
+}
+
+/// The sources of every target that target `t` depends on, transitively, in graph order. Each
+/// dependency's sources are built once per capability name and then shared (`memo`).
+fn upstream(
+    ws: &Workspace,
+    written: &Written,
+    memo: &mut HashMap<(usize, Option<usize>), Arc<Upstream>>,
+    t: usize,
+    capability: &str,
+) -> Vec<Arc<Upstream>> {
+    let targets = ws.targets();
+    let Ok(start) = u32::try_from(t) else {
+        return Vec::new();
+    };
+    let mut reached: Vec<u32> = reach(ws.graph().target_adjacency(), start, true)
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect();
+    reached.sort_unstable();
+    let mut sources = Vec::with_capacity(reached.len());
+    for d in reached {
+        let d = d as usize;
+        let Some(dep) = targets.get(d) else {
+            continue;
+        };
+        let chosen = dep
+            .capabilities
+            .iter()
+            .position(|c| &*c.name == capability)
+            .or_else(|| dep.capabilities.iter().position(|c| &*c.name == "build"))
+            .or((!dep.capabilities.is_empty()).then_some(0));
+        let source = memo.entry((d, chosen)).or_insert_with(|| {
+            Arc::new(Upstream {
+                dir: ws.root().join(&dep.path),
+                path: dep.path.clone(),
+                inputs: chosen.map_or_else(
+                    || Arc::from([]),
+                    |c| Arc::clone(&dep.capabilities[c].inputs),
+                ),
+                outputs: written.inside(&dep.path, d, None),
+            })
+        });
+        sources.push(Arc::clone(source));
+    }
+    sources
 }
 
 /// The workspace's globs, then the capability's; shared when the capability adds none.

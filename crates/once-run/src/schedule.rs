@@ -11,7 +11,7 @@
 //! runs, so a run ends as soon as its last action does.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,7 +23,7 @@ use crate::cache::Cache;
 use crate::environ::Environ;
 use crate::error::Error;
 use crate::hashes::FileHashes;
-use crate::key::{Inputs, Key, action_key, folders_above, gitignore};
+use crate::key::{Inputs, Key, Source, action_key, folders_above, gitignore, source_digest};
 use crate::plan::{Plan, Step};
 use crate::report::{ActionReport, ActionStatus, RunReport, RunStatus};
 use crate::store::RunDir;
@@ -128,6 +128,8 @@ pub fn execute(
         force: options.force,
         inputs: Mutex::new(HashMap::new()),
         ignores: Mutex::new(HashMap::new()),
+        sources: Mutex::new(HashMap::new()),
+        entries: Mutex::new(HashMap::new()),
         hashes: cache.file_hashes(),
         environ: Environ::new(),
     };
@@ -270,7 +272,7 @@ fn skipped(step: &Step) -> ActionReport {
     }
 }
 
-/// A step's input globs and output globs, which together decide its [`Inputs`].
+/// Input globs and the output globs they exclude, which together decide an [`Inputs`].
 type GlobLists = (Vec<String>, Vec<String>);
 
 struct Finished {
@@ -291,6 +293,13 @@ struct Worker<'a> {
     inputs: Mutex<HashMap<GlobLists, Arc<Inputs>>>,
     /// The `.gitignore` of each folder above a target, read once per run.
     ignores: Mutex<HashMap<PathBuf, Arc<Gitignore>>>,
+    /// The digest of each dependency's sources, by folder and globs: taken once per run, as
+    /// each of its dependents' keys needs it (a workspace of a thousand targets would otherwise
+    /// walk the same folders a thousand times).
+    sources: Mutex<HashMap<(PathBuf, GlobLists), blake3::Hash>>,
+    /// The same digests by the address of the plan's shared [`crate::plan::Upstream`], which
+    /// stays put for the run: found without building the folder's globs again.
+    entries: Mutex<HashMap<usize, blake3::Hash>>,
     /// Digests of files hashed before, proven current by a `stat`.
     hashes: FileHashes,
     /// Our environment, read once, and the programs commands start.
@@ -349,19 +358,108 @@ impl Worker<'_> {
         }
     }
 
-    fn inputs(&self, step: &Step) -> Result<Arc<Inputs>, Error> {
-        let id = (step.inputs.to_vec(), step.outputs.to_vec());
+    /// The compiled inputs of `globs` minus `excluded`, shared by every action with the same.
+    fn inputs(
+        &self,
+        action: &str,
+        globs: &[String],
+        excluded: &[&[String]],
+    ) -> Result<Arc<Inputs>, Error> {
+        let id = (globs.to_vec(), excluded.concat());
         let mut compiled = self.inputs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(inputs) = compiled.get(&id) {
             return Ok(Arc::clone(inputs));
         }
-        let inputs = Arc::new(Inputs::new(step)?);
+        let inputs = Arc::new(Inputs::new(action, globs, id.1.iter())?);
         compiled.insert(id, Arc::clone(&inputs));
         Ok(inputs)
     }
 
-    fn above(&self, step: &Step) -> Vec<Arc<Gitignore>> {
-        folders_above(&self.plan.root, &step.dir)
+    /// The key of `step`: its own sources, the sources of the targets it depends on, and its
+    /// dependencies' keys.
+    fn key(&self, step: &Step, dep_keys: &[Key], buffer: &mut [u8]) -> Result<Key, Error> {
+        let own = self.source(
+            &step.action,
+            &step.dir,
+            &step.inputs,
+            &[&step.outputs, &step.written],
+            buffer,
+        )?;
+        // One lock for every dependency already hashed (a dependent of many targets would
+        // otherwise take it once each), then the others hashed outside it.
+        let mut upstream: Vec<Option<blake3::Hash>> = {
+            let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            step.upstream
+                .iter()
+                .map(|up| entries.get(&(Arc::as_ptr(up) as usize)).copied())
+                .collect()
+        };
+        for (up, digest) in step.upstream.iter().zip(upstream.iter_mut()) {
+            if digest.is_none() {
+                let found =
+                    self.source(&step.action, &up.dir, &up.inputs, &[&up.outputs], buffer)?;
+                self.entries
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(Arc::as_ptr(up) as usize, found);
+                *digest = Some(found);
+            }
+        }
+        let upstream: Vec<blake3::Hash> = upstream.into_iter().flatten().collect();
+        action_key(
+            step,
+            own,
+            &upstream,
+            dep_keys,
+            &self.environ,
+            &self.hashes,
+            buffer,
+        )
+    }
+
+    /// The digest of the files of `dir` that `globs` minus `excluded` name, taken once per run:
+    /// an action's own sources are the sources its dependents' keys need too (both exclude
+    /// every output written inside the folder), so a folder is walked once per set of globs.
+    fn source(
+        &self,
+        action: &str,
+        dir: &Path,
+        globs: &[String],
+        excluded: &[&[String]],
+        buffer: &mut [u8],
+    ) -> Result<blake3::Hash, Error> {
+        let mut excluded = excluded.concat();
+        excluded.sort_unstable();
+        excluded.dedup();
+        let id = (dir.to_path_buf(), (globs.to_vec(), excluded));
+        if let Some(digest) = self
+            .sources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+        {
+            return Ok(*digest);
+        }
+        let inputs = self.inputs(action, globs, &[&id.1.1])?;
+        let digest = source_digest(
+            &Source {
+                dir,
+                inputs: &inputs,
+                above: &self.above(dir),
+            },
+            &self.plan.root,
+            &self.hashes,
+            buffer,
+        )?;
+        self.sources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, digest);
+        Ok(digest)
+    }
+
+    fn above(&self, dir: &Path) -> Vec<Arc<Gitignore>> {
+        folders_above(&self.plan.root, dir)
             .into_iter()
             .map(|folder| {
                 let mut ignores = self.ignores.lock().unwrap_or_else(PoisonError::into_inner);
@@ -388,17 +486,7 @@ impl Worker<'_> {
             },
             key: None,
         };
-        let key = match self.inputs(step).and_then(|inputs| {
-            action_key(
-                step,
-                &inputs,
-                &self.above(step),
-                dep_keys,
-                &self.environ,
-                &self.hashes,
-                buffer,
-            )
-        }) {
+        let key = match self.key(step, dep_keys, buffer) {
             Ok(key) => key,
             Err(error) => return failed(format!("once: cannot compute the cache key: {error}")),
         };

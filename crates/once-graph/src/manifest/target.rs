@@ -533,12 +533,12 @@ fn parse_capability(
                     .map(Arc::from)
             }
             "inputs" => {
-                if let Some(g) = globs(cx, v, format_args!("`inputs` of {ctx}")) {
+                if let Some(g) = globs(cx, v, true, format_args!("`inputs` of {ctx}")) {
                     cap.inputs = g;
                 }
             }
             "outputs" => {
-                if let Some(g) = globs(cx, v, format_args!("`outputs` of {ctx}")) {
+                if let Some(g) = globs(cx, v, false, format_args!("`outputs` of {ctx}")) {
                     cap.outputs = g;
                 }
             }
@@ -778,18 +778,35 @@ fn check_placeholders(
 }
 
 /// A glob list, each glob checked; equal lists read before are shared (and
-/// not checked again).
-fn globs(cx: &mut Cx<'_>, v: &Val<'_>, what: fmt::Arguments<'_>) -> Option<Arc<[String]>> {
+/// not checked again). Only inputs may name files from the workspace root (`//`): outputs are
+/// recorded and restored inside the target's folder.
+fn globs(
+    cx: &mut Cx<'_>,
+    v: &Val<'_>,
+    rooted: bool,
+    what: fmt::Arguments<'_>,
+) -> Option<Arc<[String]>> {
     let list = cx.string_list(v, what)?;
-    if let Some(known) = cx.shared.known_list(&list) {
+    // An equal list of inputs was checked under the laxer rule for `//`.
+    let rooted_output = !rooted
+        && list
+            .iter()
+            .any(|(g, _)| g.strip_prefix('!').unwrap_or(g).starts_with("//"));
+    if !rooted_output && let Some(known) = cx.shared.known_list(&list) {
         return Some(known);
     }
     let mut out = Vec::with_capacity(list.len());
     let mut all_valid = true;
     for (g, at) in list.iter().copied() {
         let pattern = g.strip_prefix('!').unwrap_or(g);
-        // Globs are relative to the target's folder: one that climbs out of it or starts at `/`
-        // would let a run hash, record or restore files anywhere (`.git/` included).
+        // `//` names a glob relative to the workspace root (a lockfile beside the manifest).
+        let pattern = match pattern.strip_prefix("//") {
+            Some(rest) if rooted => rest,
+            _ => pattern,
+        };
+        // Globs are relative to the target's folder or the workspace root: one that climbs out
+        // of it or starts at `/` would let a run hash, record or restore files anywhere (`.git/`
+        // included).
         if pattern.starts_with('/') || pattern.split('/').any(|part| part == "..") {
             cx.diags.push(
                 cx.src
@@ -799,7 +816,7 @@ fn globs(cx: &mut Cx<'_>, v: &Val<'_>, what: fmt::Arguments<'_>) -> Option<Arc<[
                         format!("glob `{g}` in {what} leaves the target's folder"),
                     )
                     .expected(
-                        "a glob relative to the target's folder, without `..` or a leading `/`",
+                        "a glob relative to the target's folder, or to the workspace root after `//`, without `..` or a single leading `/`",
                     )
                     .found(format!("`{g}`")),
             );

@@ -122,6 +122,20 @@ const CASES: &[Case] = &[
         "glob `/etc/**`",
     ),
     (
+        "glob-root-escapes",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\ninputs = [\"//Cargo.lock\", \"//../x\", \"!///etc\"]\n",
+        &[],
+        &["once.toml:5:27 glob-escapes", "once.toml:5:37 glob-escapes"],
+        "glob `//../x` in `inputs` of capability `b` of target `a` leaves the target's folder",
+    ),
+    (
+        "glob-root-output",
+        "[targets.a]\nkind = \"command\"\n[targets.a.capabilities.b]\ncommand = \"x\"\ninputs = [\"//out\"]\noutputs = [\"//out\"]\n",
+        &[],
+        &["once.toml:6:12 glob-escapes"],
+        "glob `//out` in `outputs`",
+    ),
+    (
         "bad-duration",
         "[targets.a]\nkind = \"go-module\"\n[targets.a.capabilities.test]\ndeadline = \"5 minutes\"\n",
         &[],

@@ -6,6 +6,7 @@ mod changes;
 mod check;
 mod eval;
 mod examples;
+mod false_green;
 mod mcp;
 mod memory;
 mod placeholders;

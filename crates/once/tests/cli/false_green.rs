@@ -1,0 +1,363 @@
+//! No false greens: for each kind, a change that makes the real tool fail re-runs the action
+//! through `once run`, and the run fails where the tool fails; an unchanged tree (and a change
+//! undone) replays from the cache. Real tools run here: cargo (offline, crates without
+//! dependencies, one target folder per test), node and python3.
+//!
+//! Each test prints its rows of the table kind × change → reran, failed (on stderr: run with
+//! `--nocapture` to see it).
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{TempDir, once_binary};
+
+/// One `once run ACTION --json` in `root`: whether the action's command ran, and whether the
+/// run failed.
+fn run(root: &Path, action: &str, env: &[(&str, String)]) -> (bool, bool) {
+    let mut command = Command::new(once_binary());
+    command
+        .args(["run", action, "--json"])
+        .current_dir(root)
+        .env_remove("ONCE_LOG");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("runs once");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "not a report ({error}): {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let ran = report["counts"]["ran"].as_u64().expect("counts") > 0;
+    (ran, report["status"] != "succeeded")
+}
+
+fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(path, text).expect("writes");
+}
+
+fn read(root: &Path, path: &str) -> String {
+    std::fs::read_to_string(root.join(path)).expect("reads")
+}
+
+/// A change: what it is, the file, the text it writes; the file's old text comes back after.
+struct Change<'a> {
+    what: &'a str,
+    path: &'a str,
+    edit: &'a dyn Fn(&str) -> String,
+    fails: Option<bool>,
+}
+
+/// Runs `action` on an unchanged tree (fully cached), then applies each change: the action
+/// re-runs and fails exactly when the tool does; undone, the action replays from the cache.
+fn table(kind: &str, root: &Path, action: &str, env: &[(&str, String)], changes: &[Change<'_>]) {
+    assert_eq!(run(root, action, env), (true, false), "{kind}: first run");
+    assert_eq!(run(root, action, env), (false, false), "{kind}: unchanged");
+    eprintln!("{kind:<15} {:<28} reran=no  failed=no", "unchanged tree");
+    for change in changes {
+        let before = std::fs::read_to_string(root.join(change.path)).unwrap_or_default();
+        write(root, change.path, &(change.edit)(&before));
+        let (ran, failed) = run(root, action, env);
+        eprintln!(
+            "{kind:<15} {:<28} reran={:<3} failed={}",
+            change.what,
+            if ran { "yes" } else { "no" },
+            if failed { "yes" } else { "no" }
+        );
+        assert!(ran, "{kind}: {} must re-run {action}", change.what);
+        if let Some(fails) = change.fails {
+            assert_eq!(failed, fails, "{kind}: {}", change.what);
+        }
+        if before.is_empty() {
+            std::fs::remove_file(root.join(change.path)).expect("removes");
+        } else {
+            write(root, change.path, &before);
+        }
+        assert_eq!(
+            run(root, action, env),
+            (false, false),
+            "{kind}: {} undone replays",
+            change.what
+        );
+    }
+}
+
+#[test]
+fn the_starters_main_job_is_fully_cached_the_second_time() {
+    let dir = TempDir::new();
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/starter");
+    copy(&from, dir.path());
+    let args = ["run", "report:build", "--param", "level=full", "--json"];
+    let run = || {
+        let output = Command::new(once_binary())
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("ONCE_LOG")
+            .output()
+            .expect("runs once");
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+            panic!("{error}: {output:?}");
+        });
+        report["counts"].clone()
+    };
+    assert_eq!(run()["ran"], 4);
+    let second = run();
+    assert_eq!(
+        (second["cached"].as_u64(), second["ran"].as_u64()),
+        (Some(4), Some(0))
+    );
+}
+
+fn copy(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("lists") {
+        let entry = entry.expect("an entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copies");
+        }
+    }
+}
+
+#[test]
+fn cargo_packages_rerun_and_fail_where_cargo_fails() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(
+        root,
+        "once.toml",
+        r#"
+[targets.a]
+kind = "cargo-package"
+path = "a"
+[targets.a.capabilities.test]
+command = "cargo test --locked --offline -p a"
+
+[targets.c]
+kind = "cargo-package"
+path = "c"
+deps = ["a"]
+[targets.c.capabilities.test]
+command = "cargo test --locked --offline -p c"
+"#,
+    );
+    write(
+        root,
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"a\", \"c\"]\nresolver = \"2\"\n",
+    );
+    write(
+        root,
+        "a/Cargo.toml",
+        "[package]\nname = \"a\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(root, "a/src/lib.rs", "pub fn v() -> i32 {\n    1\n}\n");
+    write(
+        root,
+        "c/Cargo.toml",
+        "[package]\nname = \"c\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\na = { path = \"../a\" }\n",
+    );
+    write(
+        root,
+        "c/src/lib.rs",
+        "#[test]\nfn uses_a() {\n    assert_eq!(a::v(), 1);\n    let data = std::fs::read_to_string(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/tests/data.txt\")).unwrap();\n    assert_eq!(data.trim(), \"ok\");\n}\n",
+    );
+    write(root, "c/tests/data.txt", "ok\n");
+    let env = [
+        (
+            "CARGO_TARGET_DIR",
+            root.join("target").display().to_string(),
+        ),
+        ("RUSTUP_AUTO_INSTALL", "0".to_owned()),
+        ("CARGO_NET_OFFLINE", "true".to_owned()),
+    ];
+    let lock = Command::new("cargo")
+        .args(["generate-lockfile", "--offline"])
+        .current_dir(root)
+        .envs(env.iter().map(|(n, v)| (n, v)))
+        .output()
+        .expect("runs cargo");
+    assert!(lock.status.success(), "{lock:?}");
+    assert!(read(root, "Cargo.lock").contains("name = \"a\""));
+    table(
+        "cargo-package",
+        root,
+        "c:test",
+        &env,
+        &[
+            Change {
+                what: "dependency source (a)",
+                path: "a/src/lib.rs",
+                edit: &|text| text.replace('1', "2"),
+                fails: Some(true),
+            },
+            Change {
+                what: "test data",
+                path: "c/tests/data.txt",
+                edit: &|_| "bad\n".to_owned(),
+                fails: Some(true),
+            },
+            Change {
+                what: "Cargo.lock (--locked)",
+                path: "Cargo.lock",
+                edit: &|text| text.replace("name = \"a\"", "name = \"gone\""),
+                fails: Some(true),
+            },
+            Change {
+                what: "rust-toolchain.toml",
+                path: "rust-toolchain.toml",
+                edit: &|_| "[toolchain]\nchannel = \"stable\"\n".to_owned(),
+                fails: None,
+            },
+        ],
+    );
+}
+
+#[test]
+fn npm_packages_rerun_and_fail_where_node_fails() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(
+        root,
+        "once.toml",
+        r#"
+[targets.lib]
+kind = "npm-package"
+path = "lib"
+[targets.lib.capabilities.test]
+command = "node -e 0"
+
+[targets.app]
+kind = "npm-package"
+path = "app"
+deps = ["lib"]
+[targets.app.capabilities.test]
+command = "node test/run.js"
+"#,
+    );
+    write(root, "package.json", "{\"private\": true}\n");
+    write(root, "package-lock.json", "{\"lockfileVersion\": 3}\n");
+    write(root, "tsconfig.json", "{}\n");
+    write(root, "lib/package.json", "{\"name\": \"lib\"}\n");
+    write(root, "lib/index.js", "module.exports = { v: () => 1 };\n");
+    write(root, "app/package.json", "{\"name\": \"app\"}\n");
+    write(
+        root,
+        "app/test/run.js",
+        "const assert = require('assert');\nassert.strictEqual(require('../../lib/index.js').v(), 1);\nassert.strictEqual(require('./data.json').ok, true);\n",
+    );
+    write(root, "app/test/data.json", "{\"ok\": true}\n");
+    write(root, "app/node_modules/x/index.js", "x\n");
+    table(
+        "npm-package",
+        root,
+        "app:test",
+        &[],
+        &[
+            Change {
+                what: "dependency source (lib)",
+                path: "lib/index.js",
+                edit: &|text| text.replace('1', "2"),
+                fails: Some(true),
+            },
+            Change {
+                what: "test data",
+                path: "app/test/data.json",
+                edit: &|_| "{\"ok\": false}\n".to_owned(),
+                fails: Some(true),
+            },
+            Change {
+                what: "root package-lock.json",
+                path: "package-lock.json",
+                edit: &|_| "{\"lockfileVersion\": 2}\n".to_owned(),
+                fails: Some(false),
+            },
+            Change {
+                what: "root tsconfig.json",
+                path: "tsconfig.json",
+                edit: &|_| "{\"strict\": true}\n".to_owned(),
+                fails: Some(false),
+            },
+        ],
+    );
+    // What npm installs is no input.
+    write(root, "app/node_modules/x/index.js", "y\n");
+    assert_eq!(run(root, "app:test", &[]), (false, false));
+}
+
+#[test]
+fn python_projects_rerun_and_fail_where_python_fails() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(
+        root,
+        "once.toml",
+        r#"
+[targets.lib]
+kind = "python-project"
+path = "lib"
+[targets.lib.capabilities.test]
+command = "python3 -c 'import mylib'"
+
+[targets.app]
+kind = "python-project"
+path = "app"
+deps = ["lib"]
+[targets.app.capabilities.test]
+command = "python3 -m unittest discover -s tests -t ."
+env = { PYTHONPATH = "../lib" }
+"#,
+    );
+    write(root, "uv.lock", "version = 1\n");
+    write(root, "lib/pyproject.toml", "[project]\nname = \"lib\"\n");
+    write(root, "lib/mylib.py", "def v():\n    return 1\n");
+    write(root, "app/pyproject.toml", "[project]\nname = \"app\"\n");
+    write(root, "app/tests/__init__.py", "");
+    write(
+        root,
+        "app/tests/test_app.py",
+        "import json, os, unittest\nimport mylib\n\nclass T(unittest.TestCase):\n    def test_v(self):\n        self.assertEqual(mylib.v(), 1)\n        with open(os.path.join(os.path.dirname(__file__), 'data.json')) as f:\n            self.assertTrue(json.load(f)['ok'])\n",
+    );
+    write(root, "app/tests/data.json", "{\"ok\": true}\n");
+    // Python writes `__pycache__` on each import: never an input, or nothing would be cached.
+    table(
+        "python-project",
+        root,
+        "app:test",
+        &[],
+        &[
+            Change {
+                what: "dependency source (lib)",
+                path: "lib/mylib.py",
+                edit: &|text| text.replace('1', "2"),
+                fails: Some(true),
+            },
+            Change {
+                what: "test data",
+                path: "app/tests/data.json",
+                edit: &|_| "{\"ok\": false}\n".to_owned(),
+                fails: Some(true),
+            },
+            Change {
+                what: "root uv.lock",
+                path: "uv.lock",
+                edit: &|_| "version = 2\n".to_owned(),
+                fails: Some(false),
+            },
+            Change {
+                what: "root requirements.txt",
+                path: "requirements.txt",
+                edit: &|_| "requests\n".to_owned(),
+                fails: Some(false),
+            },
+        ],
+    );
+}
