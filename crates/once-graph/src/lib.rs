@@ -6,6 +6,7 @@
 //! the public JSON contract shared by the CLI and the MCP server.
 
 pub mod diagnostic;
+pub mod discover;
 pub mod duration;
 mod error;
 pub mod graph;

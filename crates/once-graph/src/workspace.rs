@@ -33,7 +33,7 @@ pub(crate) struct ManifestRecord {
 
 impl ManifestRecord {
     /// Whether the file no longer holds the content that was loaded.
-    fn changed(&self) -> bool {
+    pub(crate) fn changed(&self) -> bool {
         let mut stamp = self.stamp.lock().unwrap_or_else(PoisonError::into_inner);
         if stamp
             .as_ref()
@@ -302,7 +302,7 @@ fn append<T>(all: &mut Vec<T>, mut more: Vec<T>) {
 
 /// Reads at most `MAX_MANIFEST_BYTES + 1` bytes, so a huge file is detected
 /// without reading all of it, with the file's stamp taken before the read.
-fn read_limited(path: &Path) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
+pub(crate) fn read_limited(path: &Path) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
     let file = std::fs::File::open(path)?;
     let metadata = file.metadata().ok();
     let stamp = metadata.as_ref().map(|m| Stamp::new(m, SystemTime::now()));
@@ -314,7 +314,7 @@ fn read_limited(path: &Path) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
 }
 
 /// Checks size and UTF-8; `None` (with a diagnostic) when the file can't be parsed.
-fn decode(rel: &str, bytes: Vec<u8>, diags: &mut Vec<Diagnostic>) -> Option<SourceFile> {
+pub(crate) fn decode(rel: &str, bytes: Vec<u8>, diags: &mut Vec<Diagnostic>) -> Option<SourceFile> {
     if bytes.len() as u64 > MAX_MANIFEST_BYTES {
         diags.push(
             SourceFile::new(rel.into(), String::new())
@@ -350,6 +350,17 @@ fn decode(rel: &str, bytes: Vec<u8>, diags: &mut Vec<Diagnostic>) -> Option<Sour
 /// Folders (relative, `/`-separated, sorted, unique) matching the member
 /// globs that hold a once.toml; plus per glob its match count or error.
 fn expand_members(root: &Path, globs: &[String]) -> (Vec<String>, Vec<Result<usize, String>>) {
+    expand_folders(root, globs, MANIFEST_FILE)
+}
+
+/// Folders (relative, `/`-separated, sorted, unique) matching `globs` that hold a file named
+/// `holding`; plus per glob its match count or error. Hidden folders, `node_modules` and
+/// `target` are never entered.
+pub(crate) fn expand_folders(
+    root: &Path,
+    globs: &[String],
+    holding: &str,
+) -> (Vec<String>, Vec<Result<usize, String>>) {
     let mut all = Vec::new();
     let mut per = Vec::with_capacity(globs.len());
     for g in globs {
@@ -391,7 +402,7 @@ fn expand_members(root: &Path, globs: &[String]) -> (Vec<String>, Vec<Result<usi
             } else {
                 root.join(&rel)
             };
-            if !rel.is_empty() && matcher.is_match(&rel) && abs.join(MANIFEST_FILE).is_file() {
+            if !rel.is_empty() && matcher.is_match(&rel) && abs.join(holding).is_file() {
                 found += 1;
                 all.push(rel.clone());
             }

@@ -1,0 +1,205 @@
+//! Discovery: the targets a workspace's own manifests already describe.
+//!
+//! Each ecosystem module reads its manifests (`Cargo.toml`, `package.json` and
+//! `pnpm-workspace.yaml`, `pyproject.toml`, `go.work` and `go.mod`) through a
+//! [`Reader`] and answers with [`Inferred`] targets: kind, folder, fields,
+//! capabilities, and edges to the other targets of the same ecosystem. The
+//! workspace then lays the `once.toml` overlay on top.
+//!
+//! Discovery is offline and fast: it reads files, never runs a tool. It must
+//! never fail: a manifest it cannot understand becomes a warning and its
+//! targets are left out, never the whole workspace.
+
+mod cargo;
+mod go;
+mod javascript;
+mod python;
+mod reader;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub(crate) use reader::{Listing, Reader};
+
+/// An ecosystem whose manifests discovery reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Ecosystem {
+    /// Cargo workspaces and packages.
+    Cargo,
+    /// npm, pnpm, yarn and bun workspaces and packages.
+    JavaScript,
+    /// `pyproject.toml` projects and uv workspaces.
+    Python,
+    /// Go modules and `go.work` workspaces.
+    Go,
+}
+
+impl Ecosystem {
+    /// Every ecosystem, in the order discovery runs them.
+    pub const ALL: [Ecosystem; 4] = [
+        Ecosystem::Cargo,
+        Ecosystem::JavaScript,
+        Ecosystem::Python,
+        Ecosystem::Go,
+    ];
+
+    /// The name a manifest and the JSON answers use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ecosystem::Cargo => "cargo",
+            Ecosystem::JavaScript => "javascript",
+            Ecosystem::Python => "python",
+            Ecosystem::Go => "go",
+        }
+    }
+}
+
+/// What a dependency edge is for, as the ecosystem's manifest says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EdgeKind {
+    /// Needed to build and run (`dependencies`, `require`).
+    Normal,
+    /// Needed only by tests, examples and tooling (`dev-dependencies`, `devDependencies`).
+    Dev,
+    /// Needed by the build script (`build-dependencies`).
+    Build,
+    /// Optional or peer dependencies (`optionalDependencies`, `peerDependencies`).
+    Optional,
+}
+
+impl EdgeKind {
+    /// The name the JSON answers use.
+    pub fn name(self) -> &'static str {
+        match self {
+            EdgeKind::Normal => "normal",
+            EdgeKind::Dev => "dev",
+            EdgeKind::Build => "build",
+            EdgeKind::Optional => "optional",
+        }
+    }
+}
+
+/// An edge from an inferred target to another target of its ecosystem.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Edge {
+    /// The target it depends on, by target name.
+    pub to: String,
+    /// What for.
+    pub kind: EdgeKind,
+}
+
+/// A capability an ecosystem infers, replacing the kind's default set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InferredCapability {
+    /// Name (`build`, `test`, or a script's name).
+    pub name: String,
+    /// `sh -c` command run in the target folder, already concrete (no placeholders needed).
+    pub command: String,
+    /// What it does, for `once query target` ("the `dev` script: `vite`").
+    pub description: String,
+    /// A server or watcher: runs until stopped, never cached.
+    pub persistent: bool,
+}
+
+/// A target inferred from an ecosystem manifest.
+#[derive(Debug, Clone)]
+pub(crate) struct Inferred {
+    /// Target name: the package's own name, made a valid target name.
+    pub name: String,
+    /// Built-in kind (`cargo-package`, `npm-package`, `python-project`, `go-module`).
+    pub kind: &'static str,
+    /// Folder relative to the workspace root, `/`-separated, `.` for the root.
+    pub path: String,
+    /// Kind fields (`package`, `module`, …); the kind's defaults fill the rest.
+    pub fields: BTreeMap<String, serde_json::Value>,
+    /// `None`: the kind's default capabilities. `Some`: exactly these (a package's scripts).
+    pub capabilities: Option<Vec<InferredCapability>>,
+    /// Edges to other targets of the same ecosystem, sorted, without duplicates.
+    pub edges: Vec<Edge>,
+    /// The manifest it comes from: an index into the reader's files.
+    pub file: usize,
+    /// Byte offset in that manifest of what names it (the `[package]` table, `"name"`, …).
+    pub offset: usize,
+    /// Which ecosystem inferred it.
+    pub ecosystem: Ecosystem,
+}
+
+/// Files whose presence marks a folder as (part of) a workspace, when it has no `once.toml`.
+pub const MARKERS: &[&str] = &[
+    "Cargo.toml",
+    "package.json",
+    "pnpm-workspace.yaml",
+    "pyproject.toml",
+    "go.work",
+    "go.mod",
+];
+
+/// The targets every ecosystem in `ecosystems` infers, in that order.
+pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferred> {
+    let mut all = Vec::new();
+    for ecosystem in ecosystems {
+        let found = match ecosystem {
+            Ecosystem::Cargo => cargo::discover(reader),
+            Ecosystem::JavaScript => javascript::discover(reader),
+            Ecosystem::Python => python::discover(reader),
+            Ecosystem::Go => go::discover(reader),
+        };
+        all.extend(found);
+    }
+    all
+}
+
+/// The outermost folder from `start` upwards holding one of the [`MARKERS`], not looking past
+/// the first folder that holds `.git` (the repository's top): a workspace never spans
+/// repositories, and a stray `package.json` in a home folder must not become one.
+pub(crate) fn outermost_root(start: &Path) -> Option<PathBuf> {
+    let mut found = None;
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        if MARKERS.iter().any(|m| d.join(m).is_file()) {
+            found = Some(d.to_path_buf());
+        }
+        if d.join(".git").exists() {
+            break;
+        }
+        dir = d.parent();
+    }
+    found
+}
+
+/// Makes `raw` (a package name like `@scope/web` or `my_crate`) a valid target name:
+/// a leading `@` is dropped, `/` becomes `-`, any other character outside
+/// `[A-Za-z0-9._-]` becomes `_`, and a name starting with neither letter nor digit gets `x`.
+pub(crate) fn target_name(raw: &str) -> String {
+    let trimmed = raw.strip_prefix('@').unwrap_or(raw);
+    let mut out: String = trimmed
+        .chars()
+        .map(|c| match c {
+            '/' => '-',
+            c if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') => c,
+            _ => '_',
+        })
+        .collect();
+    if !out.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        out.insert(0, 'x');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::valid_name;
+
+    #[test]
+    fn target_names_are_valid() {
+        assert_eq!(target_name("@scope/web"), "scope-web");
+        assert_eq!(target_name("my_crate"), "my_crate");
+        assert_eq!(target_name("a b+c"), "a_b_c");
+        assert_eq!(target_name("_private"), "x_private");
+        assert_eq!(target_name(""), "x");
+        for raw in ["@a/b", "x y", "-z", ".hidden", "ünï"] {
+            assert!(valid_name(&target_name(raw)), "{raw}");
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The one door through which discovery reads the workspace.
+//!
+//! Every manifest read, every manifest looked for and not found, and every
+//! folder glob expanded is recorded, so the workspace knows when to infer
+//! again: a manifest that changes, appears or disappears, or a glob that
+//! matches a new folder. An ecosystem module must never read a file any other
+//! way, or the graph would go stale without noticing.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::diagnostic::{Diagnostic, Severity, SourceFile};
+use crate::workspace::{ManifestRecord, decode, expand_folders, read_limited};
+
+/// A folder glob expansion that was used, to expand again when checking staleness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listing {
+    /// Globs relative to the workspace root; a leading `!` excludes.
+    pub globs: Vec<String>,
+    /// The file a folder must hold to count.
+    pub holding: String,
+    /// What they matched.
+    pub folders: Vec<String>,
+}
+
+/// Reads manifests below a workspace root and remembers what it read.
+#[derive(Debug)]
+pub(crate) struct Reader {
+    root: PathBuf,
+    /// Every manifest read, in order; [`super::Inferred::file`] indexes this.
+    pub files: Vec<SourceFile>,
+    /// The same files' staleness records.
+    pub records: Vec<ManifestRecord>,
+    /// Manifests looked for and absent, relative to the root.
+    pub absent: Vec<String>,
+    /// Folder globs expanded.
+    pub listings: Vec<Listing>,
+    /// Warnings about manifests discovery could not use.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Reader {
+    /// A reader of the workspace at `root` (canonical).
+    pub fn new(root: &Path) -> Reader {
+        Reader {
+            root: root.to_path_buf(),
+            files: Vec::new(),
+            records: Vec::new(),
+            absent: Vec::new(),
+            listings: Vec::new(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Reads the manifest at `rel` (relative to the root, `/`-separated) and returns its index
+    /// in [`Reader::files`]. `None` when it does not exist, is not a regular file, or cannot be
+    /// used (too large, not UTF-8: then with a warning). A file already read is not read again.
+    pub fn read(&mut self, rel: &str) -> Option<usize> {
+        if let Some(i) = self.files.iter().position(|f| f.rel == rel) {
+            return Some(i);
+        }
+        let abs = self.root.join(rel);
+        if !abs.is_file() {
+            if !self.absent.iter().any(|a| a == rel) {
+                self.absent.push(rel.to_string());
+            }
+            return None;
+        }
+        let (bytes, stamp) = match read_limited(&abs) {
+            Ok(read) => read,
+            Err(e) => {
+                self.diagnostics
+                    .push(SourceFile::new(rel.to_string(), String::new()).diag(
+                        0,
+                        Severity::Warning,
+                        "unreadable-manifest",
+                        format!("cannot read `{rel}`: {e}; its targets were not inferred"),
+                    ));
+                return None;
+            }
+        };
+        self.records.push(ManifestRecord {
+            rel: rel.to_string(),
+            abs,
+            hash: blake3::hash(&bytes),
+            stamp: Mutex::new(stamp),
+        });
+        let mut problems = Vec::new();
+        let file = decode(rel, bytes, &mut problems);
+        for mut d in problems {
+            d.severity = Severity::Warning;
+            self.diagnostics.push(d);
+        }
+        let file = file?;
+        self.files.push(file);
+        Some(self.files.len() - 1)
+    }
+
+    /// The text of a file [`Reader::read`] returned.
+    pub fn text(&self, file: usize) -> &str {
+        self.files.get(file).map_or("", |f| f.text.as_str())
+    }
+
+    /// The path (relative to the root) of a file [`Reader::read`] returned.
+    pub fn rel(&self, file: usize) -> &str {
+        self.files.get(file).map_or("", |f| f.rel.as_str())
+    }
+
+    /// Whether a file exists at `rel`, recorded like a read (its appearing or vanishing makes
+    /// the workspace stale). For lockfiles and markers whose content discovery does not need.
+    pub fn exists(&mut self, rel: &str) -> bool {
+        self.read(rel).is_some()
+    }
+
+    /// Folders (relative to the root, sorted) matching any of `globs` and none of the
+    /// `!`-prefixed ones, that hold a file named `holding`. Globs are relative to the root,
+    /// `*` stays within one folder, `**` crosses folders. Hidden folders, `node_modules` and
+    /// `target` are never entered. A bad glob is a warning at `file`/`offset`.
+    pub fn folders(
+        &mut self,
+        globs: &[String],
+        holding: &str,
+        file: usize,
+        offset: usize,
+    ) -> Vec<String> {
+        let (include, exclude): (Vec<String>, Vec<String>) =
+            globs.iter().cloned().partition(|g| !g.starts_with('!'));
+        let exclude: Vec<String> = exclude
+            .iter()
+            .map(|g| g.trim_start_matches('!').to_string())
+            .collect();
+        let (found, per_glob) = expand_folders(&self.root, &include, holding);
+        for (glob, result) in include.iter().zip(&per_glob) {
+            if let Err(e) = result {
+                self.warn(
+                    file,
+                    offset,
+                    "bad-glob",
+                    format!("invalid folder glob `{glob}`: {e}"),
+                );
+            }
+        }
+        let excluded = globset_of(&exclude);
+        let folders: Vec<String> = found
+            .into_iter()
+            .filter(|f| !excluded.as_ref().is_some_and(|set| set.is_match(f)))
+            .collect();
+        self.listings.push(Listing {
+            globs: globs.to_vec(),
+            holding: holding.to_string(),
+            folders: folders.clone(),
+        });
+        folders
+    }
+
+    /// A warning about `file` at byte `offset` (a manifest discovery could not fully use).
+    pub fn warn(&mut self, file: usize, offset: usize, code: &'static str, message: String) {
+        let d = match self.files.get(file) {
+            Some(f) => f.diag(offset, Severity::Warning, code, message),
+            None => SourceFile::new(String::new(), String::new()).diag(
+                0,
+                Severity::Warning,
+                code,
+                message,
+            ),
+        };
+        self.diagnostics.push(d);
+    }
+}
+
+impl Listing {
+    /// Whether expanding the globs again would match other folders.
+    pub(crate) fn changed(&self, root: &Path) -> bool {
+        let mut again = Reader::new(root);
+        again.folders(&self.globs, &self.holding, 0, 0) != self.folders
+    }
+}
+
+/// One matcher for `globs`; `None` when there are none or none compile.
+fn globset_of(globs: &[String]) -> Option<globset::GlobSet> {
+    if globs.is_empty() {
+        return None;
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for g in globs {
+        if let Ok(glob) = globset::GlobBuilder::new(g.trim_end_matches('/'))
+            .literal_separator(true)
+            .build()
+        {
+            set.add(glob);
+        }
+    }
+    set.build().ok()
+}
