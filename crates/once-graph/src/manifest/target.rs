@@ -73,6 +73,7 @@ pub(crate) fn parse_target(
     settings: &Settings,
     name_key: &Key<'_>,
     v: &Val<'_>,
+    base: Option<&Target>,
 ) -> Option<PendingTarget> {
     let name = key_name(name_key);
     let at = name_key.span().start;
@@ -88,6 +89,21 @@ pub(crate) fn parse_target(
 
     // The kind decides which other keys are allowed, so read it first.
     let kind: Option<&'static Kind> = match table.get("kind") {
+        // An overlay of an inferred target keeps its kind.
+        None if base.is_some() => base.and_then(|b| find_kind(&b.kind)),
+        Some(kv) if base.is_some_and(|b| kv.get_ref().as_str() != Some(b.kind.as_str())) => {
+            let b = base.map_or("", |b| b.kind.as_str());
+            cx.diags.push(
+                cx.src
+                    .error(
+                        kv.span().start,
+                        "overlay-kind",
+                        format!("target `{name}` is inferred with kind `{b}`; an overlay cannot change its kind"),
+                    )
+                    .help(format!("drop `kind`, or leave the inferred target out with `[discover] exclude = [\"{name}\"]` and declare it anew under another name")),
+            );
+            None
+        }
         None => {
             cx.diags.push(
                 cx.src
@@ -122,11 +138,12 @@ pub(crate) fn parse_target(
         },
     };
 
-    let mut path = None;
-    let mut description = None;
-    let mut tags = Vec::new();
+    let mut path = base.map(|b| b.path.clone());
+    let mut description = base.and_then(|b| b.description.clone());
+    let mut tags = base.map(|b| b.tags.clone()).unwrap_or_default();
     let mut target_deps = Vec::new();
-    let mut fields: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    let mut fields: BTreeMap<String, serde_json::Value> =
+        base.map(|b| b.fields.clone()).unwrap_or_default();
     let mut cap_tables = None;
     let mut evaluator = None;
     for (k, val) in table.iter() {
@@ -239,7 +256,11 @@ pub(crate) fn parse_target(
 
     // Kind defaults first, then manifest capabilities override/extend them.
     // A target that only uses its kind's capabilities shares the kind's list.
-    let mut capabilities: Arc<[Capability]> = cx.shared.kind_capabilities(kind, settings);
+    // An overlay starts from what discovery inferred instead.
+    let mut capabilities: Arc<[Capability]> = match base {
+        Some(b) => b.capabilities.clone(),
+        None => cx.shared.kind_capabilities(kind, settings),
+    };
     // Left empty (no allocation) when the manifest declares no capability.
     let mut cap_deps: Vec<Vec<DepRef>> = Vec::new();
     if let Some(ct) = cap_tables {
@@ -273,6 +294,11 @@ pub(crate) fn parse_target(
             fields,
             evaluator,
             capabilities,
+            inference: base.and_then(|b| b.inference.as_ref()).map(|i| {
+                let mut i = (**i).clone();
+                i.overlay = Some((file, at));
+                Arc::new(i)
+            }),
             file,
             offset: at,
         },
@@ -492,7 +518,10 @@ fn parse_capability(
     let (mut cap, mut deps) = match pos {
         Ok(i) => {
             let mut cap = caps.remove(i);
-            cap.origin = Origin::KindAndManifest;
+            cap.origin = match cap.origin {
+                Origin::Inferred | Origin::InferredAndManifest => Origin::InferredAndManifest,
+                _ => Origin::KindAndManifest,
+            };
             (cap, cap_deps.remove(i))
         }
         Err(_) => (
