@@ -146,10 +146,21 @@ fn manifest_schema() -> Value {
                     "pass-env": pass_env
                 }
             },
+            "discover": {
+                "type": "object",
+                "additionalProperties": false,
+                "description": "Targets inferred from the workspace's own manifests (Cargo.toml, package.json workspaces, pnpm-workspace.yaml, pyproject.toml, go.work, go.mod); root once.toml only",
+                "properties": {
+                    "enabled": { "type": "boolean", "default": true, "description": "false: only the targets once.toml files declare" },
+                    "ecosystems": { "type": "array", "items": { "enum": ["cargo", "javascript", "python", "go"] }, "description": "The ecosystems whose manifests are read; default all" },
+                    "exclude": { "type": "array", "items": { "type": "string" }, "description": "Globs of inferred target names to leave out" }
+                }
+            },
             "targets": {
                 "type": "object",
                 "propertyNames": { "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$" },
-                "additionalProperties": { "type": "object", "required": ["kind"], "additionalProperties": false, "properties": target_props }
+                "description": "Targets; one named like an inferred target overlays it: `kind` may then be omitted, fields and capabilities change it by name",
+                "additionalProperties": { "type": "object", "additionalProperties": false, "properties": target_props }
             }
         }
     })
