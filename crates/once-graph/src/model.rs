@@ -89,6 +89,9 @@ pub struct Capability {
     pub deadline: Duration,
     /// Globs of the caller's variables it needs: passed in strict mode, keyed in every mode.
     pub pass_env: Arc<[String]>,
+    /// A dotenv file (relative to the target folder) whose variables the command gets, under
+    /// the declared `env`; read when the action is planned, keyed by hash, never recorded.
+    pub env_file: Option<Arc<str>>,
     /// Whether a result may be recorded and replayed (`cache = false` says never).
     pub cache: bool,
     /// Whether it runs until stopped (a server): no deadline, never cached.

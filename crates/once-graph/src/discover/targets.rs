@@ -139,6 +139,7 @@ pub(crate) fn to_target(
                         env: BTreeMap::new(),
                         deadline: settings.default_deadline,
                         pass_env: Arc::new([]),
+                        env_file: None,
                         cache: true,
                         persistent: false,
                         origin: Origin::Inferred,

@@ -37,6 +37,8 @@
 //! env = { KEY = "value" }
 //! deadline = "2m"              # 500ms, 90s, 5m, 1h30m, 1d
 //! pass-env = ["AWS_*"]         # added to the workspace's `pass-env` for this capability
+//! env-file = ".env"            # dotenv file (relative to the target folder): its variables,
+//!                              # under `env`; keyed by hash, never logged nor recorded
 //! cache = false                # always run, never replay nor record (deploys)
 //! persistent = true            # a server: no deadline, never cached, runs until stopped
 //! deps = ["t:cap", ":cap", "t"]

@@ -60,6 +60,7 @@ const CAP_KEYS: &[&str] = &[
     "deps",
     "params",
     "pass-env",
+    "env-file",
     "cache",
     "persistent",
 ];
@@ -536,6 +537,7 @@ fn parse_capability(
                 env: BTreeMap::new(),
                 deadline: settings.default_deadline,
                 pass_env: Arc::new([]),
+                env_file: None,
                 cache: true,
                 persistent: false,
                 origin: Origin::Manifest,
@@ -617,6 +619,24 @@ fn parse_capability(
             "pass-env" => {
                 if let Some(globs) = env_globs(cx, v, format_args!("`pass-env` of {ctx}")) {
                     cap.pass_env = globs.into();
+                }
+            }
+            "env-file" => {
+                if let Some(file) = cx.string(v, format_args!("`env-file` of {ctx}")) {
+                    if join_path("", file).is_ok_and(|p| p != ".") {
+                        cap.env_file = Some(Arc::from(file));
+                    } else {
+                        cx.diags.push(
+                            cx.src
+                                .error(
+                                    v.span().start,
+                                    "bad-env-file",
+                                    format!("`env-file` of {ctx} must name a file inside the target folder's tree"),
+                                )
+                                .expected("a relative path like `.env` or `config/dev.env`")
+                                .found(format!("`{file}`")),
+                        );
+                    }
                 }
             }
             "cache" => {

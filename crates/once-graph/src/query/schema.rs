@@ -97,6 +97,7 @@ fn manifest_schema() -> Value {
             "deps": { "type": "array", "items": { "type": "string" }, "description": "`target:cap`, `:cap` (same target) or `target` (same capability)" },
             "params": { "type": "object", "additionalProperties": param },
             "pass-env": pass_env.clone(),
+            "env-file": { "type": "string", "description": "A dotenv file relative to the target folder (`KEY=value` lines); its variables reach the command under `env`, keyed by a hash of their values, never logged" },
             "cache": { "type": "boolean", "default": true, "description": "false: always run, never replay nor record the result (a deploy)" },
             "persistent": { "type": "boolean", "default": false, "description": "A server: no deadline (not allowed with `deadline`), never cached, runs until stopped" }
         }

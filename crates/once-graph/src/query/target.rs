@@ -62,6 +62,8 @@ pub struct CapabilityDetail {
     pub deadline_ms: u64,
     /// Globs of the caller's variables it needs (the workspace's and its own).
     pub pass_env: Vec<String>,
+    /// A dotenv file (relative to the target folder) whose variables it gets.
+    pub env_file: Option<String>,
     /// Whether a success may be recorded and replayed.
     pub cache: bool,
     /// Whether it runs until stopped (a server or watcher).
@@ -215,6 +217,7 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
                     .chain(c.pass_env.iter())
                     .cloned()
                     .collect(),
+                env_file: c.env_file.as_deref().map(str::to_string),
                 cache: c.cache && !c.persistent,
                 persistent: c.persistent,
                 origin: c.origin,
@@ -306,6 +309,12 @@ pub(crate) fn output_schema() -> Value {
                 strings(
                     "Globs of the caller's variables it needs: passed in strict mode, keyed always",
                 ),
+            ),
+            (
+                "env_file",
+                nullable(string(
+                    "A dotenv file, relative to the target folder, whose variables it gets",
+                )),
             ),
             (
                 "cache",
