@@ -255,7 +255,7 @@ impl Workspace {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default()
         });
-        overlay_inferred(&mut pending, bases, &mut shared);
+        overlay_inferred(&mut pending, &declared, bases, &mut shared);
         let (targets, graph) = resolve(pending, &declared, &files, &shared, &mut diags);
 
         // Deterministic order: by file (root first), then position.
@@ -396,16 +396,17 @@ fn infer_targets(
     (Bases { targets }, Some(reader))
 }
 
-/// Adds the inferred targets no manifest overlays to `pending`, then decides which inferred
-/// edges order actions (those closing a cycle do not).
-fn overlay_inferred(pending: &mut Vec<PendingTarget>, bases: Bases, shared: &mut Shared) {
-    let overlaid: std::collections::HashSet<String> = pending
-        .iter()
-        .filter(|p| p.target.inference.is_some())
-        .map(|p| p.target.name.clone())
-        .collect();
+/// Adds the inferred targets no manifest declares (to overlay or to replace them) to `pending`,
+/// then decides which inferred edges order actions (those closing a cycle do not).
+fn overlay_inferred(
+    pending: &mut Vec<PendingTarget>,
+    declared: &[String],
+    bases: Bases,
+    shared: &mut Shared,
+) {
+    let declared: std::collections::HashSet<&str> = declared.iter().map(String::as_str).collect();
     for target in bases.targets {
-        if overlaid.contains(&target.name) {
+        if declared.contains(target.name.as_str()) {
             continue;
         }
         let name_id = shared.text_id(&target.name).1;

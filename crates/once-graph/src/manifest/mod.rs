@@ -21,7 +21,8 @@
 //! exclude = ["bench-*"]        # inferred target names (globs) to leave out
 //!
 //! [targets.NAME]
-//! kind = "cargo-package"       # required, unless NAME is an inferred target this overlays
+//! kind = "cargo-package"       # required, unless NAME is an inferred target this overlays;
+//!                              # another kind than the inferred one replaces that target
 //! path = "crates/core"         # target folder relative to this manifest's folder; default "."
 //! description = "…"            # optional
 //! tags = ["backend"]           # optional

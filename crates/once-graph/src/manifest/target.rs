@@ -88,23 +88,17 @@ pub(crate) fn parse_target(
     }
     let table = cx.table(v, format_args!("target `{name}`"))?;
 
+    // A target declared with another kind than the inferred one of its name replaces it whole:
+    // the declaration says what the target is. Without `kind`, or with the same, it overlays.
+    let base = base.filter(|b| {
+        table
+            .get("kind")
+            .is_none_or(|kv| kv.get_ref().as_str() == Some(b.kind.as_str()))
+    });
     // The kind decides which other keys are allowed, so read it first.
     let kind: Option<&'static Kind> = match table.get("kind") {
         // An overlay of an inferred target keeps its kind.
         None if base.is_some() => base.and_then(|b| find_kind(&b.kind)),
-        Some(kv) if base.is_some_and(|b| kv.get_ref().as_str() != Some(b.kind.as_str())) => {
-            let b = base.map_or("", |b| b.kind.as_str());
-            cx.diags.push(
-                cx.src
-                    .error(
-                        kv.span().start,
-                        "overlay-kind",
-                        format!("target `{name}` is inferred with kind `{b}`; an overlay cannot change its kind"),
-                    )
-                    .help(format!("drop `kind`, or leave the inferred target out with `[discover] exclude = [\"{name}\"]` and declare it anew under another name")),
-            );
-            None
-        }
         None => {
             cx.diags.push(
                 cx.src

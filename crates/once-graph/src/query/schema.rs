@@ -160,7 +160,7 @@ fn manifest_schema() -> Value {
             "targets": {
                 "type": "object",
                 "propertyNames": { "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$" },
-                "description": "Targets; one named like an inferred target overlays it: `kind` may then be omitted, fields and capabilities change it by name",
+                "description": "Targets; one named like an inferred target overlays it (`kind` omitted or the same: fields and capabilities change it by name) or, with another `kind`, replaces it",
                 "additionalProperties": { "type": "object", "additionalProperties": false, "properties": target_props }
             }
         }
