@@ -22,6 +22,7 @@ Prints one line per check and ends with `N passed, N failed`; exits 1 on any fai
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import time
@@ -35,7 +36,8 @@ from mcp.client import session as session_module
 from mcp.shared.exceptions import MCPError
 
 HERE = Path(__file__).resolve().parent
-TABLE: dict[str, Any] = json.loads((HERE / "calls.json").read_text())
+# calls.json, or the table ONCE_INTEROP_CALLS names (a file in this folder) for another workspace.
+TABLE: dict[str, Any] = json.loads((HERE / os.environ.get("ONCE_INTEROP_CALLS", "calls.json")).read_text())
 REQUEST_S = 30
 PROMPT_CONNECT_S = 5.0
 

@@ -8,14 +8,17 @@
 #   ts_client.mjs   the TypeScript SDK's Client over StdioClientTransport
 #   py_client.py    the Python SDK's ClientSession over stdio_client, then mcp.Client in "auto" mode
 #   inspector.mjs   the MCP Inspector v2's CLI, one invocation per call
-# against the workspace examples/starter. Needs scripts/install-test-deps first (scripts/test runs it).
+# against the workspace examples/starter (with a once.toml), then with calls-discovered.json against
+# examples/discovered, which has none: its graph is what its Cargo.toml and package.json files say.
+# Needs scripts/install-test-deps first (scripts/test runs it).
 # Exits non-zero if any check failed or any client did not finish.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 here="$root/tests/interop"
 binary="${1:-$root/target/debug/once}"
-workspace="$root/examples/starter"
+# Pairs of call table and workspace.
+tables=("calls.json:$root/examples/starter" "calls-discovered.json:$root/examples/discovered")
 python="$root/target/interop/venv/bin/python"
 
 # The clients hand the server only a few environment variables and their own working directory, so
@@ -32,10 +35,13 @@ if [ ! -d "$here/node_modules" ] || [ ! -x "$python" ]; then
     exit 1
 fi
 
-echo "interop: $binary --workspace $workspace mcp"
 passed=0
 failed=0
 summary=()
+for pair in "${tables[@]}"; do
+table="${pair%%:*}"
+workspace="${pair#*:}"
+echo "interop: $binary --workspace $workspace mcp, calls from $table"
 for client in ts_client.mjs py_client.py inspector.mjs; do
     case "$client" in
         *.py) cmd=("$python" "$here/$client") ;;
@@ -44,7 +50,7 @@ for client in ts_client.mjs py_client.py inspector.mjs; do
     echo "--- $client"
     out="$(mktemp)"
     # No stdin for the clients (as in CI), and the output is shown as it comes.
-    "${cmd[@]}" "$binary" "$workspace" </dev/null 2>&1 | tee "$out"
+    ONCE_INTEROP_CALLS="$table" "${cmd[@]}" "$binary" "$workspace" </dev/null 2>&1 | tee "$out"
     status="${PIPESTATUS[0]}"
     last="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)"
     rm -f "$out"
@@ -52,7 +58,7 @@ for client in ts_client.mjs py_client.py inspector.mjs; do
         # The client died before its summary: count that as one failure.
         echo "interop: $client exited with status $status and no summary"
         failed=$((failed + 1))
-        summary+=("$client: no summary (exit $status)")
+        summary+=("$client ($table): no summary (exit $status)")
         continue
     fi
     p="${last%% passed*}"
@@ -64,7 +70,8 @@ for client in ts_client.mjs py_client.py inspector.mjs; do
         failed=$((failed + 1))
         last="$last, but exit status $status"
     fi
-    summary+=("$client: $last")
+    summary+=("$client ($table): $last")
+done
 done
 
 echo "--- interop summary"

@@ -1,0 +1,3 @@
+fn main() {
+    println!("{}", shapes::rectangle(4, 5));
+}
