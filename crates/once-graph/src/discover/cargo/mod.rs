@@ -25,6 +25,10 @@ use self::commands::{Selection, capabilities, plain_word};
 use self::deps::{Dep, Source, dependencies, source};
 use super::{Ecosystem, Edge, Inferred, Reader, target_name};
 
+/// The addresses of crates.io's index, which a `[patch]` table may use instead of its name.
+const CRATES_IO_GIT: &str = "https://github.com/rust-lang/crates.io-index";
+const CRATES_IO_SPARSE: &str = "sparse+https://index.crates.io/";
+
 /// What the root manifest says about the whole workspace.
 #[derive(Debug, Default)]
 struct Root {
@@ -142,8 +146,13 @@ fn read_root(file: usize, doc: &DeTable<'_>) -> Root {
                     continue;
                 };
                 let name = name_of(key.get_ref(), value.get_ref());
+                let registry = match registry.get_ref().as_ref() {
+                    // crates.io may be named by its index's address too.
+                    CRATES_IO_GIT | CRATES_IO_SPARSE => "crates-io",
+                    other => other,
+                };
                 root.patches
-                    .insert((registry.get_ref().to_string(), name), join(".", &path));
+                    .insert((registry.to_string(), name), join(".", &path));
             }
         }
     }

@@ -261,7 +261,8 @@ fn every_dependency_form_that_reaches_a_member_is_an_edge() {
             "Cargo.toml",
             "[workspace]\nmembers = [\"crates/*\", \"./tools/x/\"]\n\
              [workspace.dependencies]\nb = { path = \"crates/b\" }\nrenamed-c = { package = \"c\", path = \"crates/c\" }\n\
-             d = \"1\"\n[patch.crates-io]\nd = { path = \"crates/d\" }\n",
+             d = \"1\"\n[patch.crates-io]\nd = { path = \"crates/d\" }\n\
+             [patch.\"https://github.com/rust-lang/crates.io-index\"]\nreal-f = { path = \"crates/f\" }\n",
         ),
         (
             "crates/a/Cargo.toml",
@@ -276,8 +277,15 @@ fn every_dependency_form_that_reaches_a_member_is_an_edge() {
             "crates/b/Cargo.toml",
             &pkg("b", "[dev-dependencies]\na = { path = \"../a\" }\n"),
         ),
-        ("crates/c/Cargo.toml", &pkg("c", "")),
+        (
+            "crates/c/Cargo.toml",
+            &pkg(
+                "c",
+                "[dependencies]\nf = { package = \"real-f\", version = \"1\" }\n",
+            ),
+        ),
         ("crates/d/Cargo.toml", &pkg("d", "")),
+        ("crates/f/Cargo.toml", &pkg("real-f", "")),
         (
             "tools/x/Cargo.toml",
             &pkg("tool-x", "[dependencies]\nd = { workspace = true }\n"),
@@ -298,8 +306,9 @@ fn every_dependency_form_that_reaches_a_member_is_an_edge() {
                 ]
             ),
             ("b".into(), "crates/b".into(), vec!["a/dev".into()]),
-            ("c".into(), "crates/c".into(), vec![]),
+            ("c".into(), "crates/c".into(), vec!["real-f/normal".into()]),
             ("d".into(), "crates/d".into(), vec![]),
+            ("real-f".into(), "crates/f".into(), vec![]),
             ("tool-x".into(), "tools/x".into(), vec!["d/normal".into()]),
         ]
     );
