@@ -1,0 +1,76 @@
+//! The commands a discovered Cargo package runs, chosen so that each acts on that package
+//! alone without naming it where naming it could be ambiguous.
+//!
+//! Cargo picks the package whose `Cargo.toml` is in the folder a command runs in, and every
+//! capability runs in its target's folder, so a member's commands need no `-p`. The one
+//! exception is a package at the root of its own workspace: there `cargo fmt` formats every
+//! member, and when the workspace sets `default-members` the other commands act on those
+//! instead. Only then does the package name itself: `cargo fmt -p NAME` (which matches
+//! workspace members only) and `-p NAME@VERSION` for the others (which a registry package of
+//! the same name cannot also match unless it has the same version). `cargo clippy` also lints
+//! the members a package depends on by path unless told `--no-deps`, so a dependency's warning
+//! would fail its dependent's lint too: each package's lint reports its own code only. Commands
+//! must never change the machine: no `rustup`, no `cargo install`.
+
+use super::super::InferredCapability;
+
+/// How a package must be selected from its own folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Selection {
+    /// The folder's own manifest selects it for every command.
+    Folder,
+    /// The workspace root's own package: `cargo fmt` needs its name, and so do the others
+    /// when `spec` is set (the workspace has `default-members`).
+    Root { name: String, spec: Option<String> },
+}
+
+/// The five capabilities of the `cargo-package` kind, as commands for `selection`.
+pub(super) fn capabilities(selection: &Selection) -> Vec<InferredCapability> {
+    let (fmt, pick) = match selection {
+        Selection::Folder => (String::new(), String::new()),
+        Selection::Root { name, spec } => (
+            format!(" -p {name}"),
+            spec.as_ref()
+                .map(|s| format!(" -p {s}"))
+                .unwrap_or_default(),
+        ),
+    };
+    let cap = |name: &str, command: String, description: &str| InferredCapability {
+        name: name.to_string(),
+        command,
+        description: description.to_string(),
+        persistent: false,
+    };
+    vec![
+        cap(
+            "build",
+            format!("cargo build{pick} {{release}}"),
+            "Compile the package",
+        ),
+        cap(
+            "check",
+            format!("cargo check{pick}"),
+            "Type-check the package",
+        ),
+        cap("fmt", format!("cargo fmt{fmt}"), "Format the sources"),
+        cap(
+            "lint",
+            format!("cargo clippy{pick} --no-deps -- -D warnings"),
+            "Lint with clippy, warnings are errors",
+        ),
+        cap(
+            "test",
+            format!("cargo test{pick} {{filter}}"),
+            "Run the package's tests",
+        ),
+    ]
+}
+
+/// Whether `word` can stand in a command unquoted and outside any template placeholder:
+/// Cargo's own package names and versions always can.
+pub(super) fn plain_word(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+' | '@'))
+}
