@@ -186,6 +186,10 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         position[i] = p;
     }
     let written = Written::new(targets);
+    let with_unordered = source_adjacency(ws);
+    let adjacency = with_unordered
+        .as_deref()
+        .unwrap_or(ws.graph().target_adjacency());
     let mut memo = HashMap::new();
     let mut steps: Vec<Step> = Vec::with_capacity(order.len());
     for &i in &order {
@@ -227,7 +231,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             inputs: Arc::clone(&capability.inputs),
             outputs: Arc::clone(&capability.outputs),
             written: written.inside(&target.path, t, Some(c)),
-            upstream: upstream(ws, &written, &mut memo, t, &capability.name),
+            upstream: upstream(ws, adjacency, &written, &mut memo, t, &capability.name),
             params: values,
             deps,
             requested,
@@ -310,6 +314,7 @@ impl Written {
 /// dependency's sources are built once per capability name and then shared (`memo`).
 fn upstream(
     ws: &Workspace,
+    adjacency: &[Vec<u32>],
     written: &Written,
     memo: &mut HashMap<(usize, Option<usize>), Arc<Upstream>>,
     t: usize,
@@ -319,7 +324,7 @@ fn upstream(
     let Ok(start) = u32::try_from(t) else {
         return Vec::new();
     };
-    let mut reached: Vec<u32> = reach(ws.graph().target_adjacency(), start, true)
+    let mut reached: Vec<u32> = reach(adjacency, start, true)
         .into_iter()
         .map(|(d, _)| d)
         .collect();
@@ -350,6 +355,34 @@ fn upstream(
         sources.push(Arc::clone(source));
     }
     sources
+}
+
+/// The edges whose sources reach a dependent's key: the graph's, plus the inferred edges that
+/// order nothing because they would close a cycle (a test-only dependency back on a dependent
+/// still changes what the dependent's tests see). `None` when there are none of those.
+fn source_adjacency(ws: &Workspace) -> Option<Vec<Vec<u32>>> {
+    let targets = ws.targets();
+    let unordered = |t: &Target| {
+        t.inference
+            .as_ref()
+            .is_some_and(|i| !i.unordered.is_empty())
+    };
+    if !targets.iter().any(unordered) {
+        return None;
+    }
+    let mut adjacency = ws.graph().target_adjacency().to_vec();
+    for (from, target) in targets.iter().enumerate() {
+        let Some(inference) = &target.inference else {
+            continue;
+        };
+        for (to, _) in &inference.unordered {
+            let found = targets.binary_search_by(|t| t.name.as_str().cmp(to));
+            if let (Ok(to), Some(edges)) = (found, adjacency.get_mut(from)) {
+                edges.push(u32::try_from(to).unwrap_or(u32::MAX));
+            }
+        }
+    }
+    Some(adjacency)
 }
 
 /// The workspace's globs, then the capability's; shared when the capability adds none.

@@ -74,3 +74,186 @@ fn workspace_flag_takes_a_folder_without_once_toml() {
     assert_eq!(run.code(), 0, "{}", run.transcript());
     assert_eq!(run.json()["counts"]["targets"], 0);
 }
+
+/// A Cargo workspace of two crates, `app` depending on `shapes` by path.
+fn cargo_workspace() -> Test {
+    Test::new()
+        .file(
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"crates/*\"]\nresolver = \"2\"\n",
+        )
+        .file(
+            "crates/shapes/Cargo.toml",
+            "[package]\nname = \"shapes\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        )
+        .file("crates/shapes/src/lib.rs", "")
+        .file(
+            "crates/app/Cargo.toml",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dev-dependencies]\nshapes = { path = \"../shapes\" }\n",
+        )
+        .file("crates/app/src/lib.rs", "")
+}
+
+#[test]
+fn an_inferred_target_says_where_it_comes_from_and_what_each_edge_is_for() {
+    let run = cargo_workspace().args(["query", "target", "app"]).run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let target = run.json();
+    assert_eq!(target["kind"], "cargo-package");
+    assert_eq!(target["path"], "crates/app");
+    assert_eq!(
+        target["inferred"],
+        json!({
+            "ecosystem": "cargo",
+            "manifest": {"file": "crates/app/Cargo.toml", "line": 2},
+            "overlay": null,
+            "edges": [{"target": "shapes", "kind": "dev", "orders": true}],
+            "edges_total": 1
+        })
+    );
+    assert_eq!(target["deps"], json!(["shapes"]));
+    let test = target["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "test")
+        .unwrap()
+        .clone();
+    assert_eq!(test["origin"], "inferred");
+}
+
+#[test]
+fn once_toml_overlays_excludes_and_replaces_inferred_targets() {
+    let test = cargo_workspace().manifest(
+        r#"
+[targets.app]
+tags = ["cli"]
+[targets.app.capabilities.test]
+deadline = "5m"
+
+[targets.shapes]
+kind = "command"
+[targets.shapes.capabilities.build]
+command = "true"
+"#,
+    );
+    let root = test.root().to_path_buf();
+    let run = test.args(["query", "target", "app"]).run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let app = run.json();
+    assert_eq!(app["tags"], json!(["cli"]));
+    assert_eq!(app["manifest"], json!({"file": "once.toml", "line": 2}));
+    assert_eq!(
+        app["inferred"]["overlay"],
+        json!({"file": "once.toml", "line": 2})
+    );
+    let test_cap = app["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "test")
+        .unwrap()
+        .clone();
+    assert_eq!(test_cap["origin"], "inferred+manifest");
+    assert_eq!(test_cap["deadline_ms"], 300_000);
+    assert_eq!(test_cap["command"], "cargo test {filter}");
+    // Declared with another kind, `shapes` is the once.toml's target, not the inferred one.
+    let shapes = Command::new(once_binary())
+        .args(["query", "target", "shapes"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let shapes: serde_json::Value = serde_json::from_slice(&shapes.stdout).unwrap();
+    assert_eq!(shapes["kind"], "command");
+    assert_eq!(shapes["inferred"], serde_json::Value::Null);
+
+    // Excluded, it is gone, and so is the edge to it.
+    std::fs::write(
+        root.join("once.toml"),
+        "[discover]\nexclude = [\"shap*\"]\n",
+    )
+    .unwrap();
+    let targets = Command::new(once_binary())
+        .args(["query", "targets"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let targets: serde_json::Value = serde_json::from_slice(&targets.stdout).unwrap();
+    assert_eq!(targets["total"], 1, "{targets}");
+    let app = Command::new(once_binary())
+        .args(["query", "target", "app"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let app: serde_json::Value = serde_json::from_slice(&app.stdout).unwrap();
+    assert_eq!(app["deps"], json!([]));
+
+    // Turned off, only once.toml's targets remain: none.
+    std::fs::write(root.join("once.toml"), "[discover]\nenabled = false\n").unwrap();
+    let targets = Command::new(once_binary())
+        .args(["query", "targets"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let targets: serde_json::Value = serde_json::from_slice(&targets.stdout).unwrap();
+    assert_eq!(targets["total"], 0, "{targets}");
+}
+
+#[test]
+fn mcp_follows_cargo_manifests_a_new_member_and_a_new_edge() {
+    let test = cargo_workspace();
+    let mut command = Command::new(once_binary());
+    command
+        .arg("mcp")
+        .current_dir(test.root().join("crates/app"));
+    let mut server = Mcp::from_command(command);
+    server.initialize();
+    let targets = server.call(1, "once_query_targets", json!({}));
+    assert_eq!(
+        targets["result"]["structuredContent"]["result"]["total"], 2,
+        "{targets}"
+    );
+    // A new member folder: the members glob matches it now.
+    std::fs::create_dir_all(test.root().join("crates/cli/src")).unwrap();
+    std::fs::write(test.root().join("crates/cli/src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(
+        test.root().join("crates/cli/Cargo.toml"),
+        "[package]\nname = \"cli\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\napp = { path = \"../app\" }\n",
+    )
+    .unwrap();
+    let cli = server.call(2, "once_query_target", json!({"name": "cli"}));
+    assert_eq!(
+        cli["result"]["structuredContent"]["result"]["deps"],
+        json!(["app"]),
+        "{cli}"
+    );
+    // An edit of a member's manifest: a new edge, which closes a cycle shapes → cli → app →
+    // shapes. Legal in Cargo (app needs shapes only for its tests); the weakest edge, app's
+    // dev-dependency, is kept on record but orders nothing.
+    std::fs::write(
+        test.root().join("crates/shapes/Cargo.toml"),
+        "[package]\nname = \"shapes\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\ncli = { path = \"../cli\" }\n",
+    )
+    .unwrap();
+    let shapes = server.call(3, "once_query_target", json!({"name": "shapes"}));
+    let inferred = &shapes["result"]["structuredContent"]["result"]["inferred"];
+    assert_eq!(
+        inferred["edges"],
+        json!([{"target": "cli", "kind": "build", "orders": true}]),
+        "{shapes}"
+    );
+    let app = server.call(4, "once_query_target", json!({"name": "app"}));
+    let result = &app["result"]["structuredContent"]["result"];
+    assert_eq!(
+        result["inferred"]["edges"],
+        json!([{"target": "shapes", "kind": "dev", "orders": false}]),
+        "{app}"
+    );
+    assert_eq!(result["deps"], json!([]), "{app}");
+    let check = server.call(5, "once_query_workspace", json!({}));
+    let diagnostics = &check["result"]["structuredContent"]["result"]["diagnostics"];
+    assert!(
+        !diagnostics.to_string().contains("cycle"),
+        "a legal Cargo graph is no cycle error: {check}"
+    );
+}

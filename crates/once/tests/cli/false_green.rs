@@ -361,3 +361,137 @@ env = { PYTHONPATH = "../lib" }
         ],
     );
 }
+
+/// With no once.toml at all, Cargo's own manifests give the edge: a dependency declared only as a
+/// path in `Cargo.toml` reaches its dependent's key, so a change that breaks the dependent's tests
+/// re-runs them, and they fail as `cargo test` does.
+#[test]
+fn an_inferred_cargo_path_dependency_reruns_and_fails_where_cargo_fails() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(
+        root,
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"crates/*\"]\nresolver = \"2\"\n",
+    );
+    write(
+        root,
+        "crates/a/Cargo.toml",
+        "[package]\nname = \"a\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(
+        root,
+        "crates/a/src/lib.rs",
+        "pub fn v() -> i32 {\n    1\n}\n",
+    );
+    write(
+        root,
+        "crates/c/Cargo.toml",
+        "[package]\nname = \"c\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\na = { path = \"../a\" }\n",
+    );
+    write(
+        root,
+        "crates/c/src/lib.rs",
+        "#[test]\nfn uses_a() {\n    assert_eq!(a::v(), 1);\n}\n",
+    );
+    let env = [
+        (
+            "CARGO_TARGET_DIR",
+            root.join("target").display().to_string(),
+        ),
+        ("RUSTUP_AUTO_INSTALL", "0".to_owned()),
+        ("CARGO_NET_OFFLINE", "true".to_owned()),
+    ];
+    // Cargo writes a missing lockfile on its first run: a change of an input, which a second run
+    // rightly notices. Written first, as a repository has it.
+    let lock = Command::new("cargo")
+        .args(["generate-lockfile", "--offline"])
+        .current_dir(root)
+        .envs(env.iter().map(|(n, v)| (n, v)))
+        .output()
+        .expect("runs cargo");
+    assert!(lock.status.success(), "{lock:?}");
+    let check = Command::new(once_binary())
+        .args(["query", "target", "c"])
+        .current_dir(root)
+        .output()
+        .expect("runs once");
+    let target: Value = serde_json::from_slice(&check.stdout).expect("a target");
+    assert_eq!(
+        target["inferred"]["manifest"]["file"],
+        "crates/c/Cargo.toml"
+    );
+    assert_eq!(target["deps"], serde_json::json!(["a"]));
+    table(
+        "cargo, inferred",
+        root,
+        "c:test",
+        &env,
+        &[Change {
+            what: "path dependency source (a)",
+            path: "crates/a/src/lib.rs",
+            edit: &|text| text.replace('1', "2"),
+            fails: Some(true),
+        }],
+    );
+}
+
+/// A dev-dependency back on a dependent (legal in Cargo: `a`'s tests use `b`, which depends on
+/// `a`) orders nothing, or the graph would have a cycle; its sources still reach `a:test`'s key.
+#[test]
+fn a_dev_dependency_cycle_still_reaches_the_tests_key() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(
+        root,
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"a\", \"b\"]\nresolver = \"2\"\n",
+    );
+    write(
+        root,
+        "a/Cargo.toml",
+        "[package]\nname = \"a\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dev-dependencies]\nb = { path = \"../b\" }\n",
+    );
+    write(
+        root,
+        "a/src/lib.rs",
+        "pub fn v() -> i32 {\n    1\n}\n\n#[test]\nfn b_doubles() {\n    assert_eq!(b::twice(), 2);\n}\n",
+    );
+    write(
+        root,
+        "b/Cargo.toml",
+        "[package]\nname = \"b\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\na = { path = \"../a\" }\n",
+    );
+    write(
+        root,
+        "b/src/lib.rs",
+        "pub fn twice() -> i32 {\n    a::v() * 2\n}\n",
+    );
+    let env = [
+        (
+            "CARGO_TARGET_DIR",
+            root.join("target").display().to_string(),
+        ),
+        ("RUSTUP_AUTO_INSTALL", "0".to_owned()),
+        ("CARGO_NET_OFFLINE", "true".to_owned()),
+    ];
+    let lock = Command::new("cargo")
+        .args(["generate-lockfile", "--offline"])
+        .current_dir(root)
+        .envs(env.iter().map(|(n, v)| (n, v)))
+        .output()
+        .expect("runs cargo");
+    assert!(lock.status.success(), "{lock:?}");
+    table(
+        "cargo, dev cycle",
+        root,
+        "a:test",
+        &env,
+        &[Change {
+            what: "dev-dependency source (b)",
+            path: "b/src/lib.rs",
+            edit: &|text| text.replace("* 2", "* 3"),
+            fails: Some(true),
+        }],
+    );
+}
