@@ -20,7 +20,7 @@ pub enum Error {
     },
     /// No folder from `start` upwards holds a `once.toml`.
     #[error(
-        "no `once.toml` found in `{}` or any parent folder; create one with `once init` or pass `--workspace DIR`",
+        "no `once.toml` and no `Cargo.toml`, `package.json`, `pyproject.toml`, `go.work` or `go.mod` in `{}` or a parent folder of the repository; run `once init` here, or pass `--workspace DIR`",
         start.display()
     )]
     NoRoot {

@@ -384,6 +384,7 @@ fn build_kinds() -> Vec<Kind> {
                 env: Default::default(),
                 deadline: DEFAULT_DEADLINE,
                 pass_env: Arc::new([]),
+                env_file: None,
                 cache: true,
                 persistent: false,
                 origin: Origin::Kind,

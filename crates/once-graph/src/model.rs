@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::discover::{Ecosystem, EdgeKind};
 use crate::template::Template;
 
 /// The type of a capability parameter.
@@ -52,6 +53,12 @@ pub enum Origin {
     /// A kind default overridden or extended by the manifest.
     #[serde(rename = "kind+manifest")]
     KindAndManifest,
+    /// Inferred from the ecosystem's own manifest (a package's script, say).
+    #[serde(rename = "inferred")]
+    Inferred,
+    /// Inferred, then changed by a `once.toml` overlay.
+    #[serde(rename = "inferred+manifest")]
+    InferredAndManifest,
 }
 
 /// A resolved capability of a target.
@@ -82,6 +89,9 @@ pub struct Capability {
     pub deadline: Duration,
     /// Globs of the caller's variables it needs: passed in strict mode, keyed in every mode.
     pub pass_env: Arc<[String]>,
+    /// A dotenv file (relative to the target folder) whose variables the command gets, under
+    /// the declared `env`; read when the action is planned, keyed by hash, never recorded.
+    pub env_file: Option<Arc<str>>,
     /// Whether a result may be recorded and replayed (`cache = false` says never).
     pub cache: bool,
     /// Whether it runs until stopped (a server): no deadline, never cached.
@@ -147,10 +157,31 @@ pub struct Target {
     /// Capabilities sorted by name; shared with the kind's defaults (and every
     /// target using just those) unless the manifest changes them.
     pub capabilities: Arc<[Capability]>,
+    /// How discovery inferred it; `None` for a target only a `once.toml` declares.
+    pub inference: Option<Arc<Inference>>,
     /// Index of the manifest file that declares it.
     pub(crate) file: usize,
     /// Byte offset of the target's key in that file.
     pub(crate) offset: usize,
+}
+
+/// How discovery inferred a target from its ecosystem's manifests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inference {
+    /// The ecosystem whose manifest describes it.
+    pub ecosystem: Ecosystem,
+    /// Its dependencies inside the workspace, as the manifest states them, with what each is for.
+    /// Each one orders the dependent's capabilities after the dependency's, except those listed
+    /// in `unordered`.
+    pub edges: Vec<(String, EdgeKind)>,
+    /// The edges that would close a cycle (a test-only dependency back on a dependent, legal in
+    /// Cargo and npm): recorded, but not ordering anything.
+    pub unordered: Vec<(String, EdgeKind)>,
+    /// The manifest that describes it: its index among the workspace's files, and the byte
+    /// offset of what names the package.
+    pub(crate) source: (usize, usize),
+    /// Where a `once.toml` overlay changes it: the manifest and the byte offset of its table.
+    pub(crate) overlay: Option<(usize, usize)>,
 }
 
 impl Target {

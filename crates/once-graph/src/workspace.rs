@@ -12,8 +12,9 @@ use std::time::SystemTime;
 use once_fs::Stamp;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
+use crate::discover::{self, Listing, Reader};
 use crate::graph::{ActionId, Graph};
-use crate::manifest::{self, DepRef, PendingTarget, Settings, Shared};
+use crate::manifest::{self, Bases, DepRef, Overlay, PendingTarget, Settings, Shared};
 use crate::model::{Capability, EnvMode, Target};
 use crate::{Error, MANIFEST_FILE, suggest};
 
@@ -63,6 +64,11 @@ pub struct Workspace {
     pub(crate) manifests: Vec<ManifestRecord>,
     member_globs: Vec<String>,
     member_dirs: Vec<String>,
+    /// Manifests looked for and not found (`once.toml` at the root, a lockfile…): one appearing
+    /// makes the workspace stale.
+    absent: Vec<String>,
+    /// Folder globs discovery expanded, to expand again when checking staleness.
+    listings: Vec<Listing>,
     env_mode: EnvMode,
     pass_env: Arc<[String]>,
     /// Sorted by name.
@@ -72,8 +78,9 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// Walks up from `start` to the first folder holding `once.toml` and
-    /// returns it canonicalized.
+    /// The workspace root for `start`, canonicalized: the nearest folder upwards holding
+    /// `once.toml`; else the outermost one holding an ecosystem's manifest (`Cargo.toml`,
+    /// `package.json`, `pyproject.toml`, `go.work`, `go.mod`…) within the repository.
     pub fn discover(start: &Path) -> Result<PathBuf, Error> {
         let start_abs = std::fs::canonicalize(start).map_err(|source| Error::Io {
             path: start.to_path_buf(),
@@ -85,6 +92,9 @@ impl Workspace {
                 return Ok(d.to_path_buf());
             }
             dir = d.parent();
+        }
+        if let Some(root) = discover::outermost_root(&start_abs) {
+            return Ok(root);
         }
         Err(Error::NoRoot {
             start: start.to_path_buf(),
@@ -108,31 +118,76 @@ impl Workspace {
         let mut declared: Vec<String> = Vec::new();
         let mut shared = Shared::default();
 
+        // Discovery runs once the root's settings are known (they may turn it off); its
+        // manifests take the file slots right after the root's once.toml.
+        let mut reader: Option<Reader> = None;
+        let mut infer = |settings: &Settings, shared: &mut Shared, diags: &mut Vec<Diagnostic>| {
+            let (bases, used) = infer_targets(&root, settings, shared, diags);
+            reader = used;
+            bases
+        };
+
         let root_manifest = root.join(MANIFEST_FILE);
-        let (bytes, stamp) = read_limited(&root_manifest).map_err(|source| Error::Io {
-            path: root_manifest.clone(),
-            source,
-        })?;
-        manifests.push(ManifestRecord {
-            rel: MANIFEST_FILE.into(),
-            abs: root_manifest,
-            hash: blake3::hash(&bytes),
-            stamp: Mutex::new(stamp),
-        });
-        let settings = match decode(MANIFEST_FILE, bytes, &mut diags) {
-            Some(src) => {
-                let (settings, targets, names) =
-                    manifest::parse_file(&src, 0, "", None, &mut shared, &mut diags);
-                append(&mut pending, targets);
-                append(&mut declared, names);
-                files.push(src);
-                settings
+        let mut root_absent = false;
+        let (settings, bases) = match read_limited(&root_manifest) {
+            Ok((bytes, stamp)) => {
+                manifests.push(ManifestRecord {
+                    rel: MANIFEST_FILE.into(),
+                    abs: root_manifest,
+                    hash: blake3::hash(&bytes),
+                    stamp: Mutex::new(stamp),
+                });
+                match decode(MANIFEST_FILE, bytes, &mut diags) {
+                    Some(src) => {
+                        let (settings, targets, names, bases) = manifest::parse_file(
+                            &src,
+                            0,
+                            "",
+                            None,
+                            &mut shared,
+                            &mut diags,
+                            Overlay::Infer(&mut infer),
+                        );
+                        append(&mut pending, targets);
+                        append(&mut declared, names);
+                        files.push(src);
+                        (settings, bases.unwrap_or_default())
+                    }
+                    None => {
+                        files.push(SourceFile::new(MANIFEST_FILE.into(), String::new()));
+                        let settings = Settings::default();
+                        let bases = infer(&settings, &mut shared, &mut diags);
+                        (settings, bases)
+                    }
+                }
             }
-            None => {
+            // No once.toml: the workspace is what its ecosystems' manifests describe.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                root_absent = true;
                 files.push(SourceFile::new(MANIFEST_FILE.into(), String::new()));
-                Settings::default()
+                let settings = Settings::default();
+                let bases = infer(&settings, &mut shared, &mut diags);
+                (settings, bases)
+            }
+            Err(source) => {
+                return Err(Error::Io {
+                    path: root_manifest,
+                    source,
+                });
             }
         };
+        let (mut absent, listings) = match reader {
+            Some(r) => {
+                files.extend(r.files);
+                manifests.extend(r.records);
+                diags.extend(r.diagnostics);
+                (r.absent, r.listings)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        if root_absent {
+            absent.push(MANIFEST_FILE.to_string());
+        }
 
         let member_globs: Vec<String> = settings.members.iter().map(|(g, _)| g.clone()).collect();
         let (member_dirs, per_glob) = expand_members(&root, &member_globs);
@@ -180,13 +235,14 @@ impl Workspace {
                 stamp: Mutex::new(stamp),
             });
             if let Some(src) = decode(&rel, bytes, &mut diags) {
-                let (_, targets, names) = manifest::parse_file(
+                let (_, targets, names, _) = manifest::parse_file(
                     &src,
                     files.len(),
                     dir,
                     Some(&settings),
                     &mut shared,
                     &mut diags,
+                    Overlay::Ready(&bases),
                 );
                 append(&mut pending, targets);
                 append(&mut declared, names);
@@ -199,6 +255,7 @@ impl Workspace {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default()
         });
+        overlay_inferred(&mut pending, &declared, bases, &mut shared);
         let (targets, graph) = resolve(pending, &declared, &files, &shared, &mut diags);
 
         // Deterministic order: by file (root first), then position.
@@ -214,6 +271,8 @@ impl Workspace {
             manifests,
             member_globs,
             member_dirs,
+            absent,
+            listings,
             env_mode: settings.env_mode,
             pass_env: settings.pass_env.clone().into(),
             targets,
@@ -254,7 +313,10 @@ impl Workspace {
     /// parsed); member globs are re-expanded to catch added or removed members.
     pub fn is_stale(&self) -> bool {
         let changed = self.manifests.iter().any(ManifestRecord::changed);
-        changed || expand_members(&self.root, &self.member_globs).0 != self.member_dirs
+        changed
+            || self.absent.iter().any(|rel| self.root.join(rel).is_file())
+            || self.listings.iter().any(|l| l.changed(&self.root))
+            || expand_members(&self.root, &self.member_globs).0 != self.member_dirs
     }
 
     /// Reloads when stale; returns whether it did.
@@ -284,9 +346,96 @@ impl Workspace {
 
     /// `file` and 1-based `line` where a target is declared.
     pub(crate) fn target_location(&self, t: &Target) -> (String, u32) {
-        match self.files.get(t.file) {
-            Some(f) => (f.rel.clone(), f.locate(t.offset).0),
+        self.location(t.file, t.offset)
+    }
+
+    /// The path and 1-based line of byte `offset` in manifest `file`.
+    pub(crate) fn location(&self, file: usize, offset: usize) -> (String, u32) {
+        match self.files.get(file) {
+            Some(f) => (f.rel.clone(), f.locate(offset).0),
             None => (MANIFEST_FILE.into(), 1),
+        }
+    }
+}
+
+/// Infers the targets of the workspace at `root` as `settings` allow; returns them (sorted by
+/// name, their files numbered from 1, right after the root's once.toml) and the reader that
+/// read their manifests, `None` when discovery is off.
+fn infer_targets(
+    root: &Path,
+    settings: &Settings,
+    shared: &mut Shared,
+    diags: &mut Vec<Diagnostic>,
+) -> (Bases, Option<Reader>) {
+    if !settings.discover.enabled {
+        return (Bases::default(), None);
+    }
+    let mut reader = Reader::new(root);
+    let mut found = discover::infer(&mut reader, &settings.discover.ecosystems);
+    discover::settle_names(&mut found, &mut reader);
+    discover::exclude(&mut found, &settings.discover.exclude);
+    let mut targets = Vec::with_capacity(found.len());
+    let mut problems = Vec::new();
+    for inferred in found {
+        let (file, offset) = (inferred.file, inferred.offset);
+        match discover::to_target(inferred, file + 1, settings, shared, &mut problems) {
+            Some(t) => targets.push(t),
+            None => reader.warn(
+                file,
+                offset,
+                "unknown-inferred-kind",
+                "a package here was inferred with an unknown kind and left out".into(),
+            ),
+        }
+        for p in problems.drain(..) {
+            reader.warn(file, offset, "bad-inferred-command", p);
+        }
+    }
+    let _ = diags;
+    targets.sort_by(|a, b| a.name.cmp(&b.name));
+    (Bases { targets }, Some(reader))
+}
+
+/// Adds the inferred targets no manifest declares (to overlay or to replace them) to `pending`,
+/// then decides which inferred edges order actions (those closing a cycle do not).
+fn overlay_inferred(
+    pending: &mut Vec<PendingTarget>,
+    declared: &[String],
+    bases: Bases,
+    shared: &mut Shared,
+) {
+    let declared: std::collections::HashSet<&str> = declared.iter().map(String::as_str).collect();
+    for target in bases.targets {
+        if declared.contains(target.name.as_str()) {
+            continue;
+        }
+        let name_id = shared.text_id(&target.name).1;
+        pending.push(PendingTarget {
+            target,
+            name_id,
+            target_deps: Vec::new(),
+            cap_deps: Vec::new(),
+        });
+    }
+    let unordered = {
+        let view: Vec<(&Target, Vec<&str>)> = pending
+            .iter()
+            .map(|p| {
+                let deps = p.target_deps.iter().map(|d| &*d.text).collect();
+                (&p.target, deps)
+            })
+            .collect();
+        if view.iter().all(|(t, _)| t.inference.is_none()) {
+            return;
+        }
+        discover::unordered_edges(&view)
+    };
+    for (p, cut) in pending.iter_mut().zip(unordered) {
+        if cut.is_empty() {
+            continue;
+        }
+        if let Some(inference) = p.target.inference.as_mut() {
+            Arc::make_mut(inference).unordered = cut;
         }
     }
 }
@@ -570,6 +719,33 @@ fn resolve(
                     &format!("target `{}`", t.name),
                     &targets,
                 )),
+            }
+        }
+        // Inferred edges order like target-level deps, but a server neither waits nor is waited
+        // for, and an edge to a target left out is no error: the ecosystem's graph is legal.
+        if let Some(inference) = &t.inference {
+            for edge in inference
+                .edges
+                .iter()
+                .filter(|e| !inference.unordered.contains(e))
+            {
+                let Some(di) = find(&edge.0) else { continue };
+                graph.add_target_edge(ti, di);
+                let (mine, theirs) = (&t.capabilities, &targets[di].capabilities);
+                let (mut i, mut j) = (0, 0);
+                while let (Some(x), Some(y)) = (mine.get(i), theirs.get(j)) {
+                    match cmp_names(&x.name, &y.name) {
+                        std::cmp::Ordering::Less => i += 1,
+                        std::cmp::Ordering::Greater => j += 1,
+                        std::cmp::Ordering::Equal => {
+                            if !x.persistent && !y.persistent {
+                                graph.add_edge(graph.action(ti, i), graph.action(di, j));
+                            }
+                            i += 1;
+                            j += 1;
+                        }
+                    }
+                }
             }
         }
         for (ci, (c, cdeps)) in t.capabilities.iter().zip(&d.caps).enumerate() {

@@ -173,7 +173,7 @@ impl Environ {
         field(b"env");
         for (name, value) in &keyed {
             field(name.as_bytes());
-            if is_secret(name) {
+            if is_secret(name) || step.env_file_vars.iter().any(|v| v == name) {
                 let mut hasher = blake3::Hasher::new();
                 hasher.update(b"once secret\0");
                 hasher.update(value.as_bytes());

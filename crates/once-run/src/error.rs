@@ -63,6 +63,12 @@ pub enum Error {
         name: String,
         why: String,
     },
+    #[error("cannot use the env-file `{file}` of `{action}`: {why}")]
+    EnvFile {
+        action: String,
+        file: String,
+        why: String,
+    },
     #[error("the command of `{action}` is not a valid template: {message}; run `once check`")]
     BadTemplate { action: String, message: String },
     #[error("parameter `{name}` of `{action}` holds a NUL byte, which no command line can carry")]

@@ -547,6 +547,7 @@ mod tests {
             env: Default::default(),
             strict: false,
             pass_env: Arc::new([]),
+            env_file_vars: Vec::new(),
             cache: true,
             persistent: false,
             deadline: std::time::Duration::from_secs(1),

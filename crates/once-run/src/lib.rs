@@ -52,6 +52,7 @@
 //! writes only its `run.json`, renamed into place without an fsync.
 
 mod cache;
+mod dotenv;
 mod environ;
 mod error;
 mod hashes;

@@ -5,7 +5,8 @@
 //! while nothing has happened yet. This module must never run anything or touch files.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,8 +43,11 @@ pub struct Step {
     pub dir: PathBuf,
     /// The target's folder relative to the workspace root (part of the cache key).
     pub path: String,
-    /// Declared environment.
+    /// Declared environment, over the variables of the `env-file`.
     pub env: BTreeMap<String, String>,
+    /// The names in `env` that come from the `env-file`: keyed by a hash of their values, as
+    /// secrets are.
+    pub env_file_vars: Vec<String>,
     /// Only the base list, `pass_env` and `env` reach the command (`env-mode = "strict"`).
     pub strict: bool,
     /// Variable globs of the workspace's and the capability's `pass-env`.
@@ -201,11 +205,13 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             .map(|d| position[index[d]])
             .collect();
         deps.sort_unstable();
+        let (env, env_file_vars) = environment(ws.root(), &action, target, capability)?;
         steps.push(Step {
             command,
             dir: ws.root().join(&target.path),
             path: target.path.clone(),
-            env: capability.env.clone(),
+            env,
+            env_file_vars,
             strict: ws.env_mode() == EnvMode::Strict,
             pass_env: pass_env(ws.pass_env(), &capability.pass_env),
             cache: capability.cache
@@ -486,4 +492,48 @@ fn render(
         });
     }
     Ok(command)
+}
+
+/// A capability's declared environment over the variables of its `env-file`, with the names
+/// that came from the file. The file is read through `open_inside`: never outside the workspace,
+/// never inside `.git` or `.once`, whatever links it crosses.
+fn environment(
+    root: &Path,
+    action: &str,
+    target: &Target,
+    capability: &Capability,
+) -> Result<(BTreeMap<String, String>, Vec<String>), Error> {
+    let Some(file) = &capability.env_file else {
+        return Ok((capability.env.clone(), Vec::new()));
+    };
+    let failed = |why: String| Error::EnvFile {
+        action: action.to_string(),
+        file: file.to_string(),
+        why,
+    };
+    let relative = if target.path == "." {
+        file.to_string()
+    } else {
+        format!("{}/{file}", target.path)
+    };
+    let opened = once_fs::open_inside(root, &relative).map_err(|e| failed(e.to_string()))?;
+    let mut text = String::new();
+    opened
+        .take(crate::dotenv::MAX_ENV_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| failed(format!("it is not readable UTF-8 text ({e})")))?;
+    if text.len() as u64 > crate::dotenv::MAX_ENV_FILE_BYTES {
+        return Err(failed("it is larger than 1 MiB".into()));
+    }
+    let vars =
+        crate::dotenv::parse(&text).map_err(|(line, why)| failed(format!("line {line}: {why}")))?;
+    let mut env = capability.env.clone();
+    let mut from_file = Vec::new();
+    for (name, value) in vars {
+        if let std::collections::btree_map::Entry::Vacant(slot) = env.entry(name) {
+            from_file.push(slot.key().clone());
+            slot.insert(value);
+        }
+    }
+    Ok((env, from_file))
 }

@@ -50,6 +50,22 @@ Exit status: 0 when the manifests are valid (warnings allowed), 2 when any has a
         json: bool,
     },
 
+    /// Write a short once.toml that explains how to change what once infers
+    #[command(after_help = "\
+once needs no once.toml: it infers targets from Cargo.toml, package.json workspaces and
+pnpm-workspace.yaml, pyproject.toml and uv workspaces, go.work and go.mod. The file this writes
+only adds to that (change an inferred target, declare more, leave some out, turn discovery off).
+It is written at the workspace root once finds from here, and never over an existing once.toml.
+
+Examples:
+  once init              Write once.toml and say what is inferred
+  once init --json       The same, as JSON: path, inferred, ecosystems")]
+    Init {
+        /// Print what was written as JSON
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Ask the build graph a question; every answer is JSON
     #[command(
         subcommand,

@@ -15,11 +15,13 @@ mod go;
 mod javascript;
 mod python;
 mod reader;
+mod targets;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub(crate) use reader::{Listing, Reader};
+pub(crate) use targets::{exclude, settle_names, to_target, unordered_edges};
 
 /// An ecosystem whose manifests discovery reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

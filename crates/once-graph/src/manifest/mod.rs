@@ -15,8 +15,14 @@
 //!                              # strict: a documented base, `pass-env` and `env` only
 //! pass-env = ["CI", "NODE_*"]  # variables every command needs: passed when strict, always keyed
 //!
+//! [discover]                   # root manifest only: targets from the ecosystems' own manifests
+//! enabled = true               # default; false: only the targets once.toml files declare
+//! ecosystems = ["cargo"]       # default: cargo, javascript, python, go
+//! exclude = ["bench-*"]        # inferred target names (globs) to leave out
+//!
 //! [targets.NAME]
-//! kind = "cargo-package"       # required: a built-in kind
+//! kind = "cargo-package"       # required, unless NAME is an inferred target this overlays;
+//!                              # another kind than the inferred one replaces that target
 //! path = "crates/core"         # target folder relative to this manifest's folder; default "."
 //! description = "…"            # optional
 //! tags = ["backend"]           # optional
@@ -32,6 +38,8 @@
 //! env = { KEY = "value" }
 //! deadline = "2m"              # 500ms, 90s, 5m, 1h30m, 1d
 //! pass-env = ["AWS_*"]         # added to the workspace's `pass-env` for this capability
+//! env-file = ".env"            # dotenv file (relative to the target folder): its variables,
+//!                              # under `env`; keyed by hash, never logged nor recorded
 //! cache = false                # always run, never replay nor record (deploys)
 //! persistent = true            # a server: no deadline, never cached, runs until stopped
 //! deps = ["t:cap", ":cap", "t"]
@@ -53,7 +61,9 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
+use crate::discover::Ecosystem;
 use crate::duration::parse_duration;
+use crate::model::Target;
 use crate::model::{ENV_MODES, EnvMode, valid_env_glob};
 use crate::suggest;
 pub(crate) use target::{DepRef, PendingTarget};
@@ -72,6 +82,8 @@ pub(crate) struct Settings {
     pub default_deadline: Duration,
     pub env_mode: EnvMode,
     pub pass_env: Vec<String>,
+    /// `[discover]`: whether and from which ecosystems targets are inferred.
+    pub discover: DiscoverSettings,
 }
 
 impl Default for Settings {
@@ -82,12 +94,61 @@ impl Default for Settings {
             default_deadline: DEFAULT_DEADLINE,
             env_mode: EnvMode::Loose,
             pass_env: Vec::new(),
+            discover: DiscoverSettings::default(),
         }
     }
 }
 
-/// Parses a manifest. For the root (`settings == None`), reads `[workspace]`
-/// and returns the settings it used; members get the root's settings.
+/// Settings from the root manifest's `[discover]` table.
+#[derive(Debug, Clone)]
+pub(crate) struct DiscoverSettings {
+    /// `false`: no target is inferred.
+    pub enabled: bool,
+    /// The ecosystems whose manifests are read.
+    pub ecosystems: Vec<Ecosystem>,
+    /// Globs of inferred target names to leave out.
+    pub exclude: Vec<String>,
+}
+
+impl Default for DiscoverSettings {
+    fn default() -> Self {
+        DiscoverSettings {
+            enabled: true,
+            ecosystems: Ecosystem::ALL.to_vec(),
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// Inferred targets a manifest may overlay, sorted by name.
+#[derive(Debug, Default)]
+pub(crate) struct Bases {
+    pub targets: Vec<Target>,
+}
+
+impl Bases {
+    /// The inferred target named `name`.
+    pub fn get(&self, name: &str) -> Option<&Target> {
+        self.targets
+            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .ok()
+            .and_then(|i| self.targets.get(i))
+    }
+}
+
+/// The inferred targets a manifest's targets overlay: computed once the root's settings are
+/// read (they may turn discovery off), or already known (a member manifest).
+pub(crate) enum Overlay<'b> {
+    /// Infer with the root's settings.
+    Infer(&'b mut dyn FnMut(&Settings, &mut Shared, &mut Vec<Diagnostic>) -> Bases),
+    /// Inferred already.
+    Ready(&'b Bases),
+}
+
+/// Parses a manifest. For the root (`settings == None`), reads `[workspace]` and `[discover]`
+/// and returns the settings it used; members get the root's settings. A target named like an
+/// inferred one overlays it; the inferred targets are returned when this call inferred them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn parse_file(
     src: &SourceFile,
     file: usize,
@@ -95,7 +156,8 @@ pub(crate) fn parse_file(
     settings: Option<&Settings>,
     shared: &mut Shared,
     diags: &mut Vec<Diagnostic>,
-) -> (Settings, Vec<PendingTarget>, Vec<String>) {
+    overlay: Overlay<'_>,
+) -> (Settings, Vec<PendingTarget>, Vec<String>, Option<Bases>) {
     let (doc, errors) = DeTable::parse_recoverable(&src.text);
     for e in errors {
         let at = e.span().map_or(0, |s| s.start);
@@ -123,12 +185,30 @@ pub(crate) fn parse_file(
             );
         }
     }
+    if is_root && let Some((_, v)) = doc.get_key_value("discover") {
+        own.discover = parse_discover(&mut cx, v);
+    }
     let settings = settings.unwrap_or(&own);
+    let (inferred, ready) = match overlay {
+        Overlay::Infer(infer) => (Some(infer(settings, cx.shared, cx.diags)), None),
+        Overlay::Ready(bases) => (None, Some(bases)),
+    };
+    let none = Bases::default();
+    let bases = inferred.as_ref().or(ready).unwrap_or(&none);
     let mut targets = Vec::new();
     let mut declared = Vec::new();
     for (k, v) in doc.iter() {
         match k.get_ref().as_ref() {
             "workspace" => {}
+            "discover" if is_root => {}
+            "discover" => cx.diags.push(
+                src.error(
+                    k.span().start,
+                    "discover-in-member",
+                    "a `[discover]` table is only allowed in the root once.toml",
+                )
+                .help("move it to the workspace root's once.toml, or delete the table"),
+            ),
             "targets" => {
                 let Some(table) = cx.table(v, format_args!("`targets`")) else {
                     continue;
@@ -137,17 +217,84 @@ pub(crate) fn parse_file(
                 declared.reserve(table.len());
                 for (name, tv) in table.iter() {
                     declared.push(key_name(name).to_string());
+                    let base = bases.get(key_name(name));
                     if let Some(t) =
-                        target::parse_target(&mut cx, file, dir_rel, settings, name, tv)
+                        target::parse_target(&mut cx, file, dir_rel, settings, name, tv, base)
                     {
                         targets.push(t);
                     }
                 }
             }
-            _ => cx.unknown_key(k, &["workspace", "targets"], "at the top level"),
+            _ => cx.unknown_key(k, &["workspace", "discover", "targets"], "at the top level"),
         }
     }
-    (own, targets, declared)
+    (own, targets, declared, inferred)
+}
+
+fn parse_discover(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> DiscoverSettings {
+    let mut d = DiscoverSettings::default();
+    let Some(table) = cx.table(v, format_args!("`discover`")) else {
+        return d;
+    };
+    let t: &DeTable<'_> = table;
+    for (k, v) in t.iter() {
+        match key_name(k) {
+            "enabled" => {
+                if let Some(b) = cx.boolean(v, format_args!("`discover.enabled`")) {
+                    d.enabled = b;
+                }
+            }
+            "ecosystems" => {
+                let Some(list) = cx.string_list(v, format_args!("`discover.ecosystems`")) else {
+                    continue;
+                };
+                d.ecosystems.clear();
+                for (name, at) in list {
+                    match Ecosystem::ALL.iter().find(|e| e.name() == name) {
+                        Some(e) => d.ecosystems.push(*e),
+                        None => cx.diags.push(
+                            cx.src
+                                .error(
+                                    at,
+                                    "unknown-ecosystem",
+                                    format!("unknown ecosystem `{name}`"),
+                                )
+                                .expected("`cargo`, `javascript`, `python` or `go`")
+                                .found(format!("`{name}`"))
+                                .did_you_mean(suggest::best(
+                                    name,
+                                    Ecosystem::ALL.iter().map(|e| e.name()),
+                                )),
+                        ),
+                    }
+                }
+            }
+            "exclude" => {
+                let Some(list) = cx.string_list(v, format_args!("`discover.exclude`")) else {
+                    continue;
+                };
+                for (glob, at) in list {
+                    match globset::GlobBuilder::new(glob)
+                        .literal_separator(true)
+                        .build()
+                    {
+                        Ok(_) => d.exclude.push(glob.to_string()),
+                        Err(e) => cx.diags.push(
+                            cx.src
+                                .error(
+                                    at,
+                                    "bad-glob",
+                                    format!("invalid target glob `{glob}`: {}", e.kind()),
+                                )
+                                .expected("a target name or a glob of names, like `bench-*`"),
+                        ),
+                    }
+                }
+            }
+            _ => cx.unknown_key(k, &["enabled", "ecosystems", "exclude"], "in `[discover]`"),
+        }
+    }
+    d
 }
 
 fn parse_workspace(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Settings {

@@ -60,6 +60,7 @@ const CAP_KEYS: &[&str] = &[
     "deps",
     "params",
     "pass-env",
+    "env-file",
     "cache",
     "persistent",
 ];
@@ -73,6 +74,7 @@ pub(crate) fn parse_target(
     settings: &Settings,
     name_key: &Key<'_>,
     v: &Val<'_>,
+    base: Option<&Target>,
 ) -> Option<PendingTarget> {
     let name = key_name(name_key);
     let at = name_key.span().start;
@@ -86,8 +88,17 @@ pub(crate) fn parse_target(
     }
     let table = cx.table(v, format_args!("target `{name}`"))?;
 
+    // A target declared with another kind than the inferred one of its name replaces it whole:
+    // the declaration says what the target is. Without `kind`, or with the same, it overlays.
+    let base = base.filter(|b| {
+        table
+            .get("kind")
+            .is_none_or(|kv| kv.get_ref().as_str() == Some(b.kind.as_str()))
+    });
     // The kind decides which other keys are allowed, so read it first.
     let kind: Option<&'static Kind> = match table.get("kind") {
+        // An overlay of an inferred target keeps its kind.
+        None if base.is_some() => base.and_then(|b| find_kind(&b.kind)),
         None => {
             cx.diags.push(
                 cx.src
@@ -122,11 +133,12 @@ pub(crate) fn parse_target(
         },
     };
 
-    let mut path = None;
-    let mut description = None;
-    let mut tags = Vec::new();
+    let mut path = base.map(|b| b.path.clone());
+    let mut description = base.and_then(|b| b.description.clone());
+    let mut tags = base.map(|b| b.tags.clone()).unwrap_or_default();
     let mut target_deps = Vec::new();
-    let mut fields: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    let mut fields: BTreeMap<String, serde_json::Value> =
+        base.map(|b| b.fields.clone()).unwrap_or_default();
     let mut cap_tables = None;
     let mut evaluator = None;
     for (k, val) in table.iter() {
@@ -239,7 +251,11 @@ pub(crate) fn parse_target(
 
     // Kind defaults first, then manifest capabilities override/extend them.
     // A target that only uses its kind's capabilities shares the kind's list.
-    let mut capabilities: Arc<[Capability]> = cx.shared.kind_capabilities(kind, settings);
+    // An overlay starts from what discovery inferred instead.
+    let mut capabilities: Arc<[Capability]> = match base {
+        Some(b) => b.capabilities.clone(),
+        None => cx.shared.kind_capabilities(kind, settings),
+    };
     // Left empty (no allocation) when the manifest declares no capability.
     let mut cap_deps: Vec<Vec<DepRef>> = Vec::new();
     if let Some(ct) = cap_tables {
@@ -273,6 +289,11 @@ pub(crate) fn parse_target(
             fields,
             evaluator,
             capabilities,
+            inference: base.and_then(|b| b.inference.as_ref()).map(|i| {
+                let mut i = (**i).clone();
+                i.overlay = Some((file, at));
+                Arc::new(i)
+            }),
             file,
             offset: at,
         },
@@ -492,7 +513,10 @@ fn parse_capability(
     let (mut cap, mut deps) = match pos {
         Ok(i) => {
             let mut cap = caps.remove(i);
-            cap.origin = Origin::KindAndManifest;
+            cap.origin = match cap.origin {
+                Origin::Inferred | Origin::InferredAndManifest => Origin::InferredAndManifest,
+                _ => Origin::KindAndManifest,
+            };
             (cap, cap_deps.remove(i))
         }
         Err(_) => (
@@ -507,6 +531,7 @@ fn parse_capability(
                 env: BTreeMap::new(),
                 deadline: settings.default_deadline,
                 pass_env: Arc::new([]),
+                env_file: None,
                 cache: true,
                 persistent: false,
                 origin: Origin::Manifest,
@@ -588,6 +613,24 @@ fn parse_capability(
             "pass-env" => {
                 if let Some(globs) = env_globs(cx, v, format_args!("`pass-env` of {ctx}")) {
                     cap.pass_env = globs.into();
+                }
+            }
+            "env-file" => {
+                if let Some(file) = cx.string(v, format_args!("`env-file` of {ctx}")) {
+                    if join_path("", file).is_ok_and(|p| p != ".") {
+                        cap.env_file = Some(Arc::from(file));
+                    } else {
+                        cx.diags.push(
+                            cx.src
+                                .error(
+                                    v.span().start,
+                                    "bad-env-file",
+                                    format!("`env-file` of {ctx} must name a file inside the target folder's tree"),
+                                )
+                                .expected("a relative path like `.env` or `config/dev.env`")
+                                .found(format!("`{file}`")),
+                        );
+                    }
                 }
             }
             "cache" => {

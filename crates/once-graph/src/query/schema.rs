@@ -97,6 +97,7 @@ fn manifest_schema() -> Value {
             "deps": { "type": "array", "items": { "type": "string" }, "description": "`target:cap`, `:cap` (same target) or `target` (same capability)" },
             "params": { "type": "object", "additionalProperties": param },
             "pass-env": pass_env.clone(),
+            "env-file": { "type": "string", "description": "A dotenv file relative to the target folder (`KEY=value` lines); its variables reach the command under `env`, keyed by a hash of their values, never logged" },
             "cache": { "type": "boolean", "default": true, "description": "false: always run, never replay nor record the result (a deploy)" },
             "persistent": { "type": "boolean", "default": false, "description": "A server: no deadline (not allowed with `deadline`), never cached, runs until stopped" }
         }
@@ -146,10 +147,21 @@ fn manifest_schema() -> Value {
                     "pass-env": pass_env
                 }
             },
+            "discover": {
+                "type": "object",
+                "additionalProperties": false,
+                "description": "Targets inferred from the workspace's own manifests (Cargo.toml, package.json workspaces, pnpm-workspace.yaml, pyproject.toml, go.work, go.mod); root once.toml only",
+                "properties": {
+                    "enabled": { "type": "boolean", "default": true, "description": "false: only the targets once.toml files declare" },
+                    "ecosystems": { "type": "array", "items": { "enum": ["cargo", "javascript", "python", "go"] }, "description": "The ecosystems whose manifests are read; default all" },
+                    "exclude": { "type": "array", "items": { "type": "string" }, "description": "Globs of inferred target names to leave out" }
+                }
+            },
             "targets": {
                 "type": "object",
                 "propertyNames": { "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$" },
-                "additionalProperties": { "type": "object", "required": ["kind"], "additionalProperties": false, "properties": target_props }
+                "description": "Targets; one named like an inferred target overlays it (`kind` omitted or the same: fields and capabilities change it by name) or, with another `kind`, replaces it",
+                "additionalProperties": { "type": "object", "additionalProperties": false, "properties": target_props }
             }
         }
     })

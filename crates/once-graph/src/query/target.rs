@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::schema_util::{
-    array, enumeration, integer, map, nullable, object, record, string, strings,
+    array, boolean, enumeration, integer, map, nullable, object, record, string, strings,
 };
 use super::{QueryError, find_target};
 use crate::Workspace;
@@ -60,8 +60,43 @@ pub struct CapabilityDetail {
     pub env: BTreeMap<String, String>,
     /// Deadline in milliseconds.
     pub deadline_ms: u64,
-    /// `kind`, `manifest` or `kind+manifest`.
+    /// Globs of the caller's variables it needs (the workspace's and its own).
+    pub pass_env: Vec<String>,
+    /// A dotenv file (relative to the target folder) whose variables it gets.
+    pub env_file: Option<String>,
+    /// Whether a success may be recorded and replayed.
+    pub cache: bool,
+    /// Whether it runs until stopped (a server or watcher).
+    pub persistent: bool,
+    /// `kind`, `manifest`, `kind+manifest`, `inferred` or `inferred+manifest`.
     pub origin: Origin,
+}
+
+/// A dependency an ecosystem's manifest states.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InferredEdge {
+    /// The target depended on.
+    pub target: String,
+    /// `normal`, `dev`, `build` or `optional`.
+    pub kind: String,
+    /// Whether it orders actions; `false` when it would close a cycle (a test-only dependency
+    /// back on a dependent).
+    pub orders: bool,
+}
+
+/// How discovery inferred a target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InferredFrom {
+    /// `cargo`, `javascript`, `python` or `go`.
+    pub ecosystem: String,
+    /// The ecosystem manifest that describes it, and the line naming the package.
+    pub manifest: ManifestLocation,
+    /// Where a once.toml overlay changes it, if one does.
+    pub overlay: Option<ManifestLocation>,
+    /// The first 20 dependencies its manifest states, by target name.
+    pub edges: Vec<InferredEdge>,
+    /// Those dependencies over all.
+    pub edges_total: u32,
 }
 
 /// One target in full.
@@ -77,8 +112,11 @@ pub struct TargetDetail {
     pub description: Option<String>,
     /// Tags.
     pub tags: Vec<String>,
-    /// Declaration site.
+    /// Declaration site: the once.toml declaring or overlaying it, or the manifest it is
+    /// inferred from.
     pub manifest: ManifestLocation,
+    /// How discovery inferred it; `null` for a target only a once.toml declares.
+    pub inferred: Option<InferredFrom>,
     /// Kind fields with defaults applied.
     pub fields: BTreeMap<String, Value>,
     /// The code evaluator it declares (`once eval`, `once_eval`), if any.
@@ -173,6 +211,15 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
                 outputs: c.outputs.to_vec(),
                 env: c.env.clone(),
                 deadline_ms: u64::try_from(c.deadline.as_millis()).unwrap_or(u64::MAX),
+                pass_env: ws
+                    .pass_env()
+                    .iter()
+                    .chain(c.pass_env.iter())
+                    .cloned()
+                    .collect(),
+                env_file: c.env_file.as_deref().map(str::to_string),
+                cache: c.cache && !c.persistent,
+                persistent: c.persistent,
                 origin: c.origin,
             }
         })
@@ -184,6 +231,28 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
         description: t.description.clone(),
         tags: t.tags.clone(),
         manifest: ManifestLocation { file, line },
+        inferred: t.inference.as_deref().map(|inf| {
+            let at = |(file, offset): (usize, usize)| {
+                let (file, line) = ws.location(file, offset);
+                ManifestLocation { file, line }
+            };
+            InferredFrom {
+                ecosystem: inf.ecosystem.name().to_string(),
+                manifest: at(inf.source),
+                overlay: inf.overlay.map(at),
+                edges: inf
+                    .edges
+                    .iter()
+                    .take(PREVIEW)
+                    .map(|e| InferredEdge {
+                        target: e.0.clone(),
+                        kind: e.1.name().to_string(),
+                        orders: !inf.unordered.contains(e),
+                    })
+                    .collect(),
+                edges_total: total(inf.edges.len()),
+            }
+        }),
         fields: t.fields.clone(),
         evaluator: t.evaluator.clone(),
         capabilities,
@@ -236,9 +305,37 @@ pub(crate) fn output_schema() -> Value {
             ),
             ("deadline_ms", integer("Deadline in milliseconds")),
             (
+                "pass_env",
+                strings(
+                    "Globs of the caller's variables it needs: passed in strict mode, keyed always",
+                ),
+            ),
+            (
+                "env_file",
+                nullable(string(
+                    "A dotenv file, relative to the target folder, whose variables it gets",
+                )),
+            ),
+            (
+                "cache",
+                boolean("Whether a success may be recorded and replayed"),
+            ),
+            (
+                "persistent",
+                boolean(
+                    "Whether it runs until stopped (a server or watcher): no deadline, never cached",
+                ),
+            ),
+            (
                 "origin",
                 enumeration(
-                    &["kind", "manifest", "kind+manifest"],
+                    &[
+                        "kind",
+                        "manifest",
+                        "kind+manifest",
+                        "inferred",
+                        "inferred+manifest",
+                    ],
                     "Where the definition comes from",
                 ),
             ),
@@ -254,13 +351,52 @@ pub(crate) fn output_schema() -> Value {
             ("tags", strings("Tags")),
             (
                 "manifest",
-                record(
-                    "Declaration site",
-                    vec![
-                        ("file", string("Manifest path")),
-                        ("line", integer("1-based line")),
-                    ],
+                location(
+                    "Declaration site: the once.toml declaring or overlaying it, or the manifest it is inferred from",
                 ),
+            ),
+            (
+                "inferred",
+                nullable(record(
+                    "How the target was inferred from its ecosystem's manifests",
+                    vec![
+                        (
+                            "ecosystem",
+                            enumeration(&["cargo", "javascript", "python", "go"], "The ecosystem"),
+                        ),
+                        (
+                            "manifest",
+                            location("The manifest describing it, and the line naming the package"),
+                        ),
+                        ("overlay", nullable(location("The once.toml overlaying it"))),
+                        (
+                            "edges",
+                            array(
+                                record(
+                                    "A dependency the manifest states",
+                                    vec![
+                                        ("target", string("The target depended on")),
+                                        (
+                                            "kind",
+                                            enumeration(
+                                                &["normal", "dev", "build", "optional"],
+                                                "What for",
+                                            ),
+                                        ),
+                                        (
+                                            "orders",
+                                            boolean(
+                                                "Whether it orders actions (false: it would close a cycle)",
+                                            ),
+                                        ),
+                                    ],
+                                ),
+                                "The first 20 dependencies its manifest states",
+                            ),
+                        ),
+                        ("edges_total", integer("Those dependencies over all")),
+                    ],
+                )),
             ),
             (
                 "fields",
@@ -302,6 +438,19 @@ pub(crate) fn output_schema() -> Value {
                 "dependents_total",
                 integer("Direct dependents over all; once_query_graph mode dependents pages them"),
             ),
+        ],
+    )
+}
+
+fn location(description: &str) -> Value {
+    record(
+        description,
+        vec![
+            (
+                "file",
+                string("Manifest path relative to the workspace root"),
+            ),
+            ("line", integer("1-based line")),
         ],
     )
 }

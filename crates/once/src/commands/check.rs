@@ -15,10 +15,27 @@ pub fn run(workspace: Option<&Path>, json: bool) -> Result<Outcome> {
     } else {
         super::report_diagnostics(&loaded);
         if loaded.diagnostics().is_empty() {
-            output::text(&format!(
-                "`{}` is valid",
-                loaded.root().join(once_graph::MANIFEST_FILE).display()
-            ))?;
+            let manifest = loaded.root().join(once_graph::MANIFEST_FILE);
+            let inferred = loaded
+                .targets()
+                .iter()
+                .filter(|t| t.inference.is_some())
+                .count();
+            let text = if !manifest.is_file() {
+                format!(
+                    "`{}` is valid: {inferred} targets inferred from its manifests, no once.toml",
+                    loaded.root().display()
+                )
+            } else if inferred > 0 {
+                format!(
+                    "`{}` is valid ({inferred} of {} targets inferred)",
+                    manifest.display(),
+                    loaded.targets().len()
+                )
+            } else {
+                format!("`{}` is valid", manifest.display())
+            };
+            output::text(&text)?;
         }
     }
     Ok(if loaded.has_errors() {

@@ -39,7 +39,7 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
     .context("cannot install the signal handlers")?;
     let protocol_out = stdout_guard::take().context("cannot set stdout aside for the protocol")?;
 
-    let root = super::find_root(workspace)?;
+    let root = super::find_root_or_current(workspace)?;
     let gates = Gates {
         allow_edit: args.allow_edit,
         allow_run: args.allow_run,

@@ -5,6 +5,7 @@ mod changes;
 mod check;
 mod eval;
 mod examples;
+mod init;
 mod mcp;
 mod memory;
 mod query;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Outcome {
     init_logging();
     let result = match cli.command {
         Command::Check { json } => check::run(cli.workspace.as_deref(), json),
+        Command::Init { json } => init::run(cli.workspace.as_deref(), json),
         Command::Query(query) => query::run(cli.workspace.as_deref(), query),
         Command::Mcp(args) => mcp::run(cli.workspace.as_deref(), args),
         Command::Memory(command) => memory::run(cli.workspace.as_deref(), command),
@@ -64,18 +66,17 @@ fn init_logging() {
 }
 
 /// The workspace root: `--workspace DIR` when given, else the nearest folder upwards from the
-/// current one that holds a manifest.
+/// current one that holds `once.toml`, else the outermost one holding an ecosystem's manifest.
 pub fn find_root(workspace: Option<&Path>) -> Result<PathBuf> {
     match workspace {
         Some(dir) => {
             let root = dir
                 .canonicalize()
                 .with_context(|| format!("cannot open workspace folder `{}`", dir.display()))?;
-            if !root.join(once_graph::MANIFEST_FILE).is_file() {
+            if !root.is_dir() {
                 anyhow::bail!(
-                    "`{}` has no `{}`; create one there or point `--workspace` at the folder that has it",
-                    root.display(),
-                    once_graph::MANIFEST_FILE
+                    "`{}` is not a folder; point `--workspace` at the workspace's root folder",
+                    root.display()
                 );
             }
             Ok(root)
@@ -84,6 +85,20 @@ pub fn find_root(workspace: Option<&Path>) -> Result<PathBuf> {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             Ok(Workspace::discover(&cwd)?)
         }
+    }
+}
+
+/// The workspace root as [`find_root`] finds it, or the current folder when there is none: a
+/// server must start (and say what it sees) in any folder an agent is configured to open.
+pub fn find_root_or_current(workspace: Option<&Path>) -> Result<PathBuf> {
+    match find_root(workspace) {
+        Ok(root) => Ok(root),
+        Err(e) if workspace.is_none() => {
+            let cwd = std::env::current_dir().context("cannot read the current folder")?;
+            tracing::warn!("{e:#}; serving `{}` as an empty workspace", cwd.display());
+            Ok(cwd.canonicalize().unwrap_or(cwd))
+        }
+        Err(e) => Err(e),
     }
 }
 

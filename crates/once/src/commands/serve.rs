@@ -37,7 +37,7 @@ pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
     })
     .context("cannot install the signal handlers")?;
 
-    let root = super::find_root(workspace)?;
+    let root = super::find_root_or_current(workspace)?;
     let gates = Gates {
         allow_edit: args.allow_edit,
         allow_run: args.allow_run,

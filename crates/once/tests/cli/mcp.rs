@@ -215,3 +215,55 @@ fn the_agent_cannot_reach_git_once_or_outside_through_links() {
     );
     assert_eq!(cli.status.code(), Some(1), "{cli:?}");
 }
+
+/// A server started over MCP runs past the workspace's deadline and stops, with every process it
+/// started, when `once_cancel` names its run.
+#[test]
+fn once_cancel_stops_a_persistent_server_and_all_it_started() {
+    let mark = crate::run::unique_mark();
+    let test = Test::new().manifest(&format!(
+        r#"
+[workspace]
+default-deadline = "200ms"
+
+[targets.dev]
+kind = "command"
+[targets.dev.capabilities.serve]
+command = "echo listening > up.txt; (sleep 60) & sleep 60"
+env = {{ ONCE_TEST_MARK = "{mark}" }}
+persistent = true
+"#
+    ));
+    let mut server = Mcp::spawn(test.root(), &["--allow-run"]);
+    server.initialize();
+    let started = server.call(
+        1,
+        "once_run",
+        json!({"target": "dev:serve", "wait_seconds": 0}),
+    );
+    let result = &started["result"]["structuredContent"]["result"];
+    assert_eq!(result["status"], "running", "{started}");
+    let run_id = result["run_id"].as_str().expect("a run id").to_string();
+    crate::run::wait_until("the server's processes", || {
+        crate::run::count_marked(&mark) >= 2
+    });
+    let up = std::fs::metadata(test.root().join("up.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    crate::run::wait_until("a second past the start", || {
+        up.elapsed().is_ok_and(|age| age.as_millis() > 1000)
+    });
+    assert!(
+        crate::run::count_marked(&mark) >= 2,
+        "the server was stopped at a deadline"
+    );
+    let cancelled = server.call(2, "once_cancel", json!({"run_id": run_id}));
+    assert_ne!(cancelled["result"]["isError"], true, "{cancelled}");
+    crate::run::wait_until("every process of the server to end", || {
+        crate::run::count_marked(&mark) == 0
+    });
+    let runs = server.call(3, "once_query_runs", json!({"run_id": run_id}));
+    let status = &runs["result"]["structuredContent"]["result"]["status"];
+    assert_eq!(status, "cancelled", "{runs}");
+}

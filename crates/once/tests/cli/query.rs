@@ -173,7 +173,11 @@ fn no_root_is_a_clear_error() {
     let run = Test::new().args(["query", "workspace"]).run();
     assert_eq!(run.code(), 1);
     let stderr = run.stderr();
-    assert!(stderr.contains("no `once.toml` found"), "{stderr}");
+    assert!(
+        stderr.contains("no `once.toml` and no `Cargo.toml`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("once init"), "{stderr}");
     assert!(stderr.contains("--workspace"), "{stderr}");
 }
 

@@ -304,3 +304,94 @@ fn no_code_of_ours_changes_the_environment_it_was_given() {
     }
     assert!(files > 50, "only {files} source files found");
 }
+
+/// Every file under `dir` that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .unwrap()
+                .windows(needle.len())
+                .any(|w| w == needle.as_bytes())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn an_env_file_reaches_the_command_under_env_is_keyed_and_never_stored() {
+    let ws = workspace(
+        "[targets.t]\nkind = \"command\"\n[targets.t.capabilities.build]\n\
+         command = 'echo \"${{#ONCE_TEST_DB_URL}} $ONCE_TEST_MODE\" > out.txt'\n\
+         inputs = [\"in.txt\"]\noutputs = [\"out.txt\"]\nenv-file = \"conf/dev.env\"\n\
+         env = { ONCE_TEST_MODE = \"declared\" }\n",
+    );
+    std::fs::write(ws.path().join("in.txt"), "in").unwrap();
+    std::fs::create_dir_all(ws.path().join("conf")).unwrap();
+    let value = "postgres://user:pw-that-must-not-leak@db/x";
+    let env = |url: &str| {
+        std::fs::write(
+            ws.path().join("conf/dev.env"),
+            format!(
+                "# dev settings\nexport ONCE_TEST_DB_URL=\"{url}\"\nONCE_TEST_MODE=from-file\n"
+            ),
+        )
+        .unwrap()
+    };
+    env(value);
+    assert_eq!(counts(&run_with(ws.path(), &["t"], &[])), (1, 0));
+    // The command writes the value's length, so that no output holds the value itself.
+    assert_eq!(
+        read(ws.path(), "out.txt"),
+        format!("{} declared\n", value.len())
+    );
+    assert_eq!(counts(&run_with(ws.path(), &["t"], &[])), (0, 1));
+    // The file is not an input here: its values are in the key all the same.
+    env("postgres://other");
+    assert_eq!(counts(&run_with(ws.path(), &["t"], &[])), (1, 0));
+    assert_eq!(read(ws.path(), "out.txt"), "16 declared\n");
+    assert!(files_holding(&ws.path().join(".once"), "pw-that-must-not-leak").is_empty());
+}
+
+#[test]
+fn an_env_file_that_is_missing_broken_or_outside_the_workspace_is_refused_by_line() {
+    let ws = workspace(
+        "[targets.t]\nkind = \"command\"\n[targets.t.capabilities.build]\n\
+         command = \"true\"\nenv-file = \".env\"\n",
+    );
+    let refused = |needle: &str| {
+        let run = once(ws.path(), &["t"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert_ne!(run.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("env-file `.env` of `t:build`"), "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+        stderr
+    };
+    refused("");
+    std::fs::write(
+        ws.path().join(".env"),
+        "OK=1\nSECRET_PART=\"hunter2-unclosed\n",
+    )
+    .unwrap();
+    let stderr = refused("line 2");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    // A link to a file outside the workspace: the workspace's parent holds it.
+    let outside = ws
+        .path()
+        .parent()
+        .unwrap()
+        .join(format!("{}.env", unique_mark()));
+    std::fs::write(&outside, "A=1\n").unwrap();
+    std::fs::remove_file(ws.path().join(".env")).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.path().join(".env")).unwrap();
+    refused("outside");
+    std::fs::remove_file(&outside).unwrap();
+}
