@@ -6,6 +6,7 @@
 //! matches a new folder. An ecosystem module must never read a file any other
 //! way, or the graph would go stale without noticing.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -37,6 +38,9 @@ pub(crate) struct Reader {
     pub listings: Vec<Listing>,
     /// Warnings about manifests discovery could not use.
     pub diagnostics: Vec<Diagnostic>,
+    /// Each path asked for, with its index in `files` (`None`: absent or unusable), so a
+    /// thousand projects' lookups stay linear.
+    seen: HashMap<String, Option<usize>>,
 }
 
 impl Reader {
@@ -49,6 +53,7 @@ impl Reader {
             absent: Vec::new(),
             listings: Vec::new(),
             diagnostics: Vec::new(),
+            seen: HashMap::new(),
         }
     }
 
@@ -61,14 +66,18 @@ impl Reader {
     /// in [`Reader::files`]. `None` when it does not exist, is not a regular file, or cannot be
     /// used (too large, not UTF-8: then with a warning). A file already read is not read again.
     pub fn read(&mut self, rel: &str) -> Option<usize> {
-        if let Some(i) = self.files.iter().position(|f| f.rel == rel) {
-            return Some(i);
+        if let Some(&known) = self.seen.get(rel) {
+            return known;
         }
+        let found = self.read_new(rel);
+        self.seen.insert(rel.to_string(), found);
+        found
+    }
+
+    fn read_new(&mut self, rel: &str) -> Option<usize> {
         let abs = self.root.join(rel);
         if !abs.is_file() {
-            if !self.absent.iter().any(|a| a == rel) {
-                self.absent.push(rel.to_string());
-            }
+            self.absent.push(rel.to_string());
             return None;
         }
         let (bytes, stamp) = match read_limited(&abs) {

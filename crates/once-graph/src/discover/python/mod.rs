@@ -1,0 +1,260 @@
+//! Python projects and uv workspaces, from `pyproject.toml`.
+//!
+//! The root `pyproject.toml` decides: with `[tool.uv.workspace]`, its `members` globs (less
+//! `exclude`) are the projects, the root too when it has a `[project]`; else a root
+//! `[project]` is the only one. A project's edges are its dependencies (`[project]`
+//! dependencies, optional ones, `[dependency-groups]`, uv's `dev-dependencies`) that a
+//! `[tool.uv.sources]` entry, the project's own or else the root's, takes from a member
+//! (`workspace = true`, or a `path` to a member's folder), as uv resolves them.
+//!
+//! It reads manifests only through the [`Reader`] and never runs Python or uv.
+
+mod pyproject;
+#[cfg(test)]
+mod tests;
+mod tools;
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{Ecosystem, Edge, Inferred, Reader, target_name};
+use pyproject::{Pyproject, Source, normalize, valid_name};
+use tools::Runner;
+
+/// A member project, parsed.
+struct Member {
+    folder: String,
+    file: usize,
+    name: String,
+    offset: usize,
+    manifest: Pyproject,
+}
+
+/// The targets the workspace's Python manifests describe.
+pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
+    let Some(root_file) = reader.read("pyproject.toml") else {
+        return Vec::new();
+    };
+    let Some(root) = parse(reader, root_file) else {
+        return Vec::new();
+    };
+    let mut folders = Vec::new();
+    match (&root.name, root.project_offset) {
+        (Some(_), _) => folders.push(".".to_string()),
+        (None, Some(at)) => no_name(reader, root_file, at),
+        (None, None) => {}
+    }
+    if let Some(ws) = &root.workspace {
+        // `.` names the root, already a member when it is a project.
+        let mut globs: Vec<String> = ws
+            .members
+            .iter()
+            .filter(|g| !matches!(g.trim_end_matches('/'), "." | ""))
+            .cloned()
+            .collect();
+        globs.extend(ws.exclude.iter().map(|g| format!("!{g}")));
+        folders.extend(reader.folders(&globs, "pyproject.toml", root_file, ws.offset));
+    }
+    let runner = if reader.exists("uv.lock") {
+        Runner::Uv
+    } else {
+        Runner::Python
+    };
+    let mut members = Vec::new();
+    for folder in folders {
+        let (file, manifest) = if folder == "." {
+            (root_file, root.clone())
+        } else {
+            let Some(file) = reader.read(&format!("{folder}/pyproject.toml")) else {
+                continue;
+            };
+            let Some(manifest) = parse(reader, file) else {
+                continue;
+            };
+            (file, manifest)
+        };
+        let Some((name, offset)) = manifest.name.clone() else {
+            no_name(reader, file, manifest.project_offset.unwrap_or(0));
+            continue;
+        };
+        if !valid_name(&name) {
+            reader.warn(
+                file,
+                offset,
+                "invalid-project-name",
+                format!(
+                    "`{name}` in `{}` is not a valid project name; it was skipped",
+                    reader.rel(file)
+                ),
+            );
+            continue;
+        }
+        members.push(Member {
+            folder,
+            file,
+            name,
+            offset,
+            manifest,
+        });
+    }
+    infer(reader, runner, &root, &members)
+}
+
+fn parse(reader: &mut Reader, file: usize) -> Option<Pyproject> {
+    match pyproject::parse(reader.text(file)) {
+        Ok(p) => Some(p),
+        Err((at, message)) => {
+            let rel = reader.rel(file).to_string();
+            reader.warn(
+                file,
+                at,
+                "invalid-pyproject",
+                format!("cannot parse `{rel}`: {message}; its Python projects were not inferred"),
+            );
+            None
+        }
+    }
+}
+
+fn no_name(reader: &mut Reader, file: usize, at: usize) {
+    let rel = reader.rel(file).to_string();
+    reader.warn(
+        file,
+        at,
+        "no-project-name",
+        format!("`{rel}` has no `[project] name`; it was skipped"),
+    );
+}
+
+/// Names, edges and capabilities of the members.
+fn infer(
+    reader: &mut Reader,
+    runner: Runner,
+    root: &Pyproject,
+    members: &[Member],
+) -> Vec<Inferred> {
+    let names = names(reader, members);
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut by_folder: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in members.iter().enumerate() {
+        by_name.entry(normalize(&m.name)).or_insert(i);
+        by_folder.insert(m.folder.as_str(), i);
+    }
+    let root_sources = sources(root);
+    let mut out = Vec::with_capacity(members.len());
+    for (i, m) in members.iter().enumerate() {
+        let own = sources(&m.manifest);
+        let mut edges = Vec::new();
+        for (dep, kind) in &m.manifest.deps {
+            // A member's own entry for a name replaces the root's, as in uv.
+            let (entries, from) = match own.get(dep.as_str()) {
+                Some(e) => (e.as_slice(), m.folder.as_str()),
+                None => (
+                    root_sources
+                        .get(dep.as_str())
+                        .map_or(&[][..], Vec::as_slice),
+                    ".",
+                ),
+            };
+            // Several entries (each with a marker) may apply: any from the workspace counts.
+            for source in entries {
+                let to = match source {
+                    Source::Workspace => by_name.get(dep).copied(),
+                    Source::Path(p) => {
+                        join(from, p).and_then(|f| by_folder.get(f.as_str()).copied())
+                    }
+                    Source::Elsewhere => None,
+                };
+                if let Some(to) = to.filter(|&to| to != i) {
+                    edges.push(Edge {
+                        to: names[to].clone(),
+                        kind: *kind,
+                    });
+                }
+            }
+        }
+        edges.sort();
+        edges.dedup();
+        let capabilities = tools::capabilities(reader, runner, &m.folder, &m.name, &m.manifest);
+        let mut fields = BTreeMap::new();
+        fields.insert("package".into(), serde_json::Value::String(m.name.clone()));
+        out.push(Inferred {
+            name: names[i].clone(),
+            kind: "python-project",
+            path: m.folder.clone(),
+            fields,
+            capabilities: Some(capabilities),
+            edges,
+            file: m.file,
+            offset: m.offset,
+            ecosystem: Ecosystem::Python,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// A manifest's `[tool.uv.sources]` entries by normalised name.
+fn sources(p: &Pyproject) -> HashMap<&str, Vec<&Source>> {
+    let mut out: HashMap<&str, Vec<&Source>> = HashMap::new();
+    for (name, source) in &p.sources {
+        out.entry(name.as_str()).or_default().push(source);
+    }
+    out
+}
+
+/// Target names from project names; two members of one normalised name (uv refuses that
+/// workspace) get `-2`, `-3`… in folder order, and a warning.
+fn names(reader: &mut Reader, members: &[Member]) -> Vec<String> {
+    let mut out: Vec<String> = members.iter().map(|m| target_name(&m.name)).collect();
+    let mut order: Vec<usize> = (0..members.len()).collect();
+    order.sort_by(|&a, &b| members[a].folder.cmp(&members[b].folder));
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for i in order {
+        let count = seen.entry(normalize(&members[i].name)).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            let base = out[i].clone();
+            let mut n = *count;
+            while out.contains(&format!("{base}-{n}")) {
+                n += 1;
+            }
+            out[i] = format!("{base}-{n}");
+            let m = &members[i];
+            reader.warn(
+                m.file,
+                m.offset,
+                "duplicate-project",
+                format!(
+                    "project `{}` is declared again in `{}`; its target is named `{}`",
+                    m.name, m.folder, out[i]
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// `rel` from `folder`, normalised; `None` when it leaves the root or is absolute.
+fn join(folder: &str, rel: &str) -> Option<String> {
+    if rel.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = folder
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    for c in rel.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    Some(if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    })
+}

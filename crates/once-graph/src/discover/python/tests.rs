@@ -1,0 +1,364 @@
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::discover;
+use crate::discover::{Inferred, Reader};
+
+/// A temp folder removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(files: &[(&str, &str)]) -> Scratch {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "once-discover-python-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        for (rel, text) in files {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        Scratch(root)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(root: &Path) -> (Vec<Inferred>, Reader) {
+    let mut reader = Reader::new(root);
+    let found = discover(&mut reader);
+    (found, reader)
+}
+
+/// `name path -> to (kind), …` per target.
+fn summary(found: &[Inferred]) -> Vec<String> {
+    found
+        .iter()
+        .map(|t| {
+            let edges: Vec<String> = t
+                .edges
+                .iter()
+                .map(|e| format!("{} ({})", e.to, e.kind.name()))
+                .collect();
+            format!("{} {} -> {}", t.name, t.path, edges.join(", "))
+        })
+        .collect()
+}
+
+/// `name: command` per capability of the target named `name`.
+fn commands(found: &[Inferred], name: &str) -> Vec<String> {
+    let t = found.iter().find(|t| t.name == name).unwrap();
+    t.capabilities
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{}: {}", c.name, c.command))
+        .collect()
+}
+
+fn codes(reader: &Reader) -> Vec<&'static str> {
+    reader.diagnostics.iter().map(|d| d.code).collect()
+}
+
+#[test]
+fn livekit_agents_matches_its_uv_lock() {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/discover/python-livekit-agents");
+    let started = std::time::Instant::now();
+    let (found, reader) = run(&root);
+    eprintln!(
+        "livekit-agents: {} projects in {:?}",
+        found.len(),
+        started.elapsed()
+    );
+    assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("expected.json")).unwrap())
+            .unwrap();
+    let want: Vec<String> = expected["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let edges: Vec<String> = t["edges"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} ({})",
+                        e["to"].as_str().unwrap(),
+                        e["kind"].as_str().unwrap()
+                    )
+                })
+                .collect();
+            format!(
+                "{} {} -> {}",
+                t["name"].as_str().unwrap(),
+                t["path"].as_str().unwrap(),
+                edges.join(", ")
+            )
+        })
+        .collect();
+    assert_eq!(summary(&found), want);
+    assert_eq!(found.len(), 83);
+    // Excluded members and the virtual root are not projects of the workspace.
+    assert!(
+        !found
+            .iter()
+            .any(|t| t.path == "." || t.path.ends_with("livekit-durable"))
+    );
+    let openai = found
+        .iter()
+        .find(|t| t.name == "livekit-plugins-openai")
+        .unwrap();
+    assert!(reader.text(openai.file)[openai.offset..].starts_with("\"livekit-plugins-openai\""));
+    assert_eq!(openai.fields["package"], "livekit-plugins-openai");
+    // Its manifest configures no tool and no test (the root's are not its own); it builds.
+    assert_eq!(
+        commands(&found, "livekit-plugins-openai"),
+        ["build: python3 -m build"]
+    );
+}
+
+#[test]
+fn a_uv_workspace_runs_everything_through_uv_without_downloading_python() {
+    let ws = Scratch::new(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"App\"\ndependencies = [\"core\", \"util>=1\"]\n\
+             [dependency-groups]\ndev = [\"pytest>=8\", \"ruff\", \"mypy\"]\n\
+             [tool.uv.workspace]\nmembers = [\"libs/*\", \".\"]\nexclude = [\"libs/old\"]\n\
+             [tool.uv.sources]\ncore = { workspace = true }\nutil = { workspace = true }\n\
+             [build-system]\nrequires = [\"hatchling\"]\nbuild-backend = \"hatchling.build\"\n",
+        ),
+        ("uv.lock", "version = 1\n"),
+        (
+            "libs/core/pyproject.toml",
+            "[project]\nname = \"core\"\n[project.optional-dependencies]\nfast = [\"util\"]\n\
+             [tool.ruff]\nline-length = 100\n",
+        ),
+        ("libs/core/tests/__init__.py", ""),
+        (
+            "libs/util/pyproject.toml",
+            "[project]\nname = \"Util\"\n[tool.uv]\ndev-dependencies = [\"core\"]\n",
+        ),
+        ("libs/util/mypy.ini", "[mypy]\n"),
+        ("libs/util/conftest.py", ""),
+        ("libs/old/pyproject.toml", "[project]\nname = \"old\"\n"),
+    ]);
+    let (found, reader) = run(&ws.0);
+    assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
+    assert_eq!(
+        summary(&found),
+        [
+            "App . -> Util (normal), core (normal)",
+            "Util libs/util -> core (dev)",
+            "core libs/core -> Util (optional)",
+        ]
+    );
+    let uv = "uv run --package";
+    let flags = "--locked --no-python-downloads";
+    assert_eq!(
+        commands(&found, "App"),
+        [
+            "build: uv build --no-python-downloads --out-dir dist".to_string(),
+            format!("check: {uv} App {flags} python -m mypy ."),
+            format!("fmt: {uv} App {flags} ruff format ."),
+            format!("lint: {uv} App {flags} ruff check ."),
+            format!("test: {uv} App {flags} python -m pytest"),
+        ]
+    );
+    // ruff configured but not a dependency: the one on the PATH, outside the environment.
+    assert_eq!(
+        commands(&found, "core"),
+        [
+            "fmt: ruff format .".to_string(),
+            "lint: ruff check .".to_string(),
+            format!("test: {uv} core {flags} python -m unittest"),
+        ]
+    );
+    assert_eq!(
+        commands(&found, "Util"),
+        [
+            format!("check: {uv} Util {flags} python -m mypy ."),
+            format!("test: {uv} Util {flags} python -m pytest"),
+        ]
+    );
+}
+
+#[test]
+fn sources_path_and_a_members_own_source_wins() {
+    let ws = Scratch::new(&[
+        (
+            "pyproject.toml",
+            "[tool.uv.workspace]\nmembers = [\"p/*\"]\n\
+             [tool.uv.sources]\nb = { workspace = true }\nc = { workspace = true }\n",
+        ),
+        (
+            "p/a/pyproject.toml",
+            "[project]\nname = \"a\"\ndependencies = [\"b\", \"c\", \"d\", \"a[extra]\", \"requests\"]\n\
+             [tool.uv.sources]\nc = { git = \"https://example.com/c\" }\nd = { path = \"../d\" }\n",
+        ),
+        ("p/b/pyproject.toml", "[project]\nname = \"b\"\n"),
+        ("p/c/pyproject.toml", "[project]\nname = \"c\"\n"),
+        // Named like a member's dependency but not taken from the workspace.
+        (
+            "p/d/pyproject.toml",
+            "[project]\nname = \"d\"\ndependencies = [\"b\"]\n",
+        ),
+        (
+            "p/requests/pyproject.toml",
+            "[project]\nname = \"requests\"\n",
+        ),
+    ]);
+    let (found, reader) = run(&ws.0);
+    assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
+    assert_eq!(
+        summary(&found),
+        [
+            "a p/a -> b (normal), d (normal)",
+            "b p/b -> ",
+            "c p/c -> ",
+            "d p/d -> b (normal)",
+            "requests p/requests -> ",
+        ]
+    );
+}
+
+#[test]
+fn a_single_project_offers_only_the_tools_it_uses() {
+    let bare = Scratch::new(&[("pyproject.toml", "[project]\nname = \"bare\"\n")]);
+    let (found, _) = run(&bare.0);
+    assert_eq!(summary(&found), ["bare . -> "]);
+    assert_eq!(commands(&found, "bare"), Vec::<String>::new());
+
+    let tested = Scratch::new(&[
+        ("pyproject.toml", "[project]\nname = \"t\"\n"),
+        ("test/__init__.py", ""),
+        ("ruff.toml", ""),
+        ("pytest.ini", "[pytest]\n"),
+    ]);
+    let (found, _) = run(&tested.0);
+    assert_eq!(
+        commands(&found, "t"),
+        [
+            "fmt: ruff format .",
+            "lint: ruff check .",
+            "test: python3 -m pytest"
+        ]
+    );
+    // The tool config alone, without a project, is no target.
+    let tools_only = Scratch::new(&[("pyproject.toml", "[tool.ruff]\nline-length = 90\n")]);
+    assert!(run(&tools_only.0).0.is_empty());
+}
+
+#[test]
+fn broken_members_are_warnings_and_the_rest_goes_on() {
+    let ws = Scratch::new(&[
+        (
+            "pyproject.toml",
+            "[project]\nversion = \"1\"\n[tool.uv.workspace]\nmembers = [\"m/*\", \"[\"]\n",
+        ),
+        ("m/good/pyproject.toml", "[project]\nname = \"good\"\n"),
+        ("m/syntax/pyproject.toml", "[project\nname = \"x\"\n"),
+        ("m/noname/pyproject.toml", "[tool.ruff]\n"),
+        (
+            "m/evil/pyproject.toml",
+            "[project]\nname = \"x; rm -rf /\"\n",
+        ),
+        ("m/dup1/pyproject.toml", "[project]\nname = \"Good\"\n"),
+    ]);
+    let (found, reader) = run(&ws.0);
+    // Folder order decides which of two alike names keeps it.
+    assert_eq!(summary(&found), ["Good m/dup1 -> ", "good-2 m/good -> "]);
+    let mut got = codes(&reader);
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [
+            "bad-glob",
+            "duplicate-project",
+            "invalid-project-name",
+            "invalid-pyproject",
+            "no-project-name",
+            "no-project-name"
+        ]
+    );
+    for d in &reader.diagnostics {
+        assert!(!d.message.ends_with('.'), "{}", d.message);
+    }
+}
+
+#[test]
+fn a_thousand_projects_are_discovered_in_milliseconds() {
+    let mut files = vec![(
+        "pyproject.toml".to_string(),
+        "[tool.uv.workspace]\nmembers = [\"packages/*\"]\n[tool.uv.sources]\n".to_string(),
+    )];
+    files.push(("uv.lock".into(), "version = 1\n".into()));
+    for i in 0..1000 {
+        files[0]
+            .1
+            .push_str(&format!("p{i} = {{ workspace = true }}\n"));
+        let deps: Vec<String> = [i / 2, i / 3, i / 5]
+            .into_iter()
+            .filter(|&d| d != i)
+            .map(|d| format!("\"p{d}>=1\", "))
+            .collect();
+        files.push((
+            format!("packages/p{i}/pyproject.toml"),
+            format!(
+                "[project]\nname = \"p{i}\"\ndependencies = [{}\"requests\"]\n\
+                 [dependency-groups]\ndev = [\"pytest\"]\n[build-system]\nrequires = [\"hatchling\"]\n",
+                deps.concat()
+            ),
+        ));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let ws = Scratch::new(&refs);
+    // The fastest of a few runs: the machine is shared, and the figure is discovery's own.
+    let took = (0..5)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            run(&ws.0);
+            started.elapsed()
+        })
+        .min()
+        .unwrap();
+    let (found, reader) = run(&ws.0);
+    eprintln!("python: 1,000 projects discovered in {took:?}");
+    // For scale: what reading the same manifests through a reader costs, parsing nothing.
+    let reads = (0..5)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            let mut reader = Reader::new(&ws.0);
+            for (rel, _) in &files {
+                reader.read(rel);
+            }
+            started.elapsed()
+        })
+        .min()
+        .unwrap();
+    eprintln!("python: reading the 1,001 pyproject.toml alone takes {reads:?}");
+    assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
+    assert_eq!(found.len(), 1000);
+    assert!(
+        found
+            .iter()
+            .all(|t| t.capabilities.as_ref().unwrap().len() == 2)
+    );
+    // Generous: the point is the printed figure; a loaded machine must not fail it.
+    assert!(took.as_secs() < 5);
+}

@@ -1,0 +1,37 @@
+module go.opentelemetry.io/otel/bridge/opencensus/test
+
+go 1.25.0
+
+require (
+	go.opencensus.io v0.24.0
+	go.opentelemetry.io/otel v1.45.0
+	go.opentelemetry.io/otel/bridge/opencensus v1.45.0
+	go.opentelemetry.io/otel/sdk v1.45.0
+	go.opentelemetry.io/otel/trace v1.45.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel/metric v1.45.0 // indirect
+	go.opentelemetry.io/otel/sdk/metric v1.45.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)
+
+replace go.opentelemetry.io/otel => ../../..
+
+replace go.opentelemetry.io/otel/bridge/opencensus => ../
+
+replace go.opentelemetry.io/otel/sdk => ../../../sdk
+
+replace go.opentelemetry.io/otel/trace => ../../../trace
+
+replace go.opentelemetry.io/otel/metric => ../../../metric
+
+replace go.opentelemetry.io/otel/sdk/metric => ../../../sdk/metric
+
+replace go.opentelemetry.io/otel/metric/x => ../../../metric/x
