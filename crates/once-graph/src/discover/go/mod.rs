@@ -119,12 +119,16 @@ fn used_folders(
     out
 }
 
-/// Every folder holding a `go.mod`, the root included, outside `testdata` and `vendor`.
+/// With a `go.mod` at the root, every folder holding a `go.mod`, the root included, outside
+/// `testdata` and `vendor`. Without one, none: the tree of a repository that is not a Go module
+/// is not walked on every load (a multi-module repository without a root module names its
+/// modules in `go.work`).
 fn module_folders(reader: &mut Reader) -> Vec<(String, Option<(usize, usize)>)> {
     let mut out = Vec::new();
-    if reader.exists("go.mod") {
-        out.push((".".to_string(), None));
+    if !reader.exists("go.mod") {
+        return out;
     }
+    out.push((".".to_string(), None));
     for folder in reader.folders(&["**".into()], "go.mod", usize::MAX, 0) {
         if !folder.split('/').any(|c| c == "testdata" || c == "vendor") {
             out.push((folder, None));

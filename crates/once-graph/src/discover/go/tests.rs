@@ -191,6 +191,10 @@ fn without_go_work_every_go_mod_outside_testdata_and_vendor() {
 #[test]
 fn modules_of_one_path_get_distinct_names_and_a_warning() {
     let ws = Scratch::new(&[
+        (
+            "go.work",
+            "go 1.22\nuse (\n\t./a\n\t./b\n\t./c\n\t./d\n\t./e\n)\n",
+        ),
         ("a/go.mod", "module example.com/same\n"),
         ("b/go.mod", "module example.com/same\n"),
         ("c/go.mod", "module example.com/same-2\n"),
@@ -286,11 +290,13 @@ fn a_thousand_modules_are_discovered_in_milliseconds() {
         })
         .sum();
     assert_eq!(found.iter().map(|t| t.edges.len()).sum::<usize>(), edges);
-    // Without go.work: the bounded walk finds the same modules.
+    // Without go.work, below a root module: the bounded walk finds the same modules, and the root.
     std::fs::remove_file(ws.0.join("go.work")).unwrap();
+    std::fs::write(ws.0.join("go.mod"), "module example.com/root\n").unwrap();
     let walk = fastest(&ws.0);
     let (walked, _) = run(&ws.0);
     eprintln!("go: 1,000 modules (walk) discovered in {walk:?}");
+    let walked: Vec<Inferred> = walked.into_iter().filter(|t| t.path != ".").collect();
     assert_eq!(summary(&walked), summary(&found));
     // Generous: the point is the printed figure; a loaded machine must not fail it.
     assert!(took.as_secs() < 5);
@@ -309,4 +315,12 @@ fn fastest_reads(root: &Path, files: &[(String, String)]) -> std::time::Duration
         })
         .min()
         .unwrap()
+}
+
+#[test]
+fn a_tree_without_a_root_module_or_go_work_is_not_walked() {
+    let ws = Scratch::new(&[("tools/gen/go.mod", "module example.com/gen\n")]);
+    let (found, reader) = run(&ws.0);
+    assert!(found.is_empty());
+    assert!(reader.listings.is_empty(), "the tree was walked");
 }
