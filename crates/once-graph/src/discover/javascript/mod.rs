@@ -242,10 +242,25 @@ fn clean_globs(globs: Vec<String>) -> Vec<String> {
             None => ("", glob.as_str()),
         };
         let body = body.trim_start_matches("./").trim_end_matches('/');
-        if let Some(parent) = body.strip_suffix("/**") {
-            out.push(format!("{bang}{parent}"));
+        let Some(parent) = body.strip_suffix("/**") else {
+            out.push(format!("{bang}{body}"));
+            continue;
+        };
+        // `a/**/t/**` as `a/**/{t,t/**}`: one walk of `a` instead of two.
+        match parent.rsplit_once('/') {
+            Some((dir, last))
+                if bang.is_empty()
+                    && dir.split('/').any(|c| c == "**")
+                    && !last.contains(['{', '}'])
+                    && !last.contains("**") =>
+            {
+                out.push(format!("{dir}/{{{last},{last}/**}}"));
+            }
+            _ => {
+                out.push(format!("{bang}{parent}"));
+                out.push(format!("{bang}{body}"));
+            }
         }
-        out.push(format!("{bang}{body}"));
     }
     out
 }

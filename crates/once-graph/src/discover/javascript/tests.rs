@@ -262,9 +262,18 @@ fn pnpm_workspaces_come_from_pnpm_workspace_yaml() {
             "package.json",
             r#"{"name": "mono", "workspaces": ["ignored/*"], "scripts": {"build": "pnpm -r build"}}"#,
         ),
+        ("lib/src/__tests__/package.json", r#"{"name": "lib-tests"}"#),
+        (
+            "lib/src/__tests__/fixture/package.json",
+            r#"{"name": "lib-fixture"}"#,
+        ),
+        (
+            "lib/src/__tests__x/package.json",
+            r#"{"name": "not-tests"}"#,
+        ),
         (
             "pnpm-workspace.yaml",
-            "# the workspace\npackages:\n  - 'packages/*'   # libraries\n  - \"apps/**\"\n  - docs\n  - '!**/test/**'\n\ncatalog:\n  react: ^18\n",
+            "# the workspace\npackages:\n  - 'lib/**/__tests__/**'\n\n  - 'packages/*'   # libraries\n  - \"apps/**\"\n  - docs\n  - '!**/test/**'\n\ncatalog:\n  react: ^18\n",
         ),
         ("pnpm-lock.yaml", "lockfileVersion: '9.0'\n"),
         ("packages/ui/package.json", r#"{"name": "@m/ui"}"#),
@@ -288,6 +297,8 @@ fn pnpm_workspaces_come_from_pnpm_workspace_yaml() {
         [
             ("deep", "apps/site/nested/deep"),
             ("docs", "docs"),
+            ("lib-fixture", "lib/src/__tests__/fixture"),
+            ("lib-tests", "lib/src/__tests__"),
             ("m-ui", "packages/ui"),
             ("site", "apps/site"),
         ]
@@ -469,7 +480,7 @@ fn nameless_and_same_named_packages_get_distinct_targets() {
     );
     // The first by path keeps the package name for dependents.
     assert_eq!(edges(target(&found, "b-z")), [("dup", EdgeKind::Normal)]);
-    assert!(target(&found, "b-z").fields.get("package").is_none());
+    assert!(!target(&found, "b-z").fields.contains_key("package"));
     // A nameless package is named by its folder for targets, never for dependents.
     assert!(target(&found, "dup-2").edges.is_empty());
     assert_eq!(warnings(&reader).len(), 2, "{:?}", warnings(&reader));
