@@ -64,6 +64,17 @@ const LOCKFILES: [(&str, PackageManager); 6] = [
     ("bun.lockb", PackageManager::Bun),
 ];
 
+/// Where the packages are, as the workspace's own files say.
+enum Layout {
+    /// No workspace: the root `package.json`, if any, is the one package.
+    Single,
+    /// Member folder globs, and the file (reader index) and offset naming them.
+    Members(Vec<String>, usize, usize),
+    /// The workspace file could not be read (warned): no targets, rather than the root's
+    /// recursive scripts as one.
+    Unreadable,
+}
+
 /// A member `package.json` read and parsed.
 struct Member {
     path: String,
@@ -86,11 +97,9 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
     }
     let pm = package_manager(reader, root.as_ref().map(|(_, map)| map), pnpm_yaml);
 
-    let Some(globs) = workspace_globs(reader, root.as_ref(), pnpm_yaml, pm) else {
-        return Vec::new();
-    };
-    let members: Vec<Member> = match (globs, root) {
-        (Some((globs, file, offset)), _) => reader
+    let members: Vec<Member> = match (layout(reader, root.as_ref(), pnpm_yaml, pm), root) {
+        (Layout::Unreadable, _) => return Vec::new(),
+        (Layout::Members(globs, file, offset), _) => reader
             .folders(&globs, "package.json", file, offset)
             .into_iter()
             .filter_map(|path| {
@@ -99,12 +108,12 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
                 Some(Member { path, file, map })
             })
             .collect(),
-        (None, Some((file, map))) => vec![Member {
+        (Layout::Single, Some((file, map))) => vec![Member {
             path: ".".into(),
             file,
             map,
         }],
-        (None, None) => Vec::new(),
+        (Layout::Single, None) => Vec::new(),
     };
     infer(reader, members, pm)
 }
@@ -153,22 +162,19 @@ fn binary_exists(reader: &mut Reader, rel: &str) -> bool {
     recorded
 }
 
-/// The member globs, the file naming them and its offset: `Some(None)` for a single package,
-/// `None` when the workspace file cannot be read (warned; no targets rather than the root's
-/// recursive scripts as one).
-#[allow(clippy::type_complexity)]
-fn workspace_globs(
+/// pnpm's `pnpm-workspace.yaml` `packages:`, else the root `package.json` `workspaces`.
+fn layout(
     reader: &mut Reader,
     root: Option<&(usize, Map<String, Value>)>,
     pnpm_yaml: Option<usize>,
     pm: PackageManager,
-) -> Option<Option<(Vec<String>, usize, usize)>> {
+) -> Layout {
     if let (Some(file), PackageManager::Pnpm) = (pnpm_yaml, pm) {
         return match pnpm_workspace::packages(reader.text(file)) {
             Ok(Some((globs, offset))) if !globs.is_empty() => {
-                Some(Some((clean_globs(globs), file, offset)))
+                Layout::Members(clean_globs(globs), file, offset)
             }
-            Ok(Some(_)) => Some(None),
+            Ok(Some(_)) => Layout::Single,
             // A settings-only `pnpm-workspace.yaml`: the members, if any, are `workspaces`.
             Ok(None) => package_json_globs(reader, root),
             Err(e) => {
@@ -181,24 +187,20 @@ fn workspace_globs(
                         e.message
                     ),
                 );
-                None
+                Layout::Unreadable
             }
         };
     }
     package_json_globs(reader, root)
 }
 
-/// The `workspaces` of the root `package.json`, as [`workspace_globs`] answers.
-#[allow(clippy::type_complexity)]
-fn package_json_globs(
-    reader: &mut Reader,
-    root: Option<&(usize, Map<String, Value>)>,
-) -> Option<Option<(Vec<String>, usize, usize)>> {
+/// The `workspaces` of the root `package.json` (a list, or `{ "packages": [...] }`).
+fn package_json_globs(reader: &mut Reader, root: Option<&(usize, Map<String, Value>)>) -> Layout {
     let Some((file, map)) = root else {
-        return Some(None);
+        return Layout::Single;
     };
     let Some(value) = map.get("workspaces") else {
-        return Some(None);
+        return Layout::Single;
     };
     let offset = package_json::key_offset(reader.text(*file), "workspaces");
     let list = match value {
@@ -215,8 +217,8 @@ fn package_json_globs(
             .collect()
     });
     match globs {
-        Some(globs) if globs.is_empty() => Some(None),
-        Some(globs) => Some(Some((clean_globs(globs), *file, offset))),
+        Some(globs) if globs.is_empty() => Layout::Single,
+        Some(globs) => Layout::Members(clean_globs(globs), *file, offset),
         None => {
             reader.warn(
                 *file,
@@ -226,7 +228,7 @@ fn package_json_globs(
                  `{ \"packages\": [...] }`; its packages were not inferred"
                     .into(),
             );
-            None
+            Layout::Unreadable
         }
     }
 }
