@@ -67,6 +67,8 @@ pub struct Workspace {
     /// Manifests looked for and not found (`once.toml` at the root, a lockfile…): one appearing
     /// makes the workspace stale.
     absent: Vec<String>,
+    /// Files whose presence alone discovery used (lockfiles): one vanishing makes it stale.
+    present: Vec<String>,
     /// Folder globs discovery expanded, to expand again when checking staleness.
     listings: Vec<Listing>,
     env_mode: EnvMode,
@@ -176,14 +178,14 @@ impl Workspace {
                 });
             }
         };
-        let (mut absent, listings) = match reader {
+        let (mut absent, present, listings) = match reader {
             Some(r) => {
                 files.extend(r.files);
                 manifests.extend(r.records);
                 diags.extend(r.diagnostics);
-                (r.absent, r.listings)
+                (r.absent, r.present, r.listings)
             }
-            None => (Vec::new(), Vec::new()),
+            None => (Vec::new(), Vec::new(), Vec::new()),
         };
         if root_absent {
             absent.push(MANIFEST_FILE.to_string());
@@ -272,6 +274,7 @@ impl Workspace {
             member_globs,
             member_dirs,
             absent,
+            present,
             listings,
             env_mode: settings.env_mode,
             pass_env: settings.pass_env.clone().into(),
@@ -315,6 +318,10 @@ impl Workspace {
         let changed = self.manifests.iter().any(ManifestRecord::changed);
         changed
             || self.absent.iter().any(|rel| self.root.join(rel).is_file())
+            || self
+                .present
+                .iter()
+                .any(|rel| !self.root.join(rel).is_file())
             || self.listings.iter().any(|l| l.changed(&self.root))
             || expand_members(&self.root, &self.member_globs).0 != self.member_dirs
     }

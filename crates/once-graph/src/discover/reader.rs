@@ -38,9 +38,14 @@ pub(crate) struct Reader {
     pub listings: Vec<Listing>,
     /// Warnings about manifests discovery could not use.
     pub diagnostics: Vec<Diagnostic>,
+    /// Files whose presence alone was asked for (lockfiles, markers): vanishing makes the
+    /// workspace stale; their content is never read.
+    pub present: Vec<String>,
     /// Each path asked for, with its index in `files` (`None`: absent or unusable), so a
     /// thousand projects' lookups stay linear.
     seen: HashMap<String, Option<usize>>,
+    /// Each path whose presence was asked for, and the answer.
+    stated: HashMap<String, bool>,
 }
 
 impl Reader {
@@ -53,7 +58,9 @@ impl Reader {
             absent: Vec::new(),
             listings: Vec::new(),
             diagnostics: Vec::new(),
+            present: Vec::new(),
             seen: HashMap::new(),
+            stated: HashMap::new(),
         }
     }
 
@@ -120,10 +127,24 @@ impl Reader {
         self.files.get(file).map_or("", |f| f.rel.as_str())
     }
 
-    /// Whether a file exists at `rel`, recorded like a read (its appearing or vanishing makes
-    /// the workspace stale). For lockfiles and markers whose content discovery does not need.
+    /// Whether a regular file exists at `rel`, recorded so that its appearing or vanishing makes
+    /// the workspace stale. Its content is not read: a lockfile may be megabytes, or binary
+    /// (`bun.lockb`), and only its presence matters to discovery.
     pub fn exists(&mut self, rel: &str) -> bool {
-        self.read(rel).is_some()
+        if let Some(&known) = self.seen.get(rel) {
+            return known.is_some();
+        }
+        if let Some(&known) = self.stated.get(rel) {
+            return known;
+        }
+        let found = self.root.join(rel).is_file();
+        if found {
+            self.present.push(rel.to_string());
+        } else {
+            self.absent.push(rel.to_string());
+        }
+        self.stated.insert(rel.to_string(), found);
+        found
     }
 
     /// Folders (relative to the root, sorted) matching any of `globs` and none of the

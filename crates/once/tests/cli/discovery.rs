@@ -257,3 +257,53 @@ fn mcp_follows_cargo_manifests_a_new_member_and_a_new_edge() {
         "a legal Cargo graph is no cycle error: {check}"
     );
 }
+
+#[test]
+fn mcp_follows_the_package_manager_as_lockfiles_come_and_go() {
+    let test = Test::new()
+        .file(
+            "package.json",
+            "{\"private\": true, \"workspaces\": [\"packages/*\"]}\n",
+        )
+        .file(
+            "packages/web/package.json",
+            "{\"name\": \"web\", \"scripts\": {\"build\": \"true\", \"dev\": \"vite\"}}\n",
+        );
+    let mut server = Mcp::spawn(test.root(), &[]);
+    server.initialize();
+    let build_command = |server: &mut Mcp, id: u64| {
+        let web = server.call(id, "once_query_target", json!({"name": "web"}));
+        let result = web["result"]["structuredContent"]["result"].clone();
+        let caps = result["capabilities"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let names: Vec<String> = caps
+            .iter()
+            .map(|c| c["name"].as_str().unwrap_or_default().to_string())
+            .collect();
+        // Exactly the scripts: no lint, check or fmt that would fail with "Missing script".
+        assert_eq!(names, ["build", "dev"], "{web}");
+        assert_eq!(caps[1]["persistent"], true, "{web}");
+        caps[0]["command"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(build_command(&mut server, 1), "npm run build");
+    // A binary lockfile is only looked at, never read as text: no warning about it.
+    std::fs::write(test.root().join("bun.lockb"), [0xff_u8, 0xfe, 0x00]).unwrap();
+    assert_eq!(build_command(&mut server, 2), "bun run build");
+    let workspace = server.call(3, "once_query_workspace", json!({}));
+    let diagnostics = &workspace["result"]["structuredContent"]["result"]["diagnostics"];
+    assert!(
+        !diagnostics.to_string().contains("bun.lockb"),
+        "{workspace}"
+    );
+    std::fs::write(
+        test.root().join("pnpm-lock.yaml"),
+        "lockfileVersion: '9.0'\n",
+    )
+    .unwrap();
+    assert_eq!(build_command(&mut server, 4), "pnpm run build");
+    std::fs::remove_file(test.root().join("pnpm-lock.yaml")).unwrap();
+    std::fs::remove_file(test.root().join("bun.lockb")).unwrap();
+    assert_eq!(build_command(&mut server, 5), "npm run build");
+}

@@ -132,11 +132,7 @@ fn package_manager(
         return pm;
     }
     for (lockfile, pm) in LOCKFILES {
-        if lockfile == "bun.lockb" {
-            if binary_exists(reader, lockfile) {
-                return pm;
-            }
-        } else if reader.exists(lockfile) {
+        if reader.exists(lockfile) {
             return pm;
         }
     }
@@ -145,21 +141,6 @@ fn package_manager(
     } else {
         PackageManager::Npm
     }
-}
-
-/// Whether the binary file `rel` exists, recorded for staleness like [`Reader::exists`] but
-/// without the warning the reader gives a file that is not UTF-8 text.
-fn binary_exists(reader: &mut Reader, rel: &str) -> bool {
-    let before = reader.diagnostics.len();
-    if reader.exists(rel) {
-        return true;
-    }
-    let recorded = reader.records.iter().any(|r| r.rel == rel);
-    if recorded {
-        // Its content was hashed for staleness; that it is not text is not a problem here.
-        reader.diagnostics.truncate(before);
-    }
-    recorded
 }
 
 /// pnpm's `pnpm-workspace.yaml` `packages:`, else the root `package.json` `workspaces`.
