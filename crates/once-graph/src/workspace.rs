@@ -15,7 +15,7 @@ use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::discover::{self, Listing, Reader};
 use crate::graph::{ActionId, Graph};
 use crate::manifest::{self, Bases, DepRef, Overlay, PendingTarget, Settings, Shared};
-use crate::model::{Capability, EnvMode, Target};
+use crate::model::{Capability, EnvMode, Origin, Target};
 use crate::{Error, MANIFEST_FILE, suggest};
 
 /// Manifests larger than this are rejected unparsed.
@@ -258,6 +258,15 @@ impl Workspace {
                 .unwrap_or_default()
         });
         overlay_inferred(&mut pending, &declared, bases, &mut shared);
+        // Declared npm packages offer the script-backed defaults their package.json has.
+        let mut scripts = Reader::new(&root);
+        for p in pending.iter_mut() {
+            trim_missing_scripts(p, &mut scripts);
+        }
+        files.extend(scripts.files);
+        manifests.extend(scripts.records);
+        diags.extend(scripts.diagnostics);
+        absent.extend(scripts.absent);
         let (targets, graph) = resolve(pending, &declared, &files, &shared, &mut diags);
 
         // Deterministic order: by file (root first), then position.
@@ -445,6 +454,60 @@ fn overlay_inferred(
             Arc::make_mut(inference).unordered = cut;
         }
     }
+}
+
+/// The script each `npm-package` default capability runs.
+const NPM_DEFAULT_SCRIPTS: &[(&str, &str)] = &[
+    ("build", "build"),
+    ("check", "typecheck"),
+    ("fmt", "format"),
+    ("lint", "lint"),
+    ("test", "test"),
+];
+
+/// Drops the default capabilities of a declared `npm-package` target whose script its
+/// `package.json` lacks (`once run --all lint` then skips it instead of failing with "Missing
+/// script"). A capability the manifest declares or changes stays; a folder without a readable
+/// `package.json` keeps every default. Inferred targets already have exactly their scripts.
+fn trim_missing_scripts(p: &mut PendingTarget, reader: &mut Reader) {
+    let t = &p.target;
+    if t.kind != "npm-package" || t.inference.is_some() {
+        return;
+    }
+    let missing = |c: &Capability, scripts: &[String]| {
+        c.origin == Origin::Kind
+            && NPM_DEFAULT_SCRIPTS
+                .iter()
+                .any(|(cap, script)| *c.name == **cap && !scripts.iter().any(|s| s == script))
+    };
+    let Some(scripts) = discover::scripts_of(reader, &t.path) else {
+        return;
+    };
+    if !t.capabilities.iter().any(|c| missing(c, &scripts)) {
+        return;
+    }
+    let keep: Vec<bool> = t
+        .capabilities
+        .iter()
+        .map(|c| !missing(c, &scripts))
+        .collect();
+    let capabilities: Vec<Capability> = t
+        .capabilities
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(c, _)| c.clone())
+        .collect();
+    if !p.cap_deps.is_empty() {
+        let deps = std::mem::take(&mut p.cap_deps);
+        p.cap_deps = deps
+            .into_iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(d, _)| d)
+            .collect();
+    }
+    p.target.capabilities = capabilities.into();
 }
 
 /// Appends `more` to `all`, taking it whole when `all` is empty (no copy).

@@ -20,6 +20,7 @@ mod targets;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub(crate) use javascript::scripts_of;
 pub(crate) use reader::{Listing, Reader};
 pub(crate) use targets::{exclude, settle_names, to_target, unordered_edges};
 

@@ -307,3 +307,47 @@ fn mcp_follows_the_package_manager_as_lockfiles_come_and_go() {
     std::fs::remove_file(test.root().join("bun.lockb")).unwrap();
     assert_eq!(build_command(&mut server, 5), "npm run build");
 }
+
+#[test]
+fn a_declared_npm_package_offers_only_the_defaults_its_scripts_back() {
+    let test = Test::new()
+        .manifest(
+            "[targets.web]\nkind = \"npm-package\"\npath = \"web\"\n\
+             [targets.web.capabilities.fmt]\ncommand = \"prettier --write .\"\n",
+        )
+        .file(
+            "web/package.json",
+            "{\"name\": \"web\", \"scripts\": {\"build\": \"tsc\", \"typecheck\": \"tsc --noEmit\"}}\n",
+        );
+    let root = test.root().to_path_buf();
+    let run = test.args(["query", "target", "web"]).run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let names: Vec<String> = run.json()["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    // No `lint` or `test` script: those defaults are gone; `fmt` is declared, so it stays.
+    assert_eq!(names, ["build", "check", "fmt"]);
+    // A script added later brings its default back: package.json is watched like a manifest.
+    let mut server = Mcp::spawn(&root, &[]);
+    server.initialize();
+    let names = |server: &mut Mcp, id: u64| -> Vec<String> {
+        let web = server.call(id, "once_query_target", json!({"name": "web"}));
+        web["result"]["structuredContent"]["result"]["capabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&mut server, 1), ["build", "check", "fmt"]);
+    std::fs::write(
+        root.join("web/package.json"),
+        "{\"name\": \"web\", \"scripts\": {\"build\": \"tsc\", \"lint\": \"eslint .\"}}\n",
+    )
+    .unwrap();
+    let web = names(&mut server, 2);
+    assert_eq!(web, ["build", "fmt", "lint"]);
+}

@@ -393,3 +393,20 @@ fn strongest(a: EdgeKind, b: EdgeKind) -> EdgeKind {
 
 #[cfg(test)]
 mod tests;
+
+/// The script names of the `package.json` in `folder` (relative to the root), for a target a
+/// `once.toml` declares there by hand: `None` when it has no readable `package.json`.
+pub(crate) fn scripts_of(reader: &mut Reader, folder: &str) -> Option<Vec<String>> {
+    let rel = if folder == "." {
+        "package.json".to_string()
+    } else {
+        format!("{folder}/package.json")
+    };
+    let file = reader.read(&rel)?;
+    let map = package_json::object(reader, file)?;
+    let scripts = match map.get("scripts") {
+        Some(Value::Object(scripts)) => scripts.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    Some(scripts)
+}
