@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use once_graph::Workspace;
 use once_graph::graph::{ActionId, reach};
+use once_graph::inputs::Written;
 use once_graph::model::{Capability, EnvMode, Target};
 use once_graph::template::{Fill, RenderError};
 use serde_json::Value;
@@ -232,72 +233,6 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         root: ws.root().to_path_buf(),
         steps,
     })
-}
-
-/// The declared outputs of every target with any, as globs relative to the workspace root.
-struct Written(Vec<Outputs>);
-
-/// A target's index, folder and `(capability, glob)` outputs.
-type Outputs = (usize, String, Vec<(usize, String)>);
-
-impl Written {
-    fn new(targets: &[Target]) -> Written {
-        Written(
-            targets
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.capabilities.iter().any(|c| !c.outputs.is_empty()))
-                .map(|(i, t)| {
-                    let globs = t
-                        .capabilities
-                        .iter()
-                        .enumerate()
-                        .flat_map(|(c, cap)| cap.outputs.iter().map(move |o| (c, o.clone())))
-                        .collect();
-                    (i, t.path.clone(), globs)
-                })
-                .collect(),
-        )
-    }
-
-    /// What is written inside the folder `path` by any capability other than number `c` of
-    /// target `t` (every capability when `c` is `None`): globs relative to `path`. A target
-    /// whose folder holds another's (a target at the root) must not hash what that one writes.
-    fn inside(&self, path: &str, t: usize, c: Option<usize>) -> Arc<[String]> {
-        // The root folder is spelled `.`.
-        fn root(path: &str) -> &str {
-            if path == "." { "" } else { path }
-        }
-        let path = root(path);
-        let mut globs = Vec::new();
-        for (index, other, outputs) in &self.0 {
-            let other = root(other);
-            let same = *index == t;
-            // Compared without allocating: a plan asks this of every step.
-            let prefix = if other == path {
-                ""
-            } else if path.is_empty() {
-                other
-            } else if other.len() > path.len()
-                && other.starts_with(path)
-                && other.as_bytes()[path.len()] == b'/'
-            {
-                &other[path.len() + 1..]
-            } else {
-                continue;
-            };
-            for (cap, glob) in outputs {
-                if !(same && Some(*cap) == c) {
-                    globs.push(if prefix.is_empty() {
-                        glob.clone()
-                    } else {
-                        format!("{prefix}/{glob}")
-                    });
-                }
-            }
-        }
-        globs.into()
-    }
 }
 
 /// The sources of every target that target `t` depends on, transitively, in graph order. Each
