@@ -277,7 +277,11 @@ struct Index<'a> {
     rooted: Vec<(Option<InputGlobs>, Vec<ActionId>)>,
     /// `(target, capability)` → its own inputs; `(target, None-as-MAX)` → its sources as a
     /// dependency sees them.
-    local: HashMap<(usize, usize, bool), Option<InputGlobs>>,
+    local: HashMap<(usize, usize, bool), usize>,
+    /// The compiled folder globs, one per distinct (glob list, exclusions): targets of one kind
+    /// share their lists, so a folder holding thousands of targets compiles a few.
+    compiled: Vec<Option<InputGlobs>>,
+    by_globs: HashMap<(usize, usize, Vec<String>), usize>,
     /// Targets whose sources (as a dependency, per chosen capability; `usize::MAX` for none)
     /// changed.
     sources: HashSet<(usize, usize)>,
@@ -331,6 +335,8 @@ impl<'a> Index<'a> {
             folders,
             rooted,
             local: HashMap::new(),
+            compiled: Vec::new(),
+            by_globs: HashMap::new(),
             sources: HashSet::new(),
         }
     }
@@ -338,21 +344,43 @@ impl<'a> Index<'a> {
     /// The folder inputs of capability `c` of target `t`: as its own (`own`), minus what every
     /// other capability there writes, or as a dependency's sources, minus everything written.
     fn local_matches(&mut self, t: usize, c: usize, own: bool, relative: &str) -> bool {
-        let ws = self.ws;
-        let written = &self.written;
-        let globs = self.local.entry((t, c, own)).or_insert_with(|| {
-            let target = &ws.targets[t];
-            let inputs: &[String] = target.capabilities.get(c).map_or(&[], |c| &c.inputs);
-            let outputs: &[String] = match target.capabilities.get(c) {
-                Some(cap) if own => &cap.outputs,
-                _ => &[],
-            };
-            let others = written.inside(&target.path, t, own.then_some(c));
-            InputGlobs::new(inputs, outputs.iter().chain(others.iter())).ok()
-        });
+        let id = match self.local.get(&(t, c, own)) {
+            Some(&id) => id,
+            None => {
+                let target = &self.ws.targets[t];
+                let capability = target.capabilities.get(c);
+                let inputs: &[String] = capability.map_or(&[], |c| &c.inputs);
+                let mut excluded: Vec<String> = match capability {
+                    Some(cap) if own => cap.outputs.to_vec(),
+                    _ => Vec::new(),
+                };
+                excluded.extend(
+                    self.written
+                        .inside(&target.path, t, own.then_some(c))
+                        .iter()
+                        .cloned(),
+                );
+                // Equal lists are one shared allocation (see `model::Capability`).
+                let key = (inputs.as_ptr() as usize, inputs.len(), excluded);
+                let id = match self.by_globs.get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        let compiled = InputGlobs::new(inputs, key.2.iter()).ok();
+                        self.compiled.push(compiled);
+                        self.by_globs.insert(key, self.compiled.len() - 1);
+                        self.compiled.len() - 1
+                    }
+                };
+                self.local.insert((t, c, own), id);
+                id
+            }
+        };
         // A glob that does not compile was refused when the manifest loaded; should one get
         // here anyway, the file counts as an input: a needless run beats a missed one.
-        globs.as_ref().is_none_or(|g| g.local().matches(relative))
+        self.compiled
+            .get(id)
+            .and_then(Option::as_ref)
+            .is_none_or(|g| g.local().matches(relative))
     }
 
     /// The owners of `path` and the actions it is an input of; remembers whose sources it is.
