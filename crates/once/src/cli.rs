@@ -16,6 +16,7 @@ Examples:
   once query target web                   One target with its capabilities and parameters
   once query schema cargo-package         JSON Schema of a kind's fields and parameters
   once query graph order web:test         The actions `web:test` needs, in the order they run
+  once query affected --cap test          The tests your uncommitted changes make run again
   once -C ~/code/shop mcp                 Serve the graph to a coding agent over stdio
   once serve                              Keep a live session; agents join with `once mcp --attach`
 

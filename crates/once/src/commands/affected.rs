@@ -67,7 +67,7 @@ pub fn owner(workspace: &Workspace, path: &Path, json: bool) -> Result<Outcome> 
     };
     match query::owner(workspace, &OwnerQuery { path }) {
         Ok(row) if json => output::json(&row)?,
-        Ok(row) => output::text(&owner_text(&row))?,
+        Ok(row) => output::text(&owner_line(&row))?,
         Err(error) => return Ok(Refusal::Failed(error.to_string()).report()),
     }
     Ok(Outcome::Success)
@@ -200,10 +200,6 @@ fn render(answer: &AffectedAnswer) -> String {
         let _ = writeln!(out, "more: pass `--cursor {cursor}` for the next page");
     }
     out
-}
-
-fn owner_text(row: &ChangedFile) -> String {
-    owner_line(row)
 }
 
 /// `path: owner (reasons); owner (reasons)`, or that nothing owns it.
