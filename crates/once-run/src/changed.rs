@@ -146,3 +146,22 @@ fn clip_to(text: &str, chars: usize) -> String {
         None => text.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revision_git_would_read_as_an_option_is_refused_before_git_runs() {
+        let registry = Registry::new();
+        let nowhere = Path::new("/nonexistent-folder-of-once-tests");
+        for bad in ["", "-p", "--output=/tmp/x", "a\nb", &"x".repeat(300)] {
+            let error = changed_files(nowhere, bad, &registry).unwrap_err();
+            assert!(
+                matches!(error, Error::BadRevision { .. }),
+                "{bad:?}: {error}"
+            );
+            assert!(error.to_string().len() < 300, "{error}");
+        }
+    }
+}

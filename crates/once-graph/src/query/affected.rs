@@ -154,7 +154,7 @@ pub fn affected(ws: &Workspace, q: &AffectedQuery) -> Result<AffectedAnswer, Que
         hits.push((path, found));
     }
     let actions = index.actions(&hits);
-    let actions: Vec<(ActionId, String)> = actions
+    let actions: Vec<(ActionId, Why)> = actions
         .into_iter()
         .filter(|(a, _)| {
             q.capability.is_none() || {
@@ -181,14 +181,14 @@ pub fn affected(ws: &Workspace, q: &AffectedQuery) -> Result<AffectedAnswer, Que
     {
         rows.push(Row::File(index.row(path.clone(), found)));
     }
-    for (a, reason) in actions
+    for (a, why) in actions
         .iter()
         .take(end.saturating_sub(files_total))
         .skip(start.saturating_sub(files_total))
     {
         rows.push(Row::Action(AffectedAction {
             action: super::action_name(ws, *a),
-            reason: reason.clone(),
+            reason: why.render(ws, &hits),
         }));
     }
     let next_cursor = page::fit(&mut rows, start, next, &fp);
@@ -207,6 +207,30 @@ pub fn affected(ws: &Workspace, q: &AffectedQuery) -> Result<AffectedAnswer, Que
         }
     }
     Ok(answer)
+}
+
+/// Why an action is affected, rendered only for the rows of a page.
+#[derive(Debug, Clone, Copy)]
+enum Why {
+    /// The changed file with this index is one of its inputs.
+    Input(usize),
+    /// It depends on this affected action.
+    Action(ActionId),
+    /// Its target depends on this target, whose sources changed.
+    Target(usize),
+}
+
+impl Why {
+    fn render(self, ws: &Workspace, files: &[(String, Hits)]) -> String {
+        match self {
+            Why::Input(f) => format!("`{}` is an input", files.get(f).map_or("?", |f| &f.0)),
+            Why::Action(a) => format!("depends on `{}`", super::action_name(ws, a)),
+            Why::Target(t) => format!(
+                "depends on target `{}`, whose sources changed",
+                ws.targets.get(t).map_or("?", |t| &t.name)
+            ),
+        }
+    }
 }
 
 /// One row of a page, for its byte budget.
@@ -486,14 +510,14 @@ impl<'a> Index<'a> {
 
     /// Every affected action with its reason: the files' own first, then their dependents by
     /// distance, each level in graph order (targets by name, then capabilities).
-    fn actions(&self, files: &[(String, Hits)]) -> Vec<(ActionId, String)> {
+    fn actions(&self, files: &[(String, Hits)]) -> Vec<(ActionId, Why)> {
         let ws = self.ws;
         let graph = &ws.graph;
         let n = graph.action_count();
         let mut depth: Vec<u32> = vec![u32::MAX; n];
-        let mut reason: HashMap<ActionId, String> = HashMap::new();
+        let mut reason: Vec<Option<Why>> = vec![None; n];
         let mut direct: Vec<ActionId> = Vec::new();
-        for (path, hits) in files {
+        for (f, (_, hits)) in files.iter().enumerate() {
             for (&t, o) in &hits.owners {
                 for &c in o.local.iter().chain(&o.root) {
                     let a = graph.action(t, c);
@@ -501,7 +525,7 @@ impl<'a> Index<'a> {
                         && *d == u32::MAX
                     {
                         *d = 0;
-                        reason.insert(a, format!("`{path}` is an input"));
+                        reason[a as usize] = Some(Why::Input(f));
                         direct.push(a);
                     }
                 }
@@ -519,13 +543,7 @@ impl<'a> Index<'a> {
         let mut level: Vec<ActionId> = Vec::new();
         for (a, origin) in upstream {
             depth[a as usize] = 1;
-            reason.insert(
-                a,
-                format!(
-                    "depends on target `{}`, whose sources changed",
-                    ws.targets[origin].name
-                ),
-            );
+            reason[a as usize] = Some(Why::Target(origin));
             level.push(a);
         }
         self.dependents(&mut level, &mut depth, &mut reason, 1);
@@ -539,7 +557,7 @@ impl<'a> Index<'a> {
         order
             .into_iter()
             .map(|(_, a)| {
-                let why = reason.remove(&a).unwrap_or_default();
+                let why = reason[a as usize].take().unwrap_or(Why::Action(a));
                 (a, why)
             })
             .collect()
@@ -551,7 +569,7 @@ impl<'a> Index<'a> {
         &self,
         level: &mut Vec<ActionId>,
         depth: &mut [u32],
-        reason: &mut HashMap<ActionId, String>,
+        reason: &mut [Option<Why>],
         mut d: u32,
     ) {
         let ws = self.ws;
@@ -567,7 +585,7 @@ impl<'a> Index<'a> {
                 {
                     if depth.get(r as usize) == Some(&u32::MAX) {
                         depth[r as usize] = d + 1;
-                        reason.insert(r, format!("depends on `{}`", super::action_name(ws, a)));
+                        reason[r as usize] = Some(Why::Action(a));
                         next.push(r);
                     }
                 }
