@@ -390,3 +390,127 @@ fn the_mcp_tool_answers_the_same_value() {
         .unwrap_or("");
     assert!(message.contains("`nope`"), "{message}");
 }
+
+/// Nested folders, a target at the root, `!` exclusions, `//` globs, outputs, and a dependent
+/// with a capability its dependency lacks.
+const AGREEMENT: &str = r#"
+[targets.root]
+kind = "command"
+[targets.root.capabilities.check]
+command = "true"
+
+[targets.lib]
+kind = "command"
+path = "lib"
+[targets.lib.capabilities.build]
+command = "true"
+inputs = ["src/**", "!src/gen/**", "//shared.lock"]
+outputs = ["out/**"]
+[targets.lib.capabilities.test]
+command = "true"
+inputs = ["src/**", "tests/**"]
+deps = [":build"]
+
+[targets.inner]
+kind = "command"
+path = "lib/inner"
+[targets.inner.capabilities.build]
+command = "true"
+
+[targets.app]
+kind = "command"
+path = "app"
+deps = ["lib"]
+[targets.app.capabilities.build]
+command = "true"
+outputs = ["dist/**"]
+[targets.app.capabilities.test]
+command = "true"
+[targets.app.capabilities.lint]
+command = "true"
+
+[targets.e2e]
+kind = "command"
+path = "e2e"
+[targets.e2e.capabilities.test]
+command = "true"
+deps = ["app:build"]
+"#;
+
+/// The actions a run ran (not replayed from the cache), from its progress lines.
+fn ran(output: &Output) -> Vec<String> {
+    assert_eq!(output.status.code(), Some(0), "{}", text(output));
+    let mut ran: Vec<String> = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                ["ok", action] => Some(action.to_owned()),
+                _ => None,
+            },
+        )
+        .collect();
+    ran.sort();
+    ran
+}
+
+#[test]
+fn the_affected_actions_are_exactly_those_whose_cache_key_changed() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(root, "once.toml", AGREEMENT);
+    for file in [
+        "lib/src/a.rs",
+        "lib/src/gen/g.rs",
+        "lib/tests/t.rs",
+        "lib/out/built.txt",
+        "lib/inner/x.txt",
+        "app/main.rs",
+        "app/dist/app.js",
+        "e2e/spec.txt",
+        "shared.lock",
+        "README.md",
+    ] {
+        write(root, file, "first\n");
+    }
+    let all = [
+        "run",
+        "root:check",
+        "lib:build",
+        "lib:test",
+        "inner:build",
+        "app:build",
+        "app:test",
+        "app:lint",
+        "e2e:test",
+    ];
+    assert_eq!(ran(&once(root, ".", &all)).len(), 8);
+    let mut sizes: Vec<(&str, usize)> = Vec::new();
+    for file in [
+        "lib/src/a.rs",
+        "lib/src/gen/g.rs",
+        "lib/tests/t.rs",
+        "lib/out/built.txt",
+        "lib/inner/x.txt",
+        "app/main.rs",
+        "app/dist/app.js",
+        "e2e/spec.txt",
+        "shared.lock",
+        "README.md",
+    ] {
+        write(root, file, &format!("changed {file}\n"));
+        let answer = json(&once(
+            root,
+            ".",
+            &[
+                "query", "affected", "--files", file, "--limit", "200", "--json",
+            ],
+        ));
+        let mut affected: Vec<String> = actions(&answer).into_iter().map(String::from).collect();
+        affected.sort();
+        assert_eq!(
+            affected,
+            ran(&once(root, ".", &all)),
+            "after changing `{file}`"
+        );
+    }
+}
