@@ -512,5 +512,22 @@ fn the_affected_actions_are_exactly_those_whose_cache_key_changed() {
             ran(&once(root, ".", &all)),
             "after changing `{file}`"
         );
+        sizes.push((file, affected.len()));
     }
+    // The comparison is not between two empty sets.
+    assert_eq!(
+        sizes,
+        [
+            ("lib/src/a.rs", 7),
+            ("lib/src/gen/g.rs", 4),
+            ("lib/tests/t.rs", 4),
+            ("lib/out/built.txt", 0),
+            ("lib/inner/x.txt", 2),
+            ("app/main.rs", 5),
+            ("app/dist/app.js", 0),
+            ("e2e/spec.txt", 2),
+            ("shared.lock", 7),
+            ("README.md", 1),
+        ]
+    );
 }
