@@ -120,18 +120,28 @@ fn changed(root: &Path, since: Option<&str>, named: &[PathBuf]) -> Result<Vec<St
     })
 }
 
-/// `path` relative to the workspace root: taken from the current folder when it exists there or
-/// nowhere else, else from the root; refused when it lies outside the workspace.
+/// `path` relative to the workspace root: from the current folder when it exists there, else
+/// from the root when it exists there, else from the current folder; refused when it lies
+/// outside the workspace.
 fn resolve(root: &Path, path: &Path) -> Result<String, Refusal> {
     let root = &root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let cwd = std::env::current_dir()
         .and_then(|cwd| cwd.canonicalize())
         .context("cannot read the current folder")
         .map_err(|e| Refusal::Failed(format!("{e:#}")))?;
+    // A folder on the way may be spelled through a link (`/tmp` for `/private/tmp`): the
+    // existing part of a path is resolved, its last name kept, so a link named as a changed
+    // file stays that link.
+    let real = |p: PathBuf| match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) => parent
+            .canonicalize()
+            .map_or(p.clone(), |parent| parent.join(name)),
+        _ => p,
+    };
     let candidates: Vec<PathBuf> = if path.is_absolute() {
-        vec![lexical(path)]
+        vec![real(lexical(path))]
     } else {
-        vec![lexical(&cwd.join(path)), lexical(&root.join(path))]
+        vec![real(lexical(&cwd.join(path))), lexical(&root.join(path))]
     };
     let inside = |p: &PathBuf| p.strip_prefix(root).ok().map(Path::to_path_buf);
     let chosen = candidates

@@ -235,6 +235,20 @@ fn files_are_taken_from_here_or_from_the_root_and_never_from_outside() {
     ));
     assert_eq!(paths(&from_root), vec!["docs/index.md"]);
 
+    // An absolute path, also through a link to the workspace folder.
+    let elsewhere = TempDir::new();
+    let link = elsewhere.path().join("link");
+    std::os::unix::fs::symlink(root, &link).expect("links the workspace");
+    for absolute in [root.join("lib/src/a.rs"), link.join("lib/src/a.rs")] {
+        let absolute = absolute.display().to_string();
+        let value = json(&once(
+            root,
+            "app",
+            &["query", "affected", "--files", &absolute, "--json"],
+        ));
+        assert_eq!(paths(&value), vec!["lib/src/a.rs"], "{absolute}");
+    }
+
     for outside in ["../../elsewhere.txt", "/etc/passwd"] {
         let refused = once(root, "lib", &["query", "affected", "--files", outside]);
         assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
