@@ -44,7 +44,7 @@ pub struct AffectedQuery {
 pub struct Owner {
     /// Target name.
     pub target: String,
-    /// `inside folder `crates/x``, `input of `x:build``, `root input of `x:test``.
+    /// ``inside folder `crates/x` ``, ``input of `x:build` ``, ``root input of `x:test` ``.
     pub reasons: Vec<String>,
 }
 
