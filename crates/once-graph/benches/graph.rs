@@ -1,5 +1,6 @@
 //! Benchmarks of the graph on a generated 10,000-target workspace: load + validate, the first page
-//! of `targets`, one `target` lookup, and the transitive dependents of a leaf.
+//! of `targets`, one `target` lookup, the transitive dependents of a leaf, and what a change to
+//! a leaf's source or to the root lockfile affects.
 //!
 //! Run with `cargo bench -p once-graph --bench graph`. The workspace comes from
 //! `bench/gen_workspace.py` (the same generator the other benchmarks use), written once into a
@@ -99,4 +100,24 @@ fn transitive_dependents_of_a_leaf() -> query::GraphAnswer {
 #[divan::bench]
 fn workspace_overview() -> query::WorkspaceInfo {
     query::workspace(loaded())
+}
+
+#[divan::bench]
+fn affected_by_the_leaf_source() -> query::AffectedAnswer {
+    // `pkg-00000` is the leaf every other target is most likely to depend on.
+    let q = query::AffectedQuery {
+        files: vec!["packages/pkg-00000/src/lib.rs".into()],
+        ..Default::default()
+    };
+    query::affected(loaded(), divan::black_box(&q)).expect("answers")
+}
+
+#[divan::bench]
+fn affected_by_the_root_lockfile() -> query::AffectedAnswer {
+    // `//Cargo.lock` is an input of every cargo target's every capability.
+    let q = query::AffectedQuery {
+        files: vec!["Cargo.lock".into()],
+        ..Default::default()
+    };
+    query::affected(loaded(), divan::black_box(&q)).expect("answers")
 }

@@ -1,8 +1,9 @@
-//! I/O-level failures of discovering or loading a workspace.
+//! I/O-level failures of discovering or loading a workspace, and a glob that cannot compile.
 //!
 //! Problems *inside* manifests are never errors here: they are `Diagnostic`s, so
 //! that a user sees every problem at once. This type must only carry failures
-//! that make loading impossible (no root, unreadable root manifest).
+//! that make loading impossible (no root, unreadable root manifest), and the
+//! compile error of a glob given to [`crate::inputs::InputGlobs`] directly.
 
 use std::path::PathBuf;
 
@@ -26,6 +27,14 @@ pub enum Error {
     NoRoot {
         /// Where the search started.
         start: PathBuf,
+    },
+    /// An `inputs` or `outputs` glob does not compile.
+    #[error("invalid glob `{glob}`: {message}")]
+    Glob {
+        /// The glob, or the list it belongs to.
+        glob: String,
+        /// What is wrong with it.
+        message: String,
     },
     /// The given workspace root exists but is not a folder.
     #[error("`{}` is not a folder; pass the folder that holds `once.toml`", path.display())]

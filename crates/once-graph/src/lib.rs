@@ -11,6 +11,7 @@ pub mod duration;
 mod error;
 pub mod graph;
 mod hash;
+pub mod inputs;
 pub mod kind;
 pub mod manifest;
 pub mod model;

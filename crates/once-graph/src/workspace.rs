@@ -344,6 +344,33 @@ impl Workspace {
         Ok(true)
     }
 
+    /// Target edges along which sources reach a dependent's cache key: the graph's, plus the
+    /// inferred edges left unordered because they would close a cycle (a test-only dependency
+    /// back on a dependent still changes what the dependent's tests see). Borrowed from the graph
+    /// when there are none of those.
+    pub fn source_edges(&self) -> std::borrow::Cow<'_, [Vec<u32>]> {
+        let unordered = |t: &Target| {
+            t.inference
+                .as_ref()
+                .is_some_and(|i| !i.unordered.is_empty())
+        };
+        if !self.targets.iter().any(unordered) {
+            return std::borrow::Cow::Borrowed(self.graph.target_adjacency());
+        }
+        let mut adjacency = self.graph.target_adjacency().to_vec();
+        for (from, target) in self.targets.iter().enumerate() {
+            let Some(inference) = &target.inference else {
+                continue;
+            };
+            for (to, _) in &inference.unordered {
+                if let (Some(to), Some(edges)) = (self.target_index(to), adjacency.get_mut(from)) {
+                    edges.push(u32::try_from(to).unwrap_or(u32::MAX));
+                }
+            }
+        }
+        std::borrow::Cow::Owned(adjacency)
+    }
+
     /// All targets, sorted by name.
     pub fn targets(&self) -> &[Target] {
         &self.targets

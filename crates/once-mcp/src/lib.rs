@@ -16,8 +16,8 @@ pub mod tool;
 pub mod version;
 
 pub use catalog::{
-    DEFAULT_EVAL_DEADLINE, LiveWorkspace, Overview, change_tools, eval_tools, evaluator_spec,
-    example_tools, instructions, memory_tools, query_tools, run_tools,
+    DEFAULT_EVAL_DEADLINE, LiveWorkspace, Overview, affected_tools, change_tools, eval_tools,
+    evaluator_spec, example_tools, instructions, memory_tools, query_tools, run_tools,
 };
 pub use server::{ServeOptions, ServerConfig, WORKSPACE_META_KEY, serve, serve_with};
 pub use tool::{

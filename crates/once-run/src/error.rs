@@ -106,6 +106,21 @@ pub enum Error {
     UnknownLog { run: String, action: String },
     #[error("`{}`: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
+    #[error(
+        "`{revision}` is not a revision: pass a branch, tag or commit such as `HEAD`, `main` or `HEAD~3`"
+    )]
+    BadRevision { revision: String },
+    #[error(
+        "`{}` is not inside a git repository, so there is nothing to compare with; run `git init` there, or name the changed files instead (`--files`, or `files` over MCP)",
+        root.display()
+    )]
+    NotARepository { root: PathBuf },
+    #[error(
+        "git knows no commit `{revision}`; pass one that exists (`git log --oneline` lists them), or name the changed files instead; a repository without any commit has none yet"
+    )]
+    UnknownRevision { revision: String },
+    #[error("cannot list the changed files: {message}")]
+    Git { message: String },
 }
 
 impl Error {
@@ -114,7 +129,10 @@ impl Error {
     pub fn is_bad_request(&self) -> bool {
         !matches!(
             self,
-            Error::Io { .. } | Error::UnknownRun { .. } | Error::UnknownLog { .. }
+            Error::Io { .. }
+                | Error::UnknownRun { .. }
+                | Error::UnknownLog { .. }
+                | Error::Git { .. }
         )
     }
 

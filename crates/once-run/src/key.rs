@@ -18,8 +18,8 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use once_graph::inputs::{InputGlobs, Matcher};
 
 use crate::environ::Environ;
 use crate::error::Error;
@@ -40,31 +40,15 @@ impl Key {
 }
 
 /// Which files are an action's inputs: those of its folder, and those named from the workspace
-/// root by globs that start with `//`.
+/// root by globs that start with `//`. The globs are read by `once_graph::inputs`, the reading
+/// the affected query shares, so what a change re-runs and what it re-keys cannot disagree.
 #[derive(Debug, Clone)]
 pub(crate) struct Inputs {
-    local: Matcher,
-    rooted: Matcher,
+    globs: InputGlobs,
     /// Where the `//` globs can match: the longest literal folder (or file) of each, relative to
     /// the root, and whether the rest of the pattern reaches below that folder's own files
     /// (`//tsconfig*.json` lists one folder; `//conf/**` walks it).
     bases: Vec<(String, bool)>,
-}
-
-/// Include and exclude globs over `/`-separated relative paths.
-#[derive(Debug, Clone)]
-struct Matcher {
-    include: Option<GlobSet>,
-    exclude: GlobSet,
-}
-
-impl Matcher {
-    fn matches(&self, relative: &str) -> bool {
-        self.include
-            .as_ref()
-            .is_none_or(|include| include.is_match(relative))
-            && !self.exclude.is_match(relative)
-    }
 }
 
 impl Inputs {
@@ -75,65 +59,25 @@ impl Inputs {
         globs: &[String],
         excluded: impl IntoIterator<Item = &'a String>,
     ) -> Result<Inputs, Error> {
-        let glob = |text: &str| {
-            Glob::new(text).map_err(|error| Error::Glob {
-                action: action.to_owned(),
-                glob: text.to_owned(),
-                message: error.kind().to_string(),
-            })
-        };
-        let build = |builder: GlobSetBuilder, text: String| {
-            builder.build().map_err(|error| Error::Glob {
-                action: action.to_owned(),
-                glob: text,
-                message: error.to_string(),
-            })
-        };
-        let mut sets = [
-            (GlobSetBuilder::new(), 0usize, GlobSetBuilder::new()),
-            (GlobSetBuilder::new(), 0usize, GlobSetBuilder::new()),
-        ];
-        let mut bases: Vec<(String, bool)> = Vec::new();
-        for text in globs {
-            let (negated, pattern) = match text.strip_prefix('!') {
-                Some(pattern) => (true, pattern),
-                None => (false, text.as_str()),
-            };
-            let (set, pattern) = match pattern.strip_prefix("//") {
-                Some(pattern) => {
-                    if !negated {
-                        bases.push(literal_base(pattern));
-                    }
-                    (&mut sets[1], pattern)
-                }
-                None => (&mut sets[0], pattern),
-            };
-            if negated {
-                set.2.add(glob(pattern)?);
-            } else {
-                set.0.add(glob(pattern)?);
-                set.1 += 1;
-            }
-        }
         // A command's own outputs, and those of its target's other capabilities, are never its
         // inputs, or its key would change with each run.
-        let mut excluded_text = Vec::new();
-        for text in excluded {
-            sets[0].2.add(glob(text)?);
-            excluded_text.push(text.as_str());
-        }
-        let [local, rooted] = sets;
-        let matcher = |(include, count, exclude): (GlobSetBuilder, usize, GlobSetBuilder),
-                       text: String| {
-            Ok::<_, Error>(Matcher {
-                include: if count == 0 {
-                    None
-                } else {
-                    Some(build(include, text.clone())?)
-                },
-                exclude: build(exclude, text)?,
-            })
-        };
+        let compiled = InputGlobs::new(globs, excluded).map_err(|error| match error {
+            once_graph::Error::Glob { glob, message } => Error::Glob {
+                action: action.to_owned(),
+                glob,
+                message,
+            },
+            other => Error::Glob {
+                action: action.to_owned(),
+                glob: globs.join(", "),
+                message: other.to_string(),
+            },
+        })?;
+        let mut bases: Vec<(String, bool)> = globs
+            .iter()
+            .filter_map(|text| text.strip_prefix("//"))
+            .map(literal_base)
+            .collect();
         // A base inside one walked in depth is walked with it.
         bases.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         let mut outer: Vec<(String, bool)> = Vec::new();
@@ -145,17 +89,8 @@ impl Inputs {
                 outer.push((base, deep));
             }
         }
-        let rooted = matcher(rooted, globs.join(", "))?;
         Ok(Inputs {
-            local: matcher(
-                local,
-                format!("{}; {}", globs.join(", "), excluded_text.join(", ")),
-            )?,
-            rooted: Matcher {
-                // Only what a `//` glob names is a rooted input; none names nothing.
-                include: Some(rooted.include.unwrap_or_else(GlobSet::empty)),
-                exclude: rooted.exclude,
-            },
+            globs: compiled,
             bases: outer,
         })
     }
@@ -171,7 +106,7 @@ impl Inputs {
                 continue;
             };
             if metadata.is_file() {
-                if self.rooted.matches(base) {
+                if self.globs.rooted().matches(base) {
                     files.push((base.clone(), metadata));
                 }
             } else if metadata.is_dir() && !*deep {
@@ -188,7 +123,7 @@ impl Inputs {
                         format!("{base}/{name}")
                     };
                     if entry.file_type().is_ok_and(|t| t.is_file())
-                        && self.rooted.matches(&relative)
+                        && self.globs.rooted().matches(&relative)
                         && let Ok(metadata) = entry.metadata()
                     {
                         files.push((relative, metadata));
@@ -197,7 +132,7 @@ impl Inputs {
             } else if metadata.is_dir() {
                 let mut levels = Vec::new();
                 walk(
-                    &self.rooted,
+                    self.globs.rooted(),
                     &path,
                     base.clone(),
                     &[],
@@ -226,7 +161,7 @@ impl Inputs {
         let mut files = Vec::new();
         let mut levels = Vec::new();
         walk(
-            &self.local,
+            self.globs.local(),
             dir,
             String::new(),
             above,
@@ -579,7 +514,7 @@ mod tests {
             .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
             .filter_map(|entry| {
                 let relative = entry.path().strip_prefix(dir).ok()?.to_str()?.to_owned();
-                inputs.local.matches(&relative).then_some(relative)
+                inputs.globs.local().matches(&relative).then_some(relative)
             })
             .collect();
         files.sort_unstable();

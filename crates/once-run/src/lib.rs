@@ -52,6 +52,7 @@
 //! writes only its `run.json`, renamed into place without an fsync.
 
 mod cache;
+mod changed;
 mod dotenv;
 mod environ;
 mod error;
@@ -66,6 +67,7 @@ mod schedule;
 mod store;
 
 pub use cache::{ActionResult, Cache, KeyLock, OutputFile};
+pub use changed::{GIT_DEADLINE, changed_files};
 pub use error::Error;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;

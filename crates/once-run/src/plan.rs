@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use once_graph::Workspace;
 use once_graph::graph::{ActionId, reach};
+use once_graph::inputs::Written;
 use once_graph::model::{Capability, EnvMode, Target};
 use once_graph::template::{Fill, RenderError};
 use serde_json::Value;
@@ -186,10 +187,8 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         position[i] = p;
     }
     let written = Written::new(targets);
-    let with_unordered = source_adjacency(ws);
-    let adjacency = with_unordered
-        .as_deref()
-        .unwrap_or(ws.graph().target_adjacency());
+    let source_edges = ws.source_edges();
+    let adjacency: &[Vec<u32>] = &source_edges;
     let mut memo = HashMap::new();
     let mut steps: Vec<Step> = Vec::with_capacity(order.len());
     for &i in &order {
@@ -244,72 +243,6 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
     })
 }
 
-/// The declared outputs of every target with any, as globs relative to the workspace root.
-struct Written(Vec<Outputs>);
-
-/// A target's index, folder and `(capability, glob)` outputs.
-type Outputs = (usize, String, Vec<(usize, String)>);
-
-impl Written {
-    fn new(targets: &[Target]) -> Written {
-        Written(
-            targets
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.capabilities.iter().any(|c| !c.outputs.is_empty()))
-                .map(|(i, t)| {
-                    let globs = t
-                        .capabilities
-                        .iter()
-                        .enumerate()
-                        .flat_map(|(c, cap)| cap.outputs.iter().map(move |o| (c, o.clone())))
-                        .collect();
-                    (i, t.path.clone(), globs)
-                })
-                .collect(),
-        )
-    }
-
-    /// What is written inside the folder `path` by any capability other than number `c` of
-    /// target `t` (every capability when `c` is `None`): globs relative to `path`. A target
-    /// whose folder holds another's (a target at the root) must not hash what that one writes.
-    fn inside(&self, path: &str, t: usize, c: Option<usize>) -> Arc<[String]> {
-        // The root folder is spelled `.`.
-        fn root(path: &str) -> &str {
-            if path == "." { "" } else { path }
-        }
-        let path = root(path);
-        let mut globs = Vec::new();
-        for (index, other, outputs) in &self.0 {
-            let other = root(other);
-            let same = *index == t;
-            // Compared without allocating: a plan asks this of every step.
-            let prefix = if other == path {
-                ""
-            } else if path.is_empty() {
-                other
-            } else if other.len() > path.len()
-                && other.starts_with(path)
-                && other.as_bytes()[path.len()] == b'/'
-            {
-                &other[path.len() + 1..]
-            } else {
-                continue;
-            };
-            for (cap, glob) in outputs {
-                if !(same && Some(*cap) == c) {
-                    globs.push(if prefix.is_empty() {
-                        glob.clone()
-                    } else {
-                        format!("{prefix}/{glob}")
-                    });
-                }
-            }
-        }
-        globs.into()
-    }
-}
-
 /// The sources of every target that target `t` depends on, transitively, in graph order. Each
 /// dependency's sources are built once per capability name and then shared (`memo`).
 fn upstream(
@@ -355,34 +288,6 @@ fn upstream(
         sources.push(Arc::clone(source));
     }
     sources
-}
-
-/// The edges whose sources reach a dependent's key: the graph's, plus the inferred edges that
-/// order nothing because they would close a cycle (a test-only dependency back on a dependent
-/// still changes what the dependent's tests see). `None` when there are none of those.
-fn source_adjacency(ws: &Workspace) -> Option<Vec<Vec<u32>>> {
-    let targets = ws.targets();
-    let unordered = |t: &Target| {
-        t.inference
-            .as_ref()
-            .is_some_and(|i| !i.unordered.is_empty())
-    };
-    if !targets.iter().any(unordered) {
-        return None;
-    }
-    let mut adjacency = ws.graph().target_adjacency().to_vec();
-    for (from, target) in targets.iter().enumerate() {
-        let Some(inference) = &target.inference else {
-            continue;
-        };
-        for (to, _) in &inference.unordered {
-            let found = targets.binary_search_by(|t| t.name.as_str().cmp(to));
-            if let (Ok(to), Some(edges)) = (found, adjacency.get_mut(from)) {
-                edges.push(u32::try_from(to).unwrap_or(u32::MAX));
-            }
-        }
-    }
-    Some(adjacency)
 }
 
 /// The workspace's globs, then the capability's; shared when the capability adds none.

@@ -16,6 +16,7 @@ Examples:
   once query target web                   One target with its capabilities and parameters
   once query schema cargo-package         JSON Schema of a kind's fields and parameters
   once query graph order web:test         The actions `web:test` needs, in the order they run
+  once query affected --cap test          The tests your uncommitted changes make run again
   once -C ~/code/shop mcp                 Serve the graph to a coding agent over stdio
   once serve                              Keep a live session; agents join with `once mcp --attach`
 
@@ -70,7 +71,8 @@ Examples:
     #[command(
         subcommand,
         after_help = "\
-Every answer is the JSON value that the MCP tool of the same name (`once_query_*`) returns.
+Every answer is the JSON value that the MCP tool of the same name (`once_query_*`) returns;
+`affected` and `owner` print it as text unless `--json`.
 Lists are paged: pass an answer's `next_cursor` back with `--cursor`.
 
 Examples:
@@ -79,6 +81,7 @@ Examples:
   once query target web
   once query schema cargo-package
   once query graph dependents core --transitive
+  once query affected --cap test                What to test after the uncommitted changes
 
 Exit status: 0 with an answer, 1 when there is none (no such target), 2 for an invalid manifest."
     )]
@@ -496,6 +499,10 @@ pub struct RunArgs {
     /// Also run this capability of every target that has it
     #[arg(long, value_name = "CAPABILITY")]
     pub all: Option<String>,
+    /// Also run CAP of every target the changes since REF (default `HEAD`; uncommitted and
+    /// untracked files count) affect: `--affected test` or `--affected main test`
+    #[arg(long, value_name = "[REF] CAP", num_args = 1..=2, conflicts_with = "all")]
+    pub affected: Option<Vec<String>>,
     /// A parameter of the named actions, `NAME=VALUE` (repeat for more)
     #[arg(long = "param", value_name = "NAME=VALUE")]
     pub params: Vec<String>,
@@ -618,6 +625,34 @@ Examples:
     )]
     Graph(GraphQuery),
 
+    /// Which targets own the changed files, and which actions must run again (dependents included)
+    #[command(after_help = "\
+Examples:
+  once query affected                        Changes since `HEAD`: uncommitted and untracked files
+  once query affected --since main --cap test   The tests to run for everything since `main`
+  once query affected --files src/lib.rs     These files, relative to here or to the workspace root
+  once query affected --json                 The value `once_query_affected` returns
+
+A file is owned by the target of the deepest folder holding it and by every target whose
+capabilities' inputs name it. An action is affected when a changed file is one of its inputs,
+when it depends on an affected action, or when its target depends on a target whose sources
+changed: exactly when its cache key changes. Exit status 2 outside a git repository or for an
+unknown revision, with what to do instead.")]
+    Affected(AffectedArgs),
+
+    /// Which targets own a path, and why
+    #[command(after_help = "\
+Examples:
+  once query owner crates/core/src/lib.rs
+  once query owner Cargo.lock --json")]
+    Owner {
+        /// The path, relative to here or to the workspace root
+        path: PathBuf,
+        /// Print the JSON value instead of text
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Project memory: ranked search, a filtered list, or one entry (the `once_query_memory` value)
     #[command(after_help = "\
 Examples:
@@ -640,6 +675,24 @@ Examples:
 Pass an answer's `next_offset` back with `--offset` for the next page. Exit status 1 when there is
 no such run or log.")]
     Runs(RunsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AffectedArgs {
+    /// Compare the working tree with this revision (default `HEAD`)
+    #[arg(long, value_name = "REF", conflicts_with = "files")]
+    pub since: Option<String>,
+    /// The changed files, instead of asking git
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// Only actions of this capability
+    #[arg(long = "cap", value_name = "CAP")]
+    pub capability: Option<String>,
+    /// Print the JSON value instead of text
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub page: PageArgs,
 }
 
 #[derive(Debug, Args)]
@@ -759,6 +812,24 @@ mod tests {
     #[test]
     fn command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn affected_takes_an_optional_revision_before_the_capability() {
+        let affected = |argv: &[&str]| match Cli::try_parse_from(argv).expect("parses").command {
+            Command::Run(args) => (args.affected, args.actions),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            affected(&["once", "run", "--affected", "test"]),
+            (Some(vec!["test".into()]), vec![])
+        );
+        assert_eq!(
+            affected(&["once", "run", "--affected", "main", "test"]),
+            (Some(vec!["main".into(), "test".into()]), vec![])
+        );
+        assert!(Cli::try_parse_from(["once", "run", "--affected"]).is_err());
+        assert!(Cli::try_parse_from(["once", "run", "--affected", "t", "--all", "t"]).is_err());
     }
 
     #[test]

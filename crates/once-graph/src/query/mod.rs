@@ -5,6 +5,7 @@
 //! Queries must never do I/O, never print, and stay cheap (indexes, no
 //! re-validation): an agent may call them in a loop.
 
+mod affected;
 mod error;
 mod graph;
 mod page;
@@ -16,6 +17,10 @@ mod workspace;
 
 use serde::{Deserialize, Serialize};
 
+pub use affected::{
+    AffectedAction, AffectedAnswer, AffectedQuery, ChangedFile, MAX_FILES, Owner, OwnerQuery,
+    affected, owner,
+};
 pub use error::QueryError;
 pub use graph::{GraphAnswer, GraphMode, GraphNode, GraphQuery, graph};
 /// The largest page any list query returns.
@@ -42,16 +47,22 @@ pub enum QueryName {
     Schema,
     /// [`graph`]
     Graph,
+    /// [`affected`]
+    Affected,
+    /// [`owner`]
+    Owner,
 }
 
 impl QueryName {
     /// Every query.
-    pub const ALL: [QueryName; 5] = [
+    pub const ALL: [QueryName; 7] = [
         QueryName::Workspace,
         QueryName::Targets,
         QueryName::Target,
         QueryName::Schema,
         QueryName::Graph,
+        QueryName::Affected,
+        QueryName::Owner,
     ];
 
     /// Lowercase name (`targets`).
@@ -62,6 +73,8 @@ impl QueryName {
             QueryName::Target => "target",
             QueryName::Schema => "schema",
             QueryName::Graph => "graph",
+            QueryName::Affected => "affected",
+            QueryName::Owner => "owner",
         }
     }
 }
@@ -76,6 +89,8 @@ pub fn output_schema(name: QueryName) -> serde_json::Value {
         QueryName::Target => target::output_schema(),
         QueryName::Schema => schema::output_schema(),
         QueryName::Graph => graph::output_schema(),
+        QueryName::Affected => affected::output_schema(),
+        QueryName::Owner => affected::owner_output_schema(),
     }
 }
 
@@ -87,6 +102,8 @@ pub fn input_schema(name: QueryName) -> serde_json::Value {
         QueryName::Target => target::input_schema(),
         QueryName::Schema => schema::input_schema(),
         QueryName::Graph => graph::input_schema(),
+        QueryName::Affected => affected::input_schema(),
+        QueryName::Owner => affected::owner_input_schema(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Integration tests of once-graph: manifests written to temp folders, loaded,
 //! validated and queried. One binary (modules below) to keep link time low.
 
+mod affected;
 mod bad;
 mod placeholders;
 mod queries;

@@ -190,6 +190,30 @@ fn every_query_value_matches_its_output_schema() {
         )
         .unwrap(),
     );
+    let affected = query::affected(
+        &ws,
+        &query::AffectedQuery {
+            files: vec!["crates/core/src/lib.rs".into(), "README.md".into()],
+            limit: Some(3),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(affected.next_cursor.is_some());
+    check(QueryName::Affected, serde_json::to_value(affected).unwrap());
+    check(
+        QueryName::Owner,
+        serde_json::to_value(
+            query::owner(
+                &ws,
+                &query::OwnerQuery {
+                    path: "web/index.js".into(),
+                },
+            )
+            .unwrap(),
+        )
+        .unwrap(),
+    );
     for (mode, target, to) in [
         (GraphMode::Deps, "docs", None),
         (GraphMode::Dependents, "core:build", None),

@@ -4,6 +4,7 @@
 //! A tool module only adapts: it turns arguments into a library call and returns the library's
 //! value unchanged. It must never compute a value the CLI would compute differently.
 
+mod affected;
 mod changes;
 mod eval;
 mod examples;
@@ -17,6 +18,7 @@ use once_graph::Workspace;
 
 use crate::tool::Gates;
 
+pub use affected::affected_tools;
 pub use changes::change_tools;
 pub use eval::{DEFAULT_EVAL_DEADLINE, eval_tools, evaluator_spec};
 pub use examples::example_tools;
@@ -79,7 +81,9 @@ pub fn instructions(root: &str, gates: Gates) -> String {
          Workflow: call once_query_workspace first (counts, diagnostics, first targets). Narrow \
          down with once_query_targets (filters: name glob, kind, tag, capability), read one \
          target with once_query_target, and walk dependencies with once_query_graph (modes deps, \
-         dependents, path, order). Before editing once.toml, read once_query_schema.\n\
+         dependents, path, order). After a change, once_query_affected says which actions \
+         (`capability: \"test\"`: which tests) must run again and why. Before editing once.toml, \
+         read once_query_schema.\n\
          \n\
          Paging: lists come a page at a time; when an answer has `next_cursor`, pass it back as \
          `cursor` with the same filters. Ask for details only when you need them.\n\

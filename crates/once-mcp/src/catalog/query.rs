@@ -130,7 +130,7 @@ where
 }
 
 /// What an agent should do when the manifests do not validate.
-fn broken_manifest(workspace: &Workspace) -> String {
+pub(super) fn broken_manifest(workspace: &Workspace) -> String {
     let errors: Vec<_> = workspace
         .diagnostics()
         .iter()

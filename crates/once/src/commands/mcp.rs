@@ -103,6 +103,9 @@ pub fn server_config(
     config.gates = gates;
     let overview: once_mcp::Overview = Arc::new(crate::overview::workspace_overview);
     config.tools = once_mcp::query_tools(&live, overview);
+    config
+        .tools
+        .extend(once_mcp::affected_tools(&live, runtime));
     config.tools.extend(once_mcp::memory_tools(&live));
     config.tools.extend(once_mcp::change_tools(&live));
     config.tools.extend(once_mcp::example_tools(&live));

@@ -1,6 +1,7 @@
 //! Resolving a parsed command line against the workspace and running it. Each subcommand lives in
 //! its own module; this one finds the workspace, sets up logging, and reports errors.
 
+mod affected;
 mod changes;
 mod check;
 mod eval;

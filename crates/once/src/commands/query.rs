@@ -48,6 +48,8 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
     }
     match request {
         Query::Workspace | Query::Runs(_) | Query::Memory(_) => unreachable!("answered above"),
+        Query::Affected(args) => super::affected::affected(&loaded, args),
+        Query::Owner { path, json } => super::affected::owner(&loaded, &path, json),
         Query::Targets(args) => {
             let (cursor, limit) = page(args.page);
             let q = TargetsQuery {

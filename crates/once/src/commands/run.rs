@@ -50,13 +50,37 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         super::report_diagnostics(&workspace);
         return Ok(Outcome::Invalid);
     }
-    let request = match request(&args) {
+    let mut request = match request(&args) {
         Ok(request) => request,
         Err(message) => {
             eprintln!("error: {message}");
             return Ok(Outcome::Invalid);
         }
     };
+    if let Some(values) = &args.affected {
+        let (since, capability) = match values.as_slice() {
+            [capability] => ("HEAD", capability),
+            [since, capability, ..] => (since.as_str(), capability),
+            [] => unreachable!("clap asks for one or two values"),
+        };
+        let targets = match super::affected::targets(&workspace, since, capability) {
+            Ok(targets) => targets,
+            Err(refusal) => return Ok(refusal.report()),
+        };
+        if targets.is_empty() && request.actions.is_empty() {
+            eprintln!(
+                "nothing to run: the changes since `{since}` affect no `{capability}` action"
+            );
+            return Ok(Outcome::Success);
+        }
+        eprintln!(
+            "affected since `{since}`: {} target(s) with `{capability}`",
+            targets.len()
+        );
+        request
+            .actions
+            .extend(targets.into_iter().map(|t| format!("{t}:{capability}")));
+    }
     let plan = match once_run::plan(&workspace, &request) {
         Ok(plan) => plan,
         Err(error) if error.is_bad_request() => {

@@ -232,9 +232,29 @@ fn every_answer_stays_under_40_kb_at_100_000_targets() {
         ("once_query_workspace", json!({huge.clone(): 1})),
         (huge.as_str(), json!({})),
         ("once_query_graph", json!({"mode": huge, "target": first})),
+        // Every target of the chain has the root for its folder: one file is everyone's input.
+        ("once_query_affected", json!({"files": ["src/a.rs"]})),
+        (
+            "once_query_affected",
+            json!({"files": ["src/a.rs", "members/m001/x"], "limit": 200}),
+        ),
+        ("once_query_affected", json!({"files": [huge]})),
+        (
+            "once_query_affected",
+            json!({"files": ["a"], "capability": huge}),
+        ),
+        ("once_query_affected", json!({"since": huge})),
+        ("once_query_affected", json!({})),
     ] {
         s.call(tool, arguments);
     }
+    let affected = s.value("once_query_affected", json!({"files": ["src/a.rs"]}));
+    assert_eq!(affected["actions_total"], CHAIN + 1, "{affected}");
+    assert_eq!(affected["files"][0]["owners_total"], CHAIN + 1);
+    assert_eq!(
+        affected["files"][0]["owners"].as_array().map(Vec::len),
+        Some(20)
+    );
     let many_keys: serde_json::Map<String, Value> =
         (0..5_000).map(|i| (format!("k{i:05}"), json!(1))).collect();
     s.call("once_query_targets", Value::Object(many_keys));

@@ -351,3 +351,29 @@ fn a_declared_npm_package_offers_only_the_defaults_its_scripts_back() {
     let web = names(&mut server, 2);
     assert_eq!(web, ["build", "fmt", "lint"]);
 }
+
+#[test]
+fn affected_follows_an_unordered_dev_edge_as_the_cache_key_does() {
+    // shapes' build script uses app; app's tests use shapes: the dev edge orders nothing.
+    let test = cargo_workspace().file(
+        "crates/shapes/Cargo.toml",
+        "[package]\nname = \"shapes\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[build-dependencies]\napp = { path = \"../app\" }\n",
+    );
+    let run = test
+        .args([
+            "query",
+            "affected",
+            "--files",
+            "crates/shapes/src/lib.rs",
+            "--json",
+        ])
+        .run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let actions: Vec<String> = run.json()["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["action"].as_str().unwrap().to_string())
+        .collect();
+    assert!(actions.contains(&"app:test".to_string()), "{actions:?}");
+}

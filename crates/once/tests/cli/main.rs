@@ -1,6 +1,7 @@
 //! Integration tests of the `once` binary: real processes, real files, whole outputs.
 //! One test binary, so the crate links once.
 
+mod affected;
 mod bounded;
 mod changes;
 mod check;

@@ -1,0 +1,242 @@
+//! Which paths a capability's `inputs` name: the one reading of its globs that the cache key
+//! (`once-run`) and the affected query share, so that what a change re-runs and what it re-keys
+//! can never disagree.
+//!
+//! A glob is relative to the target's folder; one starting with `//` is relative to the
+//! workspace root; a leading `!` excludes. No glob in the folder means every file of the folder;
+//! no `//` glob means no root file. What any capability writes inside the folder is never an
+//! input (see [`Written`]). This module only matches text: it must never touch the file system.
+
+use std::sync::Arc;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::error::Error;
+use crate::model::Target;
+
+/// Include and exclude globs over `/`-separated relative paths.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    include: Option<GlobSet>,
+    exclude: GlobSet,
+}
+
+impl Matcher {
+    /// Whether `relative` is included and not excluded.
+    pub fn matches(&self, relative: &str) -> bool {
+        self.include
+            .as_ref()
+            .is_none_or(|include| include.is_match(relative))
+            && !self.exclude.is_match(relative)
+    }
+}
+
+/// The compiled input globs of one capability, minus what is written beside them.
+#[derive(Debug, Clone)]
+pub struct InputGlobs {
+    local: Matcher,
+    rooted: Matcher,
+}
+
+impl InputGlobs {
+    /// Compiles `globs` (a capability's `inputs`) minus `excluded` (output globs relative to
+    /// the same folder, which never name root files).
+    pub fn new<'a>(
+        globs: &[String],
+        excluded: impl IntoIterator<Item = &'a String>,
+    ) -> Result<InputGlobs, Error> {
+        let glob = |text: &str| {
+            Glob::new(text).map_err(|error| Error::Glob {
+                glob: text.to_owned(),
+                message: error.kind().to_string(),
+            })
+        };
+        // (include, how many includes, exclude), for the folder and for the root.
+        let mut sets = [
+            (GlobSetBuilder::new(), 0usize, GlobSetBuilder::new()),
+            (GlobSetBuilder::new(), 0usize, GlobSetBuilder::new()),
+        ];
+        for text in globs {
+            let (negated, pattern) = match text.strip_prefix('!') {
+                Some(pattern) => (true, pattern),
+                None => (false, text.as_str()),
+            };
+            let (set, pattern) = match pattern.strip_prefix("//") {
+                Some(pattern) => (&mut sets[1], pattern),
+                None => (&mut sets[0], pattern),
+            };
+            if negated {
+                set.2.add(glob(pattern)?);
+            } else {
+                set.0.add(glob(pattern)?);
+                set.1 += 1;
+            }
+        }
+        let mut excluded_text = Vec::new();
+        for text in excluded {
+            sets[0].2.add(glob(text)?);
+            excluded_text.push(text.as_str());
+        }
+        let build = |builder: GlobSetBuilder, text: String| {
+            builder.build().map_err(|error| Error::Glob {
+                glob: text,
+                message: error.to_string(),
+            })
+        };
+        let [local, rooted] = sets;
+        let local_text = format!("{}; {}", globs.join(", "), excluded_text.join(", "));
+        let local = Matcher {
+            include: match local.1 {
+                0 => None,
+                _ => Some(build(local.0, local_text.clone())?),
+            },
+            exclude: build(local.2, local_text)?,
+        };
+        let rooted = Matcher {
+            // Only what a `//` glob names is a root input; none names nothing.
+            include: Some(build(rooted.0, globs.join(", "))?),
+            exclude: build(rooted.2, globs.join(", "))?,
+        };
+        Ok(InputGlobs { local, rooted })
+    }
+
+    /// The matcher of paths relative to the target's folder.
+    pub fn local(&self) -> &Matcher {
+        &self.local
+    }
+
+    /// The matcher of paths relative to the workspace root (the `//` globs).
+    pub fn rooted(&self) -> &Matcher {
+        &self.rooted
+    }
+}
+
+/// Whether a path is inside `.git` or `.once`, which are never inputs at any depth.
+pub fn is_reserved(relative: &str) -> bool {
+    relative
+        .split('/')
+        .any(|part| part == ".git" || part == ".once")
+}
+
+/// `path` relative to the folder `folder` (`.` is the root), when it lies inside it.
+pub fn inside<'a>(folder: &str, path: &'a str) -> Option<&'a str> {
+    if folder == "." || folder.is_empty() {
+        return Some(path);
+    }
+    path.strip_prefix(folder)?.strip_prefix('/')
+}
+
+/// The declared outputs of every target with any: what a folder's other capabilities, and the
+/// targets inside it, write there. None of it is ever an input: a key would otherwise depend on
+/// which action ran first.
+#[derive(Debug, Clone)]
+pub struct Written(Vec<Outputs>);
+
+/// A target's index, folder and `(capability, glob)` outputs.
+type Outputs = (usize, String, Vec<(usize, String)>);
+
+impl Written {
+    /// The outputs of `targets`, indexed like them.
+    pub fn new(targets: &[Target]) -> Written {
+        Written(
+            targets
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.capabilities.iter().any(|c| !c.outputs.is_empty()))
+                .map(|(i, t)| {
+                    let globs = t
+                        .capabilities
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(c, cap)| cap.outputs.iter().map(move |o| (c, o.clone())))
+                        .collect();
+                    (i, t.path.clone(), globs)
+                })
+                .collect(),
+        )
+    }
+
+    /// What is written inside the folder `path` by any capability other than number `c` of
+    /// target `t` (every capability when `c` is `None`): globs relative to `path`. A target
+    /// whose folder holds another's (a target at the root) must not hash what that one writes.
+    pub fn inside(&self, path: &str, t: usize, c: Option<usize>) -> Arc<[String]> {
+        // The root folder is spelled `.`.
+        fn root(path: &str) -> &str {
+            if path == "." { "" } else { path }
+        }
+        let path = root(path);
+        let mut globs = Vec::new();
+        for (index, other, outputs) in &self.0 {
+            let other = root(other);
+            let same = *index == t;
+            // Compared without allocating: a plan asks this of every step.
+            let prefix = if other == path {
+                ""
+            } else if path.is_empty() {
+                other
+            } else if other.len() > path.len()
+                && other.starts_with(path)
+                && other.as_bytes()[path.len()] == b'/'
+            {
+                &other[path.len() + 1..]
+            } else {
+                continue;
+            };
+            for (cap, glob) in outputs {
+                if !(same && Some(*cap) == c) {
+                    globs.push(if prefix.is_empty() {
+                        glob.clone()
+                    } else {
+                        format!("{prefix}/{glob}")
+                    });
+                }
+            }
+        }
+        globs.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn globs(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn folder_globs_root_globs_and_exclusions() {
+        let outputs = globs(&["dist/**"]);
+        let inputs = InputGlobs::new(
+            &globs(&["src/**", "!src/gen/**", "//Cargo.lock", "!//Cargo.toml"]),
+            outputs.iter(),
+        )
+        .unwrap();
+        assert!(inputs.local().matches("src/lib.rs"));
+        assert!(!inputs.local().matches("src/gen/x.rs"));
+        assert!(!inputs.local().matches("README.md"));
+        assert!(inputs.rooted().matches("Cargo.lock"));
+        assert!(!inputs.rooted().matches("Cargo.toml"));
+        assert!(!inputs.rooted().matches("src/lib.rs"));
+
+        let all = InputGlobs::new(&globs(&["!*.tmp"]), outputs.iter()).unwrap();
+        assert!(all.local().matches("README.md"));
+        assert!(!all.local().matches("a.tmp"));
+        assert!(!all.local().matches("dist/app.js"), "an output is no input");
+        assert!(
+            !all.rooted().matches("README.md"),
+            "no `//` glob names no root file"
+        );
+        assert!(InputGlobs::new(&globs(&["a/[b"]), []).is_err());
+    }
+
+    #[test]
+    fn paths_inside_folders() {
+        assert_eq!(inside(".", "a/b"), Some("a/b"));
+        assert_eq!(inside("a", "a/b"), Some("b"));
+        assert_eq!(inside("a", "ab/c"), None);
+        assert_eq!(inside("a", "a"), None);
+        assert!(is_reserved("x/.git/config"));
+        assert!(!is_reserved("x/.gitignore"));
+    }
+}
