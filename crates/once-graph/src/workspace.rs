@@ -4,6 +4,7 @@
 //! This is the only module that reads files. It must never fail on a bad
 //! manifest (problems become diagnostics) and never print.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -448,8 +449,28 @@ fn overlay_inferred(
     shared: &mut Shared,
 ) {
     let declared: std::collections::HashSet<&str> = declared.iter().map(String::as_str).collect();
+    // A target a once.toml declares under a name of its own, with the inferred one's kind and
+    // folder, is that package: it takes the inferred edges, and edges to it follow its name.
+    let by_place: HashMap<(String, String), usize> = pending
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.target.inference.is_none())
+        .map(|(i, p)| ((p.target.kind.clone(), p.target.path.clone()), i))
+        .collect();
+    let mut renamed: HashMap<String, String> = HashMap::new();
     for target in bases.targets {
         if declared.contains(target.name.as_str()) {
+            continue;
+        }
+        let place = (target.kind.clone(), target.path.clone());
+        if let Some(&i) = by_place.get(&place) {
+            let declaration = &mut pending[i].target;
+            renamed.insert(target.name.clone(), declaration.name.clone());
+            if let Some(inference) = &target.inference {
+                let mut inference = (**inference).clone();
+                inference.overlay = Some((declaration.file, declaration.offset));
+                declaration.inference = Some(Arc::new(inference));
+            }
             continue;
         }
         let name_id = shared.text_id(&target.name).1;
@@ -459,6 +480,25 @@ fn overlay_inferred(
             target_deps: Vec::new(),
             cap_deps: Vec::new(),
         });
+    }
+    if !renamed.is_empty() {
+        for p in pending.iter_mut() {
+            let Some(inference) = p.target.inference.as_mut() else {
+                continue;
+            };
+            if inference
+                .edges
+                .iter()
+                .any(|(to, _)| renamed.contains_key(to))
+            {
+                let inference = Arc::make_mut(inference);
+                for (to, _) in &mut inference.edges {
+                    if let Some(name) = renamed.get(to) {
+                        *to = name.clone();
+                    }
+                }
+            }
+        }
     }
     let unordered = {
         let view: Vec<(&Target, Vec<&str>)> = pending

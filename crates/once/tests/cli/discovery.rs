@@ -377,3 +377,32 @@ fn affected_follows_an_unordered_dev_edge_as_the_cache_key_does() {
         .collect();
     assert!(actions.contains(&"app:test".to_string()), "{actions:?}");
 }
+
+#[test]
+fn a_package_declared_under_another_name_is_the_inferred_one() {
+    let test = cargo_workspace().manifest(
+        "[targets.geometry]\nkind = \"cargo-package\"\npath = \"crates/shapes\"\npackage = \"shapes\"\n",
+    );
+    let root = test.root().to_path_buf();
+    let run = test.args(["query", "targets"]).run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    assert_eq!(run.json()["total"], 2, "{}", run.transcript());
+    let app = Command::new(once_binary())
+        .args(["query", "target", "app"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let app: serde_json::Value = serde_json::from_slice(&app.stdout).unwrap();
+    assert_eq!(app["deps"], json!(["geometry"]), "{app}");
+    let geometry = Command::new(once_binary())
+        .args(["query", "target", "geometry"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let geometry: serde_json::Value = serde_json::from_slice(&geometry.stdout).unwrap();
+    assert_eq!(
+        geometry["inferred"]["manifest"]["file"], "crates/shapes/Cargo.toml",
+        "{geometry}"
+    );
+    assert_eq!(geometry["inferred"]["overlay"]["file"], "once.toml");
+}
