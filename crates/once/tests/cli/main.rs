@@ -4,6 +4,7 @@
 mod bounded;
 mod changes;
 mod check;
+mod contain;
 mod discovery;
 mod eval;
 mod examples;
