@@ -2,10 +2,10 @@
 //! forks the processes that keep the command's whole tree contained (see `contain.rs` for the
 //! modes and why).
 //!
-//! In the pid-namespace mode the spawned child (the *shim*) unshares a PID namespace and forks
-//! its *init*; the init forks the command, passes SIGTERM on to every process of the namespace,
-//! reaps, and when the command ends hands its wait status to the shim over a socket and exits,
-//! which makes the kernel kill whatever is left in the namespace. The shim relays that status as
+//! In the pid-namespace mode the spawned child (the *shim*) unshares a PID namespace, starts its
+//! *init* (pid 1, which passes SIGTERM on to every process of the namespace and reaps orphans)
+//! and forks the command into it (pid 2). When the command ends the shim kills the init, which
+//! makes the kernel kill whatever is left in the namespace, and relays the command's status as
 //! its own (exit code, or death by the same signal), so `once` sees the command's status.
 //! In the subreaper mode the shim forks the command itself and kills its descendants.
 //!
@@ -78,8 +78,16 @@ pub(crate) unsafe fn enter(probe: Probe, parent: libc::pid_t) -> io::Result<()> 
     }
 }
 
-/// The pid-namespace mode: this process becomes the shim, forks the init of a new namespace,
-/// and the init forks the command, which returns.
+/// Room for the init's stack: it runs a wait loop and a no-op handler, nothing deeper.
+const INIT_STACK: usize = 32 * 1024;
+
+/// The init's stack, inside the shim's frame (the init shares the shim's memory).
+#[repr(C, align(16))]
+struct InitStack([MaybeUninit<u8>; INIT_STACK]);
+
+/// The pid-namespace mode: this process becomes the shim, starts the init of a new namespace
+/// (a clone that shares its memory, so it costs no copy of `once`'s page tables) and forks the
+/// command into the namespace, which returns.
 unsafe fn namespace(user_namespace: bool) -> io::Result<()> {
     // SAFETY: async-signal-safe calls on stack memory, in a forked child.
     unsafe {
@@ -101,45 +109,69 @@ unsafe fn namespace(user_namespace: bool) -> io::Result<()> {
         let mut previous = MaybeUninit::<libc::sigset_t>::zeroed();
         libc::sigprocmask(libc::SIG_BLOCK, &stops, previous.as_mut_ptr());
         let previous = previous.assume_init();
-        let init = libc::fork();
+        let mut stack = InitStack([MaybeUninit::uninit(); INIT_STACK]);
+        let top = stack.0.as_mut_ptr().add(INIT_STACK).cast::<libc::c_void>();
+        // The first process of the namespace is its init. It shares our memory but has its own
+        // descriptors, signal handlers and mask; it touches nothing but its own stack.
+        let init = libc::clone(
+            init_process,
+            top,
+            libc::CLONE_VM | libc::SIGCHLD,
+            init_end as isize as *mut libc::c_void,
+        );
         if init < 0 {
             let error = io::Error::last_os_error();
             libc::close(shim_end);
             libc::close(init_end);
+            libc::sigprocmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
             return Err(error);
         }
-        if init == 0 {
-            libc::close(shim_end);
-            return init_process(init_end, &previous);
-        }
         libc::close(init_end);
+        let command = libc::fork();
+        if command < 0 {
+            let error = io::Error::last_os_error();
+            libc::kill(init, libc::SIGKILL);
+            wait_for(init);
+            libc::close(shim_end);
+            libc::sigprocmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+            return Err(error);
+        }
+        if command == 0 {
+            // Pid 2 of the namespace. If the shim dies, so does the init, and the kernel kills
+            // this process with the rest of the namespace: no death signal of its own needed.
+            libc::close(shim_end);
+            libc::sigprocmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+            return Ok(());
+        }
+        // Our end stays open: the init reads its closing as our death.
         close_all_but(shim_end);
         for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
             libc::signal(signal, libc::SIG_IGN);
         }
         libc::sigprocmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
-        let init_status = wait_for(init).unwrap_or(libc::SIGKILL);
-        let mut status: libc::c_int = 0;
-        let size = std::mem::size_of::<libc::c_int>();
-        let read = libc::read(shim_end, (&raw mut status).cast(), size);
-        // No status from the init means it was killed, and the command with it.
-        relay(if read == size as isize {
-            status
-        } else {
-            init_status
-        })
+        let status = wait_for(command).unwrap_or(libc::SIGKILL);
+        // The command is over: the init's death makes the kernel kill the rest of the
+        // namespace, and its wait ends only once all of it is gone.
+        libc::kill(init, libc::SIGKILL);
+        wait_for(init);
+        // The init ran on this stack until now; keep it allocated until here.
+        std::hint::black_box(&mut stack);
+        relay(status)
     }
 }
 
-/// Pid 1 of the namespace: forks the command (which returns), then waits for it.
-unsafe fn init_process(end: libc::c_int, previous: &libc::sigset_t) -> io::Result<()> {
-    // SAFETY: async-signal-safe calls on stack memory, in a forked child.
+/// Pid 1 of the namespace: passes SIGTERM to every process in it and reaps the orphans that the
+/// kernel gives it, until the shim kills it. Runs on its own stack in the shim's memory, so it
+/// must not rely on `errno` (shared with the shim) and never returns.
+extern "C" fn init_process(end: *mut libc::c_void) -> libc::c_int {
+    let end = end as isize as libc::c_int;
+    // SAFETY: async-signal-safe calls on this stack only.
     unsafe {
         if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
             libc::_exit(FAILED);
         }
-        // The shim may have died before the death signal was asked for; its end of the
-        // socket is then closed, and no signal will ever come.
+        // The shim may have died before the death signal was asked for; its end of the socket
+        // is then closed (poll says readable), and no signal will ever come.
         let mut poll = libc::pollfd {
             fd: end,
             events: libc::POLLIN,
@@ -148,35 +180,18 @@ unsafe fn init_process(end: libc::c_int, previous: &libc::sigset_t) -> io::Resul
         if libc::poll(&mut poll, 1, 0) != 0 {
             libc::_exit(FAILED);
         }
+        close_all_but(-1);
         // An init only receives the signals it handles; SIGTERM is then taken synchronously.
         libc::signal(libc::SIGTERM, ignore as *const () as libc::sighandler_t);
         let waited = sigset(&[libc::SIGTERM, libc::SIGCHLD]);
         libc::sigprocmask(libc::SIG_SETMASK, &waited, std::ptr::null_mut());
-        let command = libc::fork();
-        if command < 0 {
-            libc::_exit(FAILED);
-        }
-        if command == 0 {
-            libc::close(end);
-            libc::signal(libc::SIGTERM, libc::SIG_DFL);
-            libc::sigprocmask(libc::SIG_SETMASK, previous, std::ptr::null_mut());
-            return Ok(());
-        }
-        close_all_but(end);
         loop {
             if libc::sigwaitinfo(&waited, std::ptr::null_mut()) == libc::SIGTERM {
                 // To every process of the namespace but this one, setsid'd ones included.
                 libc::kill(-1, libc::SIGTERM);
                 continue;
             }
-            while let Some((pid, status)) = reap_any() {
-                if pid == command {
-                    let size = std::mem::size_of::<libc::c_int>();
-                    libc::send(end, (&raw const status).cast(), size, libc::MSG_NOSIGNAL);
-                    // The kernel now kills the rest of the namespace.
-                    libc::_exit(0);
-                }
-            }
+            while reap_any().is_some() {}
         }
     }
 }
@@ -415,19 +430,18 @@ unsafe fn close_all_but(keep: libc::c_int) {
     }
 }
 
-/// Waits for `pid` and returns its wait status.
+/// Waits for `pid` and returns its wait status. Reads no `errno` (the namespace's init shares
+/// the shim's): no handler is installed in a shim, so a failure is never EINTR but a pid that is
+/// not our child, and a few retries suffice.
 fn wait_for(pid: libc::pid_t) -> Option<libc::c_int> {
-    loop {
+    for _ in 0..3 {
         let mut status = 0;
         // SAFETY: `status` is a valid out-pointer.
-        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if rc == pid {
+        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
             return Some(status);
         }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return None;
-        }
     }
+    None
 }
 
 /// Reaps one exited child, if any.

@@ -237,6 +237,29 @@ fn sigkill_of_once_mcp_leaves_no_process() {
 }
 
 #[test]
+fn a_cancelled_once_run_call_leaves_no_process() {
+    let mark = unique_mark();
+    let ws = workspace(&manifest(&mark));
+    let mut mcp = Mcp::spawn(ws.path(), &["--allow-run"]);
+    mcp.initialize();
+    let answer = mcp.call(
+        1,
+        "once_run",
+        json!({"target": "escapes", "wait_seconds": 0}),
+    );
+    let run_id = answer["result"]["structuredContent"]["result"]["run_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a run id: {answer}"))
+        .to_owned();
+    wait_for_sleepers(&mark);
+    let cancelled = mcp.call(2, "once_cancel", json!({"run_id": run_id}));
+    assert_ne!(cancelled["result"]["isError"], true, "{cancelled}");
+    assert_none_survive(&mark, "a cancelled `once_run`");
+    mcp.close_stdin();
+    assert_eq!(mcp.wait(PATIENCE).0, Some(0));
+}
+
+#[test]
 fn sigkill_of_once_serve_leaves_no_process() {
     let mark = unique_mark();
     let ws = workspace(&manifest(&mark));
