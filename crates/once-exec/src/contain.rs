@@ -8,10 +8,11 @@
 //! spawned through a shim, a forked copy of `once` that never execs (see `shim.rs`):
 //!
 //! - **pid-namespace**: the shim unshares a PID namespace (with a user namespace when it lacks
-//!   `CAP_SYS_ADMIN`) and forks its init, which forks the command and reaps. When that init dies,
-//!   the kernel SIGKILLs everything in the namespace, wherever it went: its death signal is tied
-//!   to the shim, whose death signal is tied to `once`'s thread. SIGTERM to the group reaches the
-//!   init, which passes it to every process of the namespace.
+//!   `CAP_SYS_ADMIN`), starts its init (pid 1, which reaps orphans) and forks the command into
+//!   it (pid 2). When the init dies the kernel SIGKILLs everything in the namespace, wherever it
+//!   went; the shim kills the init when the command ends, the init's death signal is tied to the
+//!   shim, and the shim's to `once`'s thread. SIGTERM to the group reaches the init, which passes
+//!   it to every process of the namespace.
 //! - **subreaper**: where namespaces are refused, the shim makes itself a child subreaper, so
 //!   orphans are reparented to it rather than to the machine's init, and kills its descendants
 //!   (found in `/proc`) when the command ends, on SIGTERM (SIGTERM), on SIGUSR1 (SIGKILL), and
