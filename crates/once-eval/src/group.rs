@@ -26,11 +26,12 @@ impl Group {
         }
     }
 
-    /// Kills the group with SIGKILL and forgets it; the caller then reaps the leader.
-    pub(crate) fn take(&self) {
-        if let Some(pgid) = self.lock().take() {
-            kill_group(pgid, libc::SIGKILL);
-        }
+    /// Kills the group, and whatever its containment holds, and forgets it; the caller then
+    /// reaps the leader. Returns the id that was killed, if any.
+    pub(crate) fn take(&self) -> Option<i32> {
+        let pgid = self.lock().take()?;
+        once_exec::Containment::current().kill(pgid);
+        Some(pgid)
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<i32>> {

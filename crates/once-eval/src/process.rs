@@ -6,8 +6,10 @@
 //! of the protocol, which evaluated code never writes to by accident. Between `fork` and `exec`
 //! the child clears its signal mask (the binary blocks its stop signals in every thread), sets
 //! SIGINT and SIGPIPE back to their defaults (an ignored SIGINT survives `exec`, and Python then
-//! never turns it into `KeyboardInterrupt`), and asks for SIGKILL when the launcher thread dies.
-//! A reader thread turns reply lines into [`Event`]s. This module must never reap the leader
+//! never turns it into `KeyboardInterrupt`), asks for SIGKILL when the launcher thread dies, and
+//! enters the containment of `once_exec` (a PID namespace of its own where the kernel allows),
+//! so nothing the evaluated code starts outlives the evaluator, even a `setsid`'d process or a
+//! SIGKILL of `once`. A reader thread turns reply lines into [`Event`]s. This module must never reap the leader
 //! before taking its group (see `group.rs`), nor run code between `fork` and `exec` that is not
 //! async-signal-safe.
 
@@ -30,6 +32,9 @@ use crate::stray::Stray;
 
 const PYTHON_ADAPTER: &str = include_str!("../adapters/python.py");
 const NODE_ADAPTER: &str = include_str!("../adapters/node.js");
+
+/// How long an ended evaluator's group may take to finish dying.
+const GONE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The descriptor the adapters read requests from and write replies to.
 const CHANNEL_FD: libc::c_int = 3;
@@ -75,6 +80,8 @@ impl AdapterProcess {
             .stdout(Stdio::from(stray_writer.try_clone()?))
             .stderr(Stdio::from(stray_writer));
         let channel_fd = theirs.as_raw_fd();
+        // Probed before the fork: a forked child may not probe.
+        once_exec::Containment::current();
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
         // SAFETY: `prepare_child` only makes async-signal-safe calls and touches no shared memory.
@@ -134,9 +141,20 @@ impl AdapterProcess {
     }
 
     fn finish(&mut self) -> Option<ExitStatus> {
-        self.group.take();
+        let group = self.group.take();
         let _ = self.channel.shutdown(std::net::Shutdown::Both);
-        self.child.wait().ok()
+        let status = self.child.wait().ok();
+        // The leader is a shim that died at once; the rest of the group (the namespace's init
+        // and the interpreter) may still be dying, and nothing may outlive the evaluator.
+        if let Some(pgid) = group
+            && !once_exec::wait_group_gone(pgid, GONE_WAIT)
+        {
+            tracing::warn!(
+                pgid,
+                "an evaluator's processes outlived SIGKILL for {GONE_WAIT:?}"
+            );
+        }
+        status
     }
 }
 
@@ -231,6 +249,7 @@ fn prepare_child(parent: libc::pid_t, channel_fd: libc::c_int) -> io::Result<()>
         if libc::getppid() != parent {
             libc::_exit(127);
         }
+        // Last: the shims it forks keep descriptor 3 and the signal state out of their own way.
+        once_exec::enter_containment(parent)
     }
-    Ok(())
 }

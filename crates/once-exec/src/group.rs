@@ -32,7 +32,7 @@ pub(crate) fn signal(pgid: i32, signal: libc::c_int) {
 /// exit, while any of them is alive (a zombie is dead: it only waits for its reaper). Only signal
 /// 0 is sent, which acts on nothing: while members remain, the kernel keeps their group id from
 /// being reused, and once none remains the answer is `ESRCH`. Returns whether the group is gone.
-pub(crate) fn wait_gone(pgid: i32, limit: std::time::Duration) -> bool {
+pub fn wait_gone(pgid: i32, limit: std::time::Duration) -> bool {
     if pgid <= 1 {
         return true;
     }

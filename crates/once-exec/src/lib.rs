@@ -7,8 +7,8 @@
 //! # Theory of operation
 //!
 //! [`run`] takes a [`CommandSpec`] and blocks until the command is over. It spawns `sh -c
-//! COMMAND` as the leader of a new process group, with stdin from `/dev/null`, stdout and stderr
-//! on pipes, and the environment its [`EnvMode`] builds (see [`command_env`]): in loose mode our
+//! COMMAND` in a new process group (led by the command, or by its shim; see *Containment*),
+//! with stdin from `/dev/null`, stdout and stderr on pipes, and the environment its [`EnvMode`] builds (see [`command_env`]): in loose mode our
 //! whole environment, in strict mode only the documented [`BASE_ENV`] names and those its globs
 //! match; the spec's declared variables on top in both. Nothing is ever added or removed beyond
 //! that, so a command sees the switches that keep tools from changing the machine
@@ -46,34 +46,45 @@
 //! ignore SIGTERM get SIGKILL after the grace, and later runs are refused with
 //! [`Error::ShuttingDown`].
 //!
+//! # Containment
+//!
+//! The group is not the boundary: a process leaves it with `setsid`, and if `once` itself is
+//! killed with SIGKILL nothing of ours runs. So the spawned child enters a [`Containment`] before
+//! it execs (see `contain.rs` for the theory of operation): in the strongest mode a shim and a
+//! PID namespace whose init's death makes the kernel kill everything in it, then a subreaper shim
+//! that sweeps the command's descendants, then the process group alone. The shims lead the
+//! group, so everything above (SIGTERM to the group, grace, a hard kill, reaping the leader)
+//! works unchanged; the hard kill goes through [`Containment::kill`].
+//!
 //! # Limits
 //!
-//! A process that leaves the group (`setsid`, `setpgid`, a daemon that double-forks into a new
-//! session) is out of reach of group signals; if it keeps a pipe open, the run stops waiting for
-//! that pipe after a bound and returns without it.
-//!
-//! If `once` itself is killed with SIGKILL, nothing of ours runs: only the direct child gets its
-//! death signal; grandchildren in its group survive unless they watch their own parent. Linux
-//! offers nothing stronger without a subreaper or a cgroup: a long-lived `once serve` could make
-//! itself a `PR_SET_CHILD_SUBREAPER` and kill orphans as they are reparented to it, or put each
-//! run in its own cgroup and kill that.
+//! In process-group mode, a process that leaves the group (`setsid`, `setpgid`, a daemon that
+//! double-forks into a new session) is out of reach of group signals, and a SIGKILL of `once`
+//! reaches only the shell. In every mode, if a process outside the group keeps a pipe open, the
+//! run stops waiting for that pipe after a bound and returns without it. In subreaper mode a
+//! SIGKILL of the shim itself (not of `once`) leaves its orphans to the machine's init.
 
 mod cancel;
 mod capture;
+mod contain;
 mod env;
 mod error;
 mod group;
 mod outcome;
 mod registry;
 mod run;
+#[cfg(target_os = "linux")]
+mod shim;
 mod spawn;
 mod spec;
 mod wake;
 
 pub use cancel::Cancel;
 pub use capture::LINE_CAP;
+pub use contain::{CONTAINMENT_ENV, Containment, enter_containment};
 pub use env::{BASE_ENV, EnvMode, base_env, command_env, env_glob_matches};
 pub use error::Error;
+pub use group::wait_gone as wait_group_gone;
 pub use outcome::{Outcome, Status};
 pub use registry::{Registration, Registry, Runtime};
 pub use run::run;

@@ -13,6 +13,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::contain::Containment;
 use crate::error::Error;
 use crate::group;
 use crate::wake::Wake;
@@ -143,7 +144,7 @@ impl Registry {
         }
         for group in self.lock().groups.values() {
             if let Some(pgid) = group.pgid {
-                group::signal(pgid, libc::SIGKILL);
+                Containment::current().kill(pgid);
             }
         }
         if !self.wait_for_no_groups(KILL_WAIT) {
@@ -203,7 +204,7 @@ impl Registration {
         if let Some(group) = state.groups.get_mut(&self.id) {
             group.pgid = Some(pgid);
             if shutting_down {
-                group::signal(pgid, libc::SIGKILL);
+                Containment::current().kill(pgid);
             }
         }
     }

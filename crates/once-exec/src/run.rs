@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::cancel::Cancel;
 use crate::capture::Capture;
+use crate::contain::Containment;
 use crate::error::Error;
 use crate::group;
 use crate::outcome::{Outcome, Status};
@@ -146,7 +147,7 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
                 phase
             }
             Phase::Terminating { .. } => {
-                group::signal(pid, libc::SIGKILL);
+                Containment::current().kill(pid);
                 Phase::Killed {
                     give_up_at: later(Instant::now(), KILL_WAIT),
                 }
@@ -191,7 +192,7 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
 
 /// Kills and reaps a leader whose run cannot go on, and says why.
 fn abandon(pid: i32, spec: &CommandSpec, role: &'static str, source: io::Error) -> Error {
-    group::signal(pid, libc::SIGKILL);
+    Containment::current().kill(pid);
     // After SIGKILL the leader dies at once, so this reap does not block for long.
     let _ = group::reap(pid);
     Error::Thread {

@@ -1,5 +1,6 @@
 //! Starting `sh -c COMMAND` as the leader of its own process group, with the environment its mode
-//! gives it, a clean signal state and a death signal tied to its parent.
+//! gives it, a clean signal state and a death signal tied to its parent, then in the containment
+//! in force (the leader is then the shim, and the command runs below it).
 //!
 //! The code between `fork` and `exec` runs in a copy of a multi-threaded process, so it must
 //! never allocate, lock or log: only async-signal-safe system calls. `PR_SET_PDEATHSIG` fires
@@ -11,6 +12,7 @@ use std::mem::MaybeUninit;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
+use crate::contain::{Containment, enter_containment};
 use crate::env::command_env;
 use crate::spec::CommandSpec;
 
@@ -20,6 +22,8 @@ const SHELL: &str = "/bin/sh";
 /// Spawns the command; when this returns `Ok`, the child has exec'd and leads its own group,
 /// whose id is its pid.
 pub(crate) fn spawn(spec: &CommandSpec) -> io::Result<Child> {
+    // Probed before the fork: a forked child may not probe.
+    Containment::current();
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     let mut command = Command::new(SHELL);
@@ -65,6 +69,6 @@ fn prepare_child(parent: libc::pid_t) -> io::Result<()> {
         if libc::getppid() != parent {
             libc::_exit(127);
         }
+        enter_containment(parent)
     }
-    Ok(())
 }

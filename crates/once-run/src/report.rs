@@ -14,6 +14,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use once_exec::Containment;
+
 /// How a whole run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -82,6 +84,9 @@ pub struct RunReport {
     pub started_at: u64,
     pub duration_ms: u64,
     pub counts: Counts,
+    /// How the run's processes were kept from outliving it (see `once_exec::Containment`).
+    #[serde(default)]
+    pub containment: Containment,
     /// In plan order: dependencies first.
     pub actions: Vec<ActionReport>,
 }
@@ -169,6 +174,9 @@ pub struct RunSummary {
     pub started_at: u64,
     pub duration_ms: u64,
     pub counts: Counts,
+    /// How the run's processes were kept from outliving it.
+    #[serde(default)]
+    pub containment: Containment,
     /// At most [`SUMMARY_ROWS`] actions: failed and timed out first, then cancelled, skipped,
     /// those that ran, and cached ones; in plan order within each group.
     pub actions: Vec<ActionReport>,
@@ -232,6 +240,7 @@ impl RunReport {
             started_at: self.started_at,
             duration_ms: self.duration_ms,
             counts: self.counts,
+            containment: self.containment,
             hint: (omitted > 0).then(|| {
                 format!(
                     "{omitted} more actions are not listed; once_query_runs with run_id {:?} \
@@ -353,6 +362,7 @@ mod tests {
             started_at: 0,
             duration_ms: 5,
             counts,
+            containment: Containment::default(),
             actions,
         }
     }

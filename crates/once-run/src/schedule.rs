@@ -90,6 +90,7 @@ pub fn execute(
             total,
             ..Default::default()
         },
+        containment: once_exec::Containment::current(),
         actions: Vec::new(),
     };
     if let Err(error) = run.write_report(&running_report) {
@@ -161,6 +162,7 @@ pub fn execute(
         started_at,
         duration_ms: millis(start.elapsed()),
         counts,
+        containment: once_exec::Containment::current(),
         actions,
     };
     if let Err(error) = run.write_report(&report) {

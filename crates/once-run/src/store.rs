@@ -268,6 +268,7 @@ mod tests {
             started_at: 0,
             duration_ms: 1,
             counts: Default::default(),
+            containment: Default::default(),
             actions: vec![ActionReport {
                 action: "a:build".into(),
                 status: ActionStatus::Failed,

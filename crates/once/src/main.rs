@@ -15,5 +15,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::parse();
+    // A misspelt `ONCE_CONTAINMENT` must not leave anyone believing a mode is in force.
+    if let Err(error) = once_exec::Containment::from_env() {
+        eprintln!("error: {error}");
+        return exit::Outcome::Invalid.into();
+    }
     commands::run(cli).into()
 }

@@ -53,6 +53,10 @@ fn once_eval_prints_the_value_and_fails_on_an_exception() {
     );
 }
 
+/// The evaluator's pid as the machine sees it: inside its PID namespace `os.getpid()` is the
+/// same small number for every evaluator, while `/proc` (not remounted) names the machine's pid.
+const MACHINE_PID: &str = "int(os.readlink('/proc/self'))";
+
 #[test]
 fn a_session_keeps_an_evaluator_across_clients_and_stops_it_with_itself() {
     let test = Test::new().manifest(MANIFEST);
@@ -64,7 +68,7 @@ fn a_session_keeps_an_evaluator_across_clients_and_stops_it_with_itself() {
     let defined = first.call(
         1,
         "once_eval",
-        json!({"target": "py", "code": "import os\nx = 41\nos.getpid()"}),
+        json!({"target": "py", "code": format!("import os\nx = 41\n{MACHINE_PID}")}),
     );
     let pid: i32 = evaluation(&defined)["value"]
         .as_str()
@@ -92,7 +96,7 @@ fn a_session_keeps_an_evaluator_across_clients_and_stops_it_with_itself() {
     let fresh_pid = second.call(
         5,
         "once_eval",
-        json!({"target": "py", "code": "import os\nos.getpid()"}),
+        json!({"target": "py", "code": format!("import os\n{MACHINE_PID}")}),
     );
     let fresh_pid: i32 = evaluation(&fresh_pid)["value"]
         .as_str()
