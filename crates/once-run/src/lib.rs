@@ -57,6 +57,7 @@ mod environ;
 mod error;
 mod hashes;
 mod key;
+mod owner;
 mod params;
 mod plan;
 mod query;
@@ -65,7 +66,7 @@ mod request;
 mod schedule;
 mod store;
 
-pub use cache::{ActionResult, Cache, KeyLock, OutputFile};
+pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
 pub use error::Error;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
@@ -75,7 +76,7 @@ pub use query::{
     runs_output_schema,
 };
 pub use report::{
-    ActionReport, ActionStatus, ActionsPage, Counts, RunReport, RunStatus, RunSummary,
+    ActionReport, ActionStatus, ActionsPage, Counts, Owner, RunReport, RunStatus, RunSummary,
     SUMMARY_ROWS, SUMMARY_TAILS, summary_schema,
 };
 pub use request::{Request, parse_action, parse_param};

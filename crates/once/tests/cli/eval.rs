@@ -100,7 +100,7 @@ fn a_session_keeps_an_evaluator_across_clients_and_stops_it_with_itself() {
         .expect("a pid");
     assert_ne!(fresh_pid, pid);
 
-    assert_eq!(serve.stop_with(libc::SIGTERM), Some(0));
+    assert_eq!(serve.stop_with(libc::SIGTERM), Some(143));
     assert!(
         !std::path::Path::new(&format!("/proc/{fresh_pid}/cmdline")).exists()
             || std::fs::read(format!("/proc/{fresh_pid}/cmdline")).is_ok_and(|c| c.is_empty()),
