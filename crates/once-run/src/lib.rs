@@ -49,7 +49,12 @@
 //! `once_fs::Stamp` and digest, and a stamp that proves the file unchanged (and was not racily
 //! clean when taken) stands for its content. Folders are walked once, reading `.gitignore` files
 //! from the listings; the `.gitignore` files above targets are read once per run. A no-op run
-//! writes only its `run.json`, renamed into place without an fsync.
+//! writes only its `run.json` (renamed into place without an fsync: at the start, at most every
+//! 100 ms while it runs, and at the end) and a hard link to each cached action's log.
+//!
+//! A record that says `running` names its owner (pid and start time); whoever reads it through
+//! the store after that process is gone records the run `interrupted`, so a run killed with its
+//! process never stays `running`.
 
 mod cache;
 mod dotenv;
@@ -80,5 +85,5 @@ pub use report::{
     SUMMARY_ROWS, SUMMARY_TAILS, summary_schema,
 };
 pub use request::{Request, parse_action, parse_param};
-pub use schedule::{Event, Options, execute};
+pub use schedule::{Event, Options, announce, execute};
 pub use store::{LogPage, RunDir, RunStore};

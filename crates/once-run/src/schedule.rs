@@ -186,6 +186,33 @@ pub fn execute(
     report
 }
 
+/// Writes the record of a run about to start: `running`, every action pending, owned by this
+/// process. [`execute`] writes it too; a caller that answers before `execute` gets that far (an
+/// MCP `once_run` that does not wait) calls this first, so the run id it hands out can be read.
+pub fn announce(plan: &Plan, run: &RunDir) {
+    let actions: Vec<ActionReport> = plan
+        .steps
+        .iter()
+        .map(|step| ActionReport {
+            status: ActionStatus::Pending,
+            ..skipped(step)
+        })
+        .collect();
+    let (_, counts) = RunReport::summarise(&actions, Stop::None);
+    let report = RunReport {
+        run_id: run.id.clone(),
+        status: RunStatus::Running,
+        started_at: unix_millis(),
+        duration_ms: 0,
+        counts,
+        actions,
+        owner: crate::owner::current(),
+    };
+    if let Err(error) = run.write_report(&report) {
+        tracing::warn!(%error, "cannot write the run report");
+    }
+}
+
 /// How often, at most, the record of a run in flight is rewritten. Each rewrite serialises
 /// every action (about 150 bytes each) and renames one file into place; at this rate even a
 /// 1,000-action run spends well under 1% of its time on it, and a reader is never more than

@@ -204,6 +204,8 @@ fn start(
         .create()
         .map_err(|e| format!("cannot create the run's folder: {e}"))?;
     let run_id = run_dir.id.clone();
+    // Readable before this call answers, however soon that is.
+    once_run::announce(&plan, &run_dir);
     let handle = Live {
         cancel: Cancel::new(),
         ended: Cancel::new(),

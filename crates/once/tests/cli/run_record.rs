@@ -110,6 +110,9 @@ command = "echo first line; i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0
         .as_str()
         .expect("a run id")
         .to_owned();
+    // The id it hands out can be read at once, whatever the run has done so far.
+    let first = server.call(2, "once_query_runs", json!({"run_id": run_id}));
+    assert_ne!(first["result"]["isError"], true, "{first}");
     let mut id = 2;
     let mut poll = |server: &mut Mcp, arguments: Value| {
         id += 1;
