@@ -136,12 +136,13 @@ pub fn execute(
     // The calling thread is one of the workers.
     thread::scope(|scope| {
         scope.spawn(|| record.keep(&board, steps));
+        // Ends the record's thread when this worker returns (only once nothing runs and nothing
+        // can start: the run is over) or unwinds, so the scope can always join it.
+        let _over = Over(&record);
         for _ in 1..jobs {
             scope.spawn(|| worker.serve(&board));
         }
         worker.serve(&board);
-        // This worker returns only once nothing runs and nothing can start: the run is over.
-        record.end();
     });
 
     worker.hashes.save();
@@ -271,6 +272,15 @@ impl Record<'_> {
     fn end(&self) {
         *self.over.lock().unwrap_or_else(PoisonError::into_inner) = true;
         self.ended.notify_all();
+    }
+}
+
+/// Calls [`Record::end`] when dropped.
+struct Over<'r, 'a>(&'r Record<'a>);
+
+impl Drop for Over<'_, '_> {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 
