@@ -660,9 +660,7 @@ impl Worker<'_> {
                         cached: true,
                         exit_code: Some(hit.exit_code),
                         duration_ms: hit.duration_ms,
-                        log: self
-                            .cache
-                            .replay_log(&hit, &self.run.log_path(&step.action)),
+                        log: self.cache.replay_log(&hit),
                         tail: None,
                     },
                     key: Some(key),
