@@ -5,7 +5,9 @@
 // prints can corrupt the protocol. Before each reply a marker goes to file descriptor 1, so
 // `once` can cut output written straight to the descriptors (by subprocesses) at the end of the
 // evaluation that produced it. SIGINT stops synchronous code (`breakOnSigint`) and rejects a
-// pending promise; between evaluations it changes nothing.
+// pending promise; between evaluations it changes nothing. While code runs, what it prints is
+// also sent as {"id", "output"} lines (the latest few KB, at most every 100 ms; during
+// synchronous code only as it prints, since no timer runs then), so `once` can show progress.
 'use strict';
 const fs = require('fs');
 const net = require('net');
@@ -15,6 +17,46 @@ const { createRequire } = require('module');
 const path = require('path');
 
 const MARKER = '\x1eonce-eval-end\x1e';
+// Most characters of output one progress line carries, and how often one may be sent.
+const PROGRESS_CHARS = 2048;
+const PROGRESS_EVERY_MS = 100;
+
+// The output of the evaluation in flight, on its way to `once`. Lines go through the same
+// socket as replies, in order, so one never splits another.
+const progress = {
+  id: null,
+  text: '',
+  last: 0,
+  timer: null,
+  start(id) {
+    this.id = id;
+    this.text = '';
+  },
+  add(text) {
+    if (this.id === null) return;
+    this.text = (this.text + text).slice(-PROGRESS_CHARS);
+    const left = this.last + PROGRESS_EVERY_MS - Date.now();
+    if (left <= 0) this.send();
+    else if (!this.timer) {
+      this.timer = setTimeout(() => this.send(), left);
+      this.timer.unref();
+    }
+  },
+  send() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.id === null || !this.text) return;
+    channel.write(JSON.stringify({ id: this.id, output: this.text }) + '\n');
+    this.text = '';
+    this.last = Date.now();
+  },
+  stop() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.id = null;
+    this.text = '';
+  },
+};
 
 const sandbox = {
   console,
@@ -55,6 +97,7 @@ class Capture {
       this.size += kept.length;
     }
     this.dropped += Math.max(0, text.length - Math.max(room, 0));
+    progress.add(text);
     const done = typeof encoding === 'function' ? encoding : callback;
     if (typeof done === 'function') process.nextTick(done);
     return true;
@@ -138,7 +181,9 @@ channel.on('data', (chunk) => {
     if (!line.trim()) continue;
     const request = JSON.parse(line);
     queue = queue.then(async () => {
+      progress.start(request.id);
       const reply = await evaluate(request);
+      progress.stop();
       try {
         fs.writeSync(1, MARKER);
         reply.marker = true;

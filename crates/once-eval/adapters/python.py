@@ -4,6 +4,9 @@
 # for per-evaluation buffers, so nothing it prints can corrupt the protocol. Before each reply a
 # marker goes to file descriptor 1, so `once` can cut output written straight to the descriptors
 # (by subprocesses, C extensions) at the end of the evaluation that produced it.
+# While code runs, what it prints is also sent as {"id", "output"} lines (the latest few KB, at
+# most every 100 ms, from a thread of its own), so `once` can show progress; the reply still
+# carries the whole output.
 import ast
 import json
 import linecache
@@ -11,15 +14,71 @@ import os
 import signal
 import socket
 import sys
+import threading
+import time
 import traceback
 
 MARKER = b"\x1eonce-eval-end\x1e"
+# Most characters of output one progress line carries, and how often one may be sent.
+PROGRESS_CHARS = 2048
+PROGRESS_EVERY = 0.1
+
+
+class Progress:
+    """Output of the evaluation in flight, sent to `once` by a thread of its own.
+
+    Every write to the channel, replies included, holds `lock`, so a progress line never splits
+    a reply. The sending thread is never interrupted: SIGINT goes to the main thread only."""
+
+    def __init__(self, channel):
+        self.channel = channel
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.id = None
+        self.pending = ""
+        self.last = 0.0
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def start(self, number):
+        with self.lock:
+            self.id, self.pending = number, ""
+
+    def add(self, text):
+        with self.lock:
+            if self.id is None:
+                return
+            self.pending = (self.pending + text)[-PROGRESS_CHARS:]
+            self.wake.notify()
+
+    def send_reply(self, line):
+        with self.lock:
+            self.id, self.pending = None, ""
+            self.channel.sendall(line)
+
+    def run(self):
+        with self.lock:
+            while True:
+                if not self.pending:
+                    self.wake.wait()
+                    continue
+                left = self.last + PROGRESS_EVERY - time.monotonic()
+                if left > 0:
+                    self.wake.wait(left)
+                    continue
+                line = json.dumps({"id": self.id, "output": self.pending})
+                self.pending = ""
+                self.last = time.monotonic()
+                try:
+                    self.channel.sendall(line.encode("utf-8", "surrogatepass") + b"\n")
+                except OSError:
+                    return
 
 
 class Capture:
     """A text stream that keeps the first `cap` characters written to it."""
 
-    def __init__(self, cap):
+    def __init__(self, cap, progress=None):
+        self.progress = progress
         self.parts = []
         self.size = 0
         self.cap = cap
@@ -34,6 +93,8 @@ class Capture:
             self.parts.append(kept)
             self.size += len(kept)
         self.dropped += max(0, len(text) - max(room, 0))
+        if self.progress is not None:
+            self.progress.add(text)
         return len(text)
 
     def flush(self):
@@ -78,12 +139,12 @@ def format_error(error):
     return "".join(lines + traceback.format_exception_only(type(error), error))
 
 
-def evaluate(request, namespace):
+def evaluate(request, namespace, progress):
     number = request["id"]
     code = request["code"]
     cap = request.get("cap", 1 << 20)
     filename = "<eval-%d>" % number
-    out, err = Capture(cap), Capture(cap)
+    out, err = Capture(cap, progress), Capture(cap, progress)
     reply = {"id": number, "status": "ok", "value": None, "error": None}
     saved = sys.stdout, sys.stderr
     try:
@@ -127,9 +188,11 @@ def main():
     requests = channel.makefile("rb")
     signal.signal(signal.SIGINT, on_interrupt)
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    progress = Progress(channel)
     for line in requests:
         request = json.loads(line)
-        reply, out, err = evaluate(request, namespace)
+        progress.start(request["id"])
+        reply, out, err = evaluate(request, namespace, progress)
         reply["stdout"] = out.text()
         reply["stderr"] = err.text()
         try:
@@ -138,7 +201,7 @@ def main():
         except OSError:
             # The evaluated code closed or redirected descriptor 1: tell `once` not to wait.
             reply["marker"] = False
-        channel.sendall(json.dumps(reply).encode("utf-8", "surrogatepass") + b"\n")
+        progress.send_reply(json.dumps(reply).encode("utf-8", "surrogatepass") + b"\n")
 
 
 main()

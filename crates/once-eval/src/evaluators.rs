@@ -93,6 +93,13 @@ impl Evaluators {
         slot.is_some_and(|slot| slot.reset())
     }
 
+    /// The end (at most 2 KB) of what `target`'s evaluation in flight printed so far, or of the
+    /// last one; empty when nothing was printed yet. Never waits for the evaluation.
+    pub fn output_so_far(&self, target: &str) -> String {
+        let slot = self.shared.lock().get(target).cloned();
+        slot.map(|slot| slot.output_so_far()).unwrap_or_default()
+    }
+
     /// The process id of `target`'s live Python or Node.js evaluator.
     pub fn pid(&self, target: &str) -> Option<u32> {
         let slot = self.shared.lock().get(target).cloned();

@@ -13,6 +13,12 @@ use crate::reply::Reply;
 pub(crate) enum Event {
     /// An adapter answered.
     Reply { generation: u64, reply: Reply },
+    /// An adapter sent output of evaluation `id` while it runs (the reply repeats it whole).
+    Output {
+        generation: u64,
+        id: u64,
+        text: String,
+    },
     /// An nREPL server sent a message.
     Nrepl { generation: u64, message: Message },
     /// The evaluator's channel closed: its process ended, or the server hung up.

@@ -202,6 +202,17 @@ fn read_replies(channel: UnixStream, generation: u64, events: Sender<Event>) {
                     }
                 }
                 None => {
+                    if let Some((id, text)) = reply::parse_output(&line) {
+                        let output = Event::Output {
+                            generation,
+                            id,
+                            text,
+                        };
+                        if events.send(output).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
                     // Something wrote garbage on the private channel: the adapter can no
                     // longer be trusted, so treat it as gone.
                     tracing::warn!(

@@ -1,7 +1,8 @@
 //! The wire format between `once` and an embedded adapter: one JSON object per line each way.
 //!
 //! A request is `{"id", "code", "cap"}`; a reply is `{"id", "status", "value", "error",
-//! "stdout", "stderr", "marker"}`. This module must never be told about processes: it only
+//! "stdout", "stderr", "marker"}`. While the code runs, the adapter may send `{"id", "output"}`
+//! lines: the latest output printed (at most a few KB, at most every 100 ms), for progress. This module must never be told about processes: it only
 //! shapes and reads lines, so the adapters and this file can be checked against each other.
 
 use serde::Deserialize;
@@ -40,6 +41,18 @@ pub(crate) fn request(id: u64, code: &str, cap: usize) -> Vec<u8> {
     line.into_bytes()
 }
 
+/// Reads one output line of an evaluation in flight: its id and the text.
+pub(crate) fn parse_output(line: &str) -> Option<(u64, String)> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Output {
+        id: u64,
+        output: String,
+    }
+    let output: Output = serde_json::from_str(line).ok()?;
+    Some((output.id, output.output))
+}
+
 /// Reads one reply line; `None` when it is not a reply (the adapter is then unusable).
 pub(crate) fn parse(line: &str) -> Option<Reply> {
     serde_json::from_str(line).ok()
@@ -61,5 +74,10 @@ mod tests {
         assert_eq!(reply.status, ReplyStatus::Interrupted);
         assert_eq!(reply.stdout, "x");
         assert!(parse("not json").is_none());
+        assert_eq!(
+            parse_output(r#"{"id":7,"output":"so far"}"#),
+            Some((7, "so far".to_owned()))
+        );
+        assert!(parse(r#"{"id":7,"output":"so far"}"#).is_none());
     }
 }

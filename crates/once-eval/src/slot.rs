@@ -76,7 +76,13 @@ pub(crate) struct Slot {
     events: Sender<Event>,
     group: Arc<Group>,
     state: Mutex<State>,
+    /// The last [`SO_FAR`] bytes the evaluation in flight printed, for progress; its own lock,
+    /// so a reader never waits for the evaluation.
+    so_far: Mutex<String>,
 }
+
+/// Most bytes of output an evaluation in flight shows in progress.
+pub(crate) const SO_FAR: usize = 2048;
 
 /// What the caller of [`Slot::eval`] shares with every slot.
 pub(crate) struct Context<'a> {
@@ -153,6 +159,27 @@ impl Slot {
                 next_id: 0,
                 closed: false,
             }),
+            so_far: Mutex::new(String::new()),
+        }
+    }
+
+    /// The end of what the evaluation in flight printed so far (stdout and stderr as they came).
+    pub(crate) fn output_so_far(&self) -> String {
+        self.so_far
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn show(&self, text: &str) {
+        let mut so_far = self.so_far.lock().unwrap_or_else(PoisonError::into_inner);
+        so_far.push_str(text);
+        if so_far.len() > SO_FAR {
+            let mut cut = so_far.len() - SO_FAR;
+            while !so_far.is_char_boundary(cut) {
+                cut += 1;
+            }
+            so_far.drain(..cut);
         }
     }
 
@@ -172,6 +199,10 @@ impl Slot {
             return Err(Error::ShuttingDown);
         }
         let mut draft = Draft::new(started);
+        self.so_far
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         self.check_live(&mut state, spec, &mut draft);
         if state.live.is_none() {
             self.start(&mut state, cx, spec)?;
@@ -506,6 +537,11 @@ impl Slot {
                     }
                     return;
                 }
+                Some(Event::Output {
+                    generation: g,
+                    id: i,
+                    text,
+                }) if g == generation && i == id => self.show(&text),
                 Some(Event::Closed { generation: g }) if g == generation => {
                     let stray = process.stray.rest(LAST_WORDS);
                     draft.stdout.push_str(&stray);
@@ -608,6 +644,11 @@ impl Slot {
                 }) if g == generation => {
                     if message.text("id").as_deref() != Some(id.as_str()) {
                         continue;
+                    }
+                    for key in ["out", "err"] {
+                        if let Some(text) = message.text(key) {
+                            self.show(&text);
+                        }
                     }
                     if fill_from_nrepl(draft, &message, interrupted.map(|(why, _)| why)) {
                         if let Some((why, _)) = interrupted

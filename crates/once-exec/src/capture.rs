@@ -1,6 +1,10 @@
 //! Draining a child's stdout and stderr: one thread per pipe, whole lines to the log file in
 //! arrival order, and a bounded tail of the last lines in memory.
 //!
+//! The log is written through: what one read from a pipe brought is in the file before the next
+//! read (one `write` per read, whole lines only, a partial line held back until its end or
+//! [`CHUNK`] bytes), so a reader of a running command's log sees its output so far.
+//!
 //! The threads read as fast as the child writes, so a child never blocks on a full pipe, and
 //! memory stays bounded whatever it writes: one read buffer and one partial line per stream, and
 //! at most `tail_lines` lines of at most [`LINE_CAP`] bytes. A failing log write must never stop
@@ -101,7 +105,11 @@ fn pump(mut pipe: impl Read, sink: &Mutex<Sink>) {
     loop {
         match pipe.read(&mut buffer) {
             Ok(0) => break,
-            Ok(n) => lock(sink).accept(&mut line, &buffer[..n]),
+            Ok(n) => {
+                let mut sink = lock(sink);
+                sink.accept(&mut line, &buffer[..n]);
+                sink.flush();
+            }
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(error) => {
                 tracing::warn!(%error, "cannot read from a child's pipe");
@@ -198,6 +206,17 @@ impl Sink {
         line.unlogged.clear();
         if !line.head.is_empty() || line.cut {
             self.tail.push(line.take());
+        }
+    }
+
+    /// Hands what the buffer holds to the file, so readers see it now.
+    fn flush(&mut self) {
+        if self.log_failed {
+            return;
+        }
+        if let Err(error) = self.log.flush() {
+            tracing::warn!(%error, "cannot write the log; the rest of the output is discarded");
+            self.log_failed = true;
         }
     }
 
@@ -324,6 +343,35 @@ mod tests {
         let (tail, log) = feed(0, &[b"a\nb\n"]);
         assert!(tail.is_empty());
         assert_eq!(log, b"a\nb\n");
+    }
+
+    #[test]
+    fn the_log_holds_each_whole_line_while_the_pipe_is_still_open() {
+        let path = std::env::temp_dir().join(format!(
+            "once-exec-through-{}-{}.log",
+            std::process::id(),
+            rand_id()
+        ));
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let (quiet, quiet_writer) = std::io::pipe().unwrap();
+        let capture = Capture::start(
+            File::create(&path).unwrap(),
+            5,
+            [Box::new(reader), Box::new(quiet)],
+        )
+        .unwrap();
+        writer.write_all(b"first\nhalf").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::read(&path).unwrap() != b"first\n" {
+            assert!(Instant::now() < deadline, "the line never reached the log");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop((writer, quiet_writer));
+        let (tail, bytes) = capture.finish(Duration::from_secs(10));
+        assert_eq!(tail, ["first", "half"]);
+        assert_eq!(bytes, 10);
+        assert_eq!(std::fs::read(&path).unwrap(), b"first\nhalf");
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! are put back through `once_fs::Root`, walked from the workspace root without following a link
 //! and never into `.git` or `.once`, so a restore never writes anywhere a person did not have a
 //! real folder. This module must never record a failed run.
+//!
+//! A result keeps its log: the log of the recorded run is one more `cas/` object (up to
+//! [`LOG_CAP`]), and a replay names that object as the cached action's log, so it reads like any
+//! other. Naming costs nothing; linking it into each run's folder cost a no-op run of 1,000
+//! cached actions 1,000 links, and every pruned run as many unlinks (+15% measured).
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -31,7 +36,14 @@ pub struct ActionResult {
     /// The last lines the command printed.
     pub tail: Vec<String>,
     pub outputs: Vec<OutputFile>,
+    /// The BLAKE3 of the run's whole log, its object in `cas/`; absent for a log over
+    /// [`LOG_CAP`] and in results recorded before logs were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
 }
+
+/// The largest log a result keeps; the tail of a longer one is still in the result.
+pub const LOG_CAP: u64 = 4 * 1024 * 1024;
 
 /// One output file, relative to the target's folder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +53,15 @@ pub struct OutputFile {
     pub digest: String,
     pub size: u64,
     pub executable: bool,
+}
+
+/// What a successful run left besides its outputs: how long it took, its last lines and its log.
+#[derive(Debug, Clone)]
+pub struct Ran<'a> {
+    pub duration_ms: u64,
+    pub tail: Vec<String>,
+    /// Kept with the result when it is at most [`LOG_CAP`] bytes.
+    pub log: Option<&'a Path>,
 }
 
 /// An exclusive lock on one cache key; the kernel releases it when the file closes, even if
@@ -191,8 +212,7 @@ impl Cache {
         action: &str,
         dir: &Path,
         outputs: &[String],
-        duration_ms: u64,
-        tail: Vec<String>,
+        ran: Ran<'_>,
     ) -> Result<ActionResult, Error> {
         let mut files = Vec::new();
         for relative in output_files(action, dir, outputs)? {
@@ -208,12 +228,28 @@ impl Cache {
                 executable,
             });
         }
+        // A log that cannot be kept costs its replay the log, never the result.
+        let Ran {
+            duration_ms,
+            tail,
+            log,
+        } = ran;
+        let log = log
+            .filter(|path| fs::metadata(path).is_ok_and(|m| m.len() <= LOG_CAP))
+            .and_then(|path| match self.store_object(path) {
+                Ok((digest, _)) => Some(digest),
+                Err(error) => {
+                    tracing::debug!(%error, "cannot keep the log with the result");
+                    None
+                }
+            });
         let result = ActionResult {
             action: action.to_owned(),
             exit_code: 0,
             duration_ms,
             tail,
             outputs: files,
+            log,
         };
         let path = self.ac(key);
         let bytes = serde_json::to_vec(&result).map_err(|e| Error::Io {
@@ -225,6 +261,12 @@ impl Cache {
         }
         write_atomic(&path, &bytes, Mode::Replace).map_err(Error::io(&path))?;
         Ok(result)
+    }
+
+    /// The log kept with `result`, if it kept one: its object in `cas/`, which nothing ever
+    /// writes again (its name is its content's hash).
+    pub(crate) fn replay_log(&self, result: &ActionResult) -> Option<PathBuf> {
+        result.log.as_deref().map(|digest| self.cas(digest))
     }
 
     /// Copies `path` into `cas/`, hashing while copying so the name matches the bytes stored

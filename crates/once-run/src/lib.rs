@@ -49,7 +49,12 @@
 //! `once_fs::Stamp` and digest, and a stamp that proves the file unchanged (and was not racily
 //! clean when taken) stands for its content. Folders are walked once, reading `.gitignore` files
 //! from the listings; the `.gitignore` files above targets are read once per run. A no-op run
-//! writes only its `run.json`, renamed into place without an fsync.
+//! writes only its `run.json` (renamed into place without an fsync: at the start, at most every
+//! 100 ms while it runs, and at the end); a cached action's log is named, not copied.
+//!
+//! A record that says `running` names its owner (pid and start time); whoever reads it through
+//! the store after that process is gone records the run `interrupted`, so a run killed with its
+//! process never stays `running`.
 
 mod cache;
 mod changed;
@@ -58,6 +63,7 @@ mod environ;
 mod error;
 mod hashes;
 mod key;
+mod owner;
 mod params;
 mod plan;
 mod query;
@@ -66,7 +72,7 @@ mod request;
 mod schedule;
 mod store;
 
-pub use cache::{ActionResult, Cache, KeyLock, OutputFile};
+pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
 pub use changed::{GIT_DEADLINE, changed_files};
 pub use error::Error;
 pub use key::{Key, hash_file};
@@ -77,9 +83,9 @@ pub use query::{
     runs_output_schema,
 };
 pub use report::{
-    ActionReport, ActionStatus, ActionsPage, Counts, RunReport, RunStatus, RunSummary,
+    ActionReport, ActionStatus, ActionsPage, Counts, Owner, RunReport, RunStatus, RunSummary,
     SUMMARY_ROWS, SUMMARY_TAILS, summary_schema,
 };
 pub use request::{Request, parse_action, parse_param};
-pub use schedule::{Event, Options, execute};
+pub use schedule::{Event, Options, announce, execute};
 pub use store::{LogPage, RunDir, RunStore};

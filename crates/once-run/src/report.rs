@@ -26,9 +26,12 @@ pub enum RunStatus {
     Failed,
     Cancelled,
     TimedOut,
+    /// The process that owned the run stopped before the run ended (a signal, the end of
+    /// `once mcp`'s input, a crash); each action says how far it got.
+    Interrupted,
 }
 
-/// How one action ended.
+/// How one action ended, or where it is while its run is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionStatus {
@@ -38,12 +41,41 @@ pub enum ActionStatus {
     Cancelled,
     /// Not started: a dependency failed, or the run stopped first.
     Skipped,
+    /// Not started yet (only while the run is in flight).
+    Pending,
+    /// Started and not ended yet (only while the run is in flight).
+    Running,
+    /// Was running when the process that owned the run died.
+    Interrupted,
 }
 
 impl ActionStatus {
     pub fn is_failure(self) -> bool {
         matches!(self, ActionStatus::Failed | ActionStatus::TimedOut)
     }
+
+    /// The word a person reads, as the JSON spells it.
+    pub fn word(self) -> &'static str {
+        match self {
+            ActionStatus::Succeeded => "succeeded",
+            ActionStatus::Failed => "failed",
+            ActionStatus::TimedOut => "timed_out",
+            ActionStatus::Cancelled => "cancelled",
+            ActionStatus::Skipped => "skipped",
+            ActionStatus::Pending => "pending",
+            ActionStatus::Running => "running",
+            ActionStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// The process that owns a run in flight: its pid and its start time (field 22 of
+/// `/proc/PID/stat`, in clock ticks since boot), which together name one process even after
+/// its pid is reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    pub pid: u32,
+    pub start_time: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,7 +100,8 @@ pub struct ActionReport {
     pub cached: bool,
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
-    /// The full log, when the command ran.
+    /// The full log: written as the command prints (readable while it runs), and for a cached
+    /// action the log of the run that was recorded.
     pub log: Option<PathBuf>,
     /// Only for a failed action: the last lines of its log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,11 +122,26 @@ pub struct RunReport {
     pub containment: Containment,
     /// In plan order: dependencies first.
     pub actions: Vec<ActionReport>,
+    /// The process running it, while it is `running`; a reader that finds that process gone
+    /// records the run as interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+}
+
+/// Why a run stopped before its end, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// It ran to its end.
+    None,
+    /// Its caller cancelled it (`once_cancel`, a client's cancellation).
+    Cancelled,
+    /// The process owning it is stopping (a signal, the end of `once mcp`'s input).
+    Interrupted,
 }
 
 impl RunReport {
     /// The status and counts that follow from `actions`.
-    pub(crate) fn summarise(actions: &[ActionReport], cancelled: bool) -> (RunStatus, Counts) {
+    pub(crate) fn summarise(actions: &[ActionReport], stop: Stop) -> (RunStatus, Counts) {
         let mut counts = Counts {
             total: actions.len(),
             ..Counts::default()
@@ -101,7 +149,7 @@ impl RunReport {
         for action in actions {
             if action.cached {
                 counts.cached += 1;
-            } else if action.status != ActionStatus::Skipped {
+            } else if !matches!(action.status, ActionStatus::Skipped | ActionStatus::Pending) {
                 counts.ran += 1;
             }
             if action.status.is_failure() {
@@ -112,7 +160,9 @@ impl RunReport {
             }
         }
         let any = |status| actions.iter().any(|a| a.status == status);
-        let status = if cancelled || any(ActionStatus::Cancelled) {
+        let status = if stop == Stop::Interrupted || any(ActionStatus::Interrupted) {
+            RunStatus::Interrupted
+        } else if stop == Stop::Cancelled || any(ActionStatus::Cancelled) {
             RunStatus::Cancelled
         } else if any(ActionStatus::TimedOut) {
             RunStatus::TimedOut
@@ -122,6 +172,23 @@ impl RunReport {
             RunStatus::Succeeded
         };
         (status, counts)
+    }
+
+    /// This report as a reader must record it once the process that owned it is gone: what was
+    /// running is interrupted, what had not started is skipped, and the run is interrupted.
+    pub(crate) fn interrupted(mut self) -> RunReport {
+        for action in &mut self.actions {
+            match action.status {
+                ActionStatus::Running => action.status = ActionStatus::Interrupted,
+                ActionStatus::Pending => action.status = ActionStatus::Skipped,
+                _ => {}
+            }
+        }
+        let (_, counts) = RunReport::summarise(&self.actions, Stop::Interrupted);
+        self.status = RunStatus::Interrupted;
+        self.counts = counts;
+        self.owner = None;
+        self
     }
 }
 
@@ -210,8 +277,8 @@ impl RunReport {
         // did not need to happen.
         let rank = |action: &ActionReport| match action.status {
             ActionStatus::Failed | ActionStatus::TimedOut => 0,
-            ActionStatus::Cancelled => 1,
-            ActionStatus::Skipped => 2,
+            ActionStatus::Cancelled | ActionStatus::Interrupted | ActionStatus::Running => 1,
+            ActionStatus::Skipped | ActionStatus::Pending => 2,
             ActionStatus::Succeeded if !action.cached => 3,
             ActionStatus::Succeeded => 4,
         };
@@ -317,7 +384,7 @@ pub(crate) fn counts_schema() -> Value {
 }
 
 pub(crate) fn run_status_schema() -> Value {
-    json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled", "timed_out"]})
+    json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled", "timed_out", "interrupted"]})
 }
 
 pub(crate) fn action_schema() -> Value {
@@ -325,11 +392,11 @@ pub(crate) fn action_schema() -> Value {
         "type": "object",
         "properties": {
             "action": {"type": "string", "description": "`target:capability`"},
-            "status": {"type": "string", "enum": ["succeeded", "failed", "timed_out", "cancelled", "skipped"]},
+            "status": {"type": "string", "enum": ["succeeded", "failed", "timed_out", "cancelled", "skipped", "pending", "running", "interrupted"]},
             "cached": {"type": "boolean", "description": "Replayed from the cache: nothing ran"},
             "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
             "duration_ms": {"type": "integer"},
-            "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log, when the command ran"},
+            "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log: written as the command prints, replayed with a cached result"},
             "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
         },
         "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
@@ -355,7 +422,7 @@ mod tests {
     }
 
     fn report(actions: Vec<ActionReport>) -> RunReport {
-        let (status, counts) = RunReport::summarise(&actions, false);
+        let (status, counts) = RunReport::summarise(&actions, Stop::None);
         RunReport {
             run_id: "20250101-000000-000-0000001-000000".into(),
             status,
@@ -364,6 +431,7 @@ mod tests {
             counts,
             containment: Containment::default(),
             actions,
+            owner: None,
         }
     }
 

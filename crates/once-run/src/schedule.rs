@@ -19,13 +19,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use ignore::gitignore::Gitignore;
 use once_exec::{Cancel, CommandSpec, EnvMode, Registry, Status};
 
-use crate::cache::Cache;
+use crate::cache::{Cache, Ran};
 use crate::environ::Environ;
 use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::key::{Inputs, Key, Source, action_key, folders_above, gitignore, source_digest};
 use crate::plan::{Plan, Step};
-use crate::report::{ActionReport, ActionStatus, RunReport, RunStatus};
+use crate::report::{ActionReport, ActionStatus, Owner, RunReport, RunStatus, Stop};
 use crate::store::RunDir;
 
 /// How a plan is run.
@@ -80,22 +80,7 @@ pub fn execute(
     let start = Instant::now();
     let steps = &plan.steps;
     let total = steps.len();
-    // A report that says `running`, so another process (or an agent) listing runs sees this one.
-    let running_report = RunReport {
-        run_id: run.id.clone(),
-        status: RunStatus::Running,
-        started_at,
-        duration_ms: 0,
-        counts: crate::report::Counts {
-            total,
-            ..Default::default()
-        },
-        containment: once_exec::Containment::current(),
-        actions: Vec::new(),
-    };
-    if let Err(error) = run.write_report(&running_report) {
-        tracing::warn!(%error, "cannot write the run report");
-    }
+    let owner = crate::owner::current();
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); total];
     for (i, step) in steps.iter().enumerate() {
         for &d in &step.deps {
@@ -108,17 +93,30 @@ pub fn execute(
             ready: (0..total).filter(|&i| pending[i] == 0).collect(),
             pending,
             reports: vec![None; total],
+            started: vec![false; total],
             keys: vec![None; total],
             running: 0,
             idle: 0,
             done: 0,
             stopped: false,
+            changed: false,
             observe,
         }),
         wake: Condvar::new(),
         dependents,
         keep_going: options.keep_going,
     };
+    let record = Record {
+        run,
+        started_at,
+        start,
+        owner,
+        over: Mutex::new(false),
+        ended: Condvar::new(),
+    };
+    // A report that says `running`, with every action pending, so another process (or an
+    // agent) listing runs sees this one and its owner from the start.
+    record.write_running(board.snapshot(steps, run));
     let jobs = options.jobs.max(1).min(total.max(1));
     let worker = Worker {
         plan,
@@ -137,6 +135,10 @@ pub fn execute(
 
     // The calling thread is one of the workers.
     thread::scope(|scope| {
+        scope.spawn(|| record.keep(&board, steps));
+        // Ends the record's thread when this worker returns (only once nothing runs and nothing
+        // can start: the run is over) or unwinds, so the scope can always join it.
+        let _over = Over(&record);
         for _ in 1..jobs {
             scope.spawn(|| worker.serve(&board));
         }
@@ -148,14 +150,30 @@ pub fn execute(
         .state
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
-    let actions: Vec<ActionReport> = state
+    let mut actions: Vec<ActionReport> = state
         .reports
         .into_iter()
         .zip(steps)
         .map(|(report, step)| report.unwrap_or_else(|| skipped(step)))
         .collect();
-    let cancelled = cancel.is_cancelled() || registry.is_shutting_down();
-    let (status, counts) = RunReport::summarise(&actions, cancelled);
+    let unfinished = actions
+        .iter()
+        .any(|a| matches!(a.status, ActionStatus::Cancelled | ActionStatus::Skipped));
+    let stop = if cancel.is_cancelled() {
+        Stop::Cancelled
+    } else if registry.is_shutting_down() && unfinished {
+        // The process that owns the run is stopping: what it stopped was interrupted, not
+        // cancelled by anyone who asked.
+        for action in &mut actions {
+            if action.status == ActionStatus::Cancelled {
+                action.status = ActionStatus::Interrupted;
+            }
+        }
+        Stop::Interrupted
+    } else {
+        Stop::None
+    };
+    let (status, counts) = RunReport::summarise(&actions, stop);
     let report = RunReport {
         run_id: run.id.clone(),
         status,
@@ -164,11 +182,108 @@ pub fn execute(
         counts,
         containment: once_exec::Containment::current(),
         actions,
+        owner: None,
+    };
+    record.write(&report);
+    report
+}
+
+/// Writes the record of a run about to start: `running`, every action pending, owned by this
+/// process. [`execute`] writes it too; a caller that answers before `execute` gets that far (an
+/// MCP `once_run` that does not wait) calls this first, so the run id it hands out can be read.
+pub fn announce(plan: &Plan, run: &RunDir) {
+    let actions: Vec<ActionReport> = plan
+        .steps
+        .iter()
+        .map(|step| ActionReport {
+            status: ActionStatus::Pending,
+            ..skipped(step)
+        })
+        .collect();
+    let (_, counts) = RunReport::summarise(&actions, Stop::None);
+    let report = RunReport {
+        run_id: run.id.clone(),
+        status: RunStatus::Running,
+        started_at: unix_millis(),
+        duration_ms: 0,
+        counts,
+        containment: once_exec::Containment::current(),
+        actions,
+        owner: crate::owner::current(),
     };
     if let Err(error) = run.write_report(&report) {
         tracing::warn!(%error, "cannot write the run report");
     }
-    report
+}
+
+/// How often, at most, the record of a run in flight is rewritten. Each rewrite serialises
+/// every action (about 150 bytes each) and renames one file into place; at this rate even a
+/// 1,000-action run spends well under 1% of its time on it, and a reader is never more than
+/// this far behind.
+const RECORD_EVERY: Duration = Duration::from_millis(100);
+
+/// The run's `run.json` while it is in flight: rewritten by one thread of its own when actions
+/// started or ended since the last write, at most every [`RECORD_EVERY`], so no worker ever
+/// waits for a write.
+struct Record<'a> {
+    run: &'a RunDir,
+    started_at: u64,
+    start: Instant,
+    owner: Option<Owner>,
+    over: Mutex<bool>,
+    ended: Condvar,
+}
+
+impl Record<'_> {
+    fn write(&self, report: &RunReport) {
+        if let Err(error) = self.run.write_report(report) {
+            tracing::warn!(%error, "cannot write the run report");
+        }
+    }
+
+    /// Rewrites the record while the run goes on; returns when [`Record::end`] is called.
+    fn keep(&self, board: &Board<'_>, steps: &[Step]) {
+        let mut over = self.over.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            over = self
+                .ended
+                .wait_timeout(over, RECORD_EVERY)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+            if *over {
+                return;
+            }
+            let report = {
+                let mut state = board.lock();
+                if !std::mem::take(&mut state.changed) {
+                    continue;
+                }
+                board.snapshot_of(&state, steps, self.run)
+            };
+            self.write_running(report);
+        }
+    }
+
+    fn write_running(&self, mut report: RunReport) {
+        report.started_at = self.started_at;
+        report.duration_ms = millis(self.start.elapsed());
+        report.owner = self.owner;
+        self.write(&report);
+    }
+
+    fn end(&self) {
+        *self.over.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.ended.notify_all();
+    }
+}
+
+/// Calls [`Record::end`] when dropped.
+struct Over<'r, 'a>(&'r Record<'a>);
+
+impl Drop for Over<'_, '_> {
+    fn drop(&mut self) {
+        self.0.end();
+    }
 }
 
 /// The bookkeeping of a run, shared by the workers: each takes the next ready action itself and
@@ -186,6 +301,8 @@ struct State<'o> {
     /// Dependencies of each action that have not succeeded yet.
     pending: Vec<usize>,
     reports: Vec<Option<ActionReport>>,
+    /// Handed to a worker (and not necessarily ended).
+    started: Vec<bool>,
     keys: Vec<Option<Key>>,
     running: usize,
     /// Workers waiting for an action to become ready; only they need waking.
@@ -194,10 +311,51 @@ struct State<'o> {
     done: usize,
     /// Nothing new starts: a failure (without `keep_going`), a cancel or a shutdown.
     stopped: bool,
+    /// Something started or ended since the record was last written.
+    changed: bool,
     observe: &'o mut (dyn FnMut(Event<'_>) + Send),
 }
 
 impl<'o> Board<'o> {
+    /// The report as far as the run got: ended actions as they ended, the others running or
+    /// pending.
+    fn snapshot(&self, steps: &[Step], run: &RunDir) -> RunReport {
+        let state = self.lock();
+        self.snapshot_of(&state, steps, run)
+    }
+
+    fn snapshot_of(&self, state: &State<'_>, steps: &[Step], run: &RunDir) -> RunReport {
+        let actions: Vec<ActionReport> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, step)| match &state.reports[i] {
+                Some(report) => report.clone(),
+                None => ActionReport {
+                    // The log a command writes as it runs; a cache hit in progress has none
+                    // yet, and its page reads as empty until it has.
+                    log: state.started[i].then(|| run.log_path(&step.action)),
+                    status: if state.started[i] {
+                        ActionStatus::Running
+                    } else {
+                        ActionStatus::Pending
+                    },
+                    ..skipped(step)
+                },
+            })
+            .collect();
+        let (_, counts) = RunReport::summarise(&actions, Stop::None);
+        RunReport {
+            run_id: run.id.clone(),
+            status: RunStatus::Running,
+            started_at: 0,
+            duration_ms: 0,
+            counts,
+            containment: once_exec::Containment::current(),
+            actions,
+            owner: None,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State<'o>> {
         // Every update of the state is made in one critical section that cannot panic halfway
         // but in the observer, after which the state is still whole.
@@ -208,6 +366,7 @@ impl<'o> Board<'o> {
     fn finish(&self, state: &mut State<'_>, steps: &[Step], i: usize, finished: Finished) {
         state.running -= 1;
         state.done += 1;
+        state.changed = true;
         let status = finished.report.status;
         let (done, total) = (state.done, steps.len());
         (state.observe)(Event::Finished {
@@ -325,6 +484,8 @@ impl Worker<'_> {
             };
             if let Some(i) = next {
                 state.running += 1;
+                state.started[i] = true;
+                state.changed = true;
                 // More is ready than this worker takes: wake one that waits, and it will wake
                 // the next if there is still more.
                 if !state.ready.is_empty() && state.idle > 0 {
@@ -502,7 +663,7 @@ impl Worker<'_> {
                         cached: true,
                         exit_code: Some(hit.exit_code),
                         duration_ms: hit.duration_ms,
-                        log: None,
+                        log: self.cache.replay_log(&hit),
                         tail: None,
                     },
                     key: Some(key),
@@ -582,8 +743,11 @@ impl Worker<'_> {
                 &step.action,
                 &step.dir,
                 &step.outputs,
-                duration_ms,
-                tail.clone(),
+                Ran {
+                    duration_ms,
+                    tail: tail.clone(),
+                    log: Some(&outcome.log_path),
+                },
             )
         {
             tracing::warn!(action = %step.action, %error, "cannot record the result in the cache");

@@ -14,7 +14,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::report::RunReport;
+use crate::owner;
+use crate::report::{RunReport, RunStatus};
 use once_fs::write_replacing;
 
 /// How many runs the store keeps by default.
@@ -109,13 +110,33 @@ impl RunStore {
     }
 
     /// The report of run `id` (as far as it got, if it is still running).
+    ///
+    /// A report that says `running` while the process that owned it is gone (killed, crashed)
+    /// can never end by itself: it is recorded here as interrupted, so no reader shows a run
+    /// that nothing runs.
     pub fn read(&self, id: &str) -> Result<RunReport, Error> {
         let unknown = || Error::UnknownRun { id: id.to_owned() };
         if !valid_id(id) {
             return Err(unknown());
         }
-        let bytes = fs::read(self.root.join(id).join("run.json")).map_err(|_| unknown())?;
-        serde_json::from_slice(&bytes).map_err(|_| unknown())
+        let folder = self.root.join(id);
+        let bytes = fs::read(folder.join("run.json")).map_err(|_| unknown())?;
+        let report: RunReport = serde_json::from_slice(&bytes).map_err(|_| unknown())?;
+        match report.owner {
+            Some(owner) if report.status == RunStatus::Running && !owner::is_alive(&owner) => {
+                let report = report.interrupted();
+                let run = RunDir {
+                    id: id.to_owned(),
+                    path: folder,
+                };
+                // Another reader may do the same at once; both write the same record.
+                if let Err(error) = run.write_report(&report) {
+                    tracing::debug!(%error, "cannot record an abandoned run as interrupted");
+                }
+                Ok(report)
+            }
+            _ => Ok(report),
+        }
     }
 
     /// Lines `offset..offset + limit` of the log of `action` in run `id`.
@@ -136,13 +157,21 @@ impl RunStore {
                 run: id.to_owned(),
                 action: action.to_owned(),
             })?;
-        let file = fs::File::open(&log).map_err(Error::io(&log))?;
+        // A running action's log may not be created yet: it has no lines so far.
+        let file = match fs::File::open(&log) {
+            Ok(file) => Some(file),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) => return Err(Error::io(&log)(error)),
+        };
         let mut lines = Vec::new();
         let mut total = 0;
         // A page ends at `limit` lines or once it holds LOG_PAGE_BYTES, whichever comes first.
         let mut bytes = 0;
         let mut full = false;
-        for line in BufReader::new(file).split(b'\n') {
+        for line in file
+            .into_iter()
+            .flat_map(|file| BufReader::new(file).split(b'\n'))
+        {
             let line = line.map_err(Error::io(&log))?;
             if total >= offset && lines.len() < limit && !full {
                 let mut text = String::from_utf8_lossy(&line).into_owned();
@@ -253,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_log_page_of_long_lines_ends_at_its_byte_budget() {
-        use crate::report::{ActionReport, ActionStatus, RunStatus};
+        use crate::report::{ActionReport, ActionStatus};
         let dir = std::env::temp_dir().join(format!("once-run-log-{}", std::process::id()));
         let store = RunStore::new(&dir);
         let run = store.create().unwrap();
@@ -278,6 +307,7 @@ mod tests {
                 log: Some(log),
                 tail: None,
             }],
+            owner: None,
         };
         run.write_report(&report).unwrap();
         let mut offset = 0;
@@ -295,6 +325,63 @@ mod tests {
             }
         }
         assert_eq!(lines, 500);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_running_record_whose_owner_is_gone_is_read_and_kept_as_interrupted() {
+        use crate::report::{ActionReport, ActionStatus, Owner};
+        let dir = std::env::temp_dir().join(format!("once-run-owner-{}", std::process::id()));
+        let store = RunStore::new(&dir);
+        let run = store.create().unwrap();
+        let action = |name: &str, status| ActionReport {
+            action: name.into(),
+            status,
+            cached: false,
+            exit_code: None,
+            duration_ms: 0,
+            log: None,
+            tail: None,
+        };
+        let me = crate::owner::current().unwrap();
+        let mut report = RunReport {
+            run_id: run.id.clone(),
+            status: RunStatus::Running,
+            started_at: 0,
+            duration_ms: 1,
+            counts: Default::default(),
+            containment: Default::default(),
+            actions: vec![
+                action("a:build", ActionStatus::Succeeded),
+                action("b:build", ActionStatus::Running),
+                action("c:build", ActionStatus::Pending),
+            ],
+            owner: Some(me),
+        };
+        run.write_report(&report).unwrap();
+        // Its owner lives: it is running.
+        assert_eq!(store.read(&run.id).unwrap().status, RunStatus::Running);
+        // The same pid with another start time is another process: the owner is gone.
+        report.owner = Some(Owner {
+            start_time: me.start_time + 1,
+            ..me
+        });
+        run.write_report(&report).unwrap();
+        let read = store.read(&run.id).unwrap();
+        assert_eq!(read.status, RunStatus::Interrupted);
+        let statuses: Vec<ActionStatus> = read.actions.iter().map(|a| a.status).collect();
+        assert_eq!(
+            statuses,
+            [
+                ActionStatus::Succeeded,
+                ActionStatus::Interrupted,
+                ActionStatus::Skipped
+            ]
+        );
+        assert_eq!((read.counts.ran, read.counts.skipped), (2, 1));
+        let on_disk: RunReport =
+            serde_json::from_slice(&fs::read(run.path.join("run.json")).unwrap()).unwrap();
+        assert_eq!(on_disk, read);
         fs::remove_dir_all(dir).unwrap();
     }
 

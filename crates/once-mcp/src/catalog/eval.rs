@@ -3,8 +3,9 @@
 //!
 //! The evaluators are handed in by whoever owns them (the `once serve` session, or the `once
 //! mcp` process), so they outlive any one client connection. While an evaluation runs, a
-//! heartbeat thread sends progress (when the client gave a progress token) and turns the
-//! client's `notifications/cancelled` into an interrupt. This module must never keep an
+//! heartbeat thread sends progress (when the client gave a progress token), carrying the last
+//! 2 KB the code printed so far, and turns the client's `notifications/cancelled` into an
+//! interrupt. This module must never keep an
 //! evaluator of its own, nor answer with a value the CLI's `once eval --json` would not print.
 
 use std::sync::Arc;
@@ -114,7 +115,7 @@ fn evaluate(
     let interrupt = Interrupt::new();
     let finished = CancelToken::new();
     let result = std::thread::scope(|scope| {
-        scope.spawn(|| heartbeat(ctx, &interrupt, &finished, target, deadline));
+        scope.spawn(|| heartbeat(ctx, evaluators, &interrupt, &finished, target, deadline));
         let result = evaluators.eval(target, &spec, code, deadline, &interrupt);
         finished.cancel();
         result
@@ -126,6 +127,7 @@ fn evaluate(
 /// Sends progress while the evaluation runs, and interrupts it when the client cancels.
 fn heartbeat(
     ctx: &CallContext,
+    evaluators: &Evaluators,
     interrupt: &Interrupt,
     finished: &CancelToken,
     target: &str,
@@ -141,10 +143,16 @@ fn heartbeat(
         if Instant::now() >= next_beat {
             next_beat += HEARTBEAT_EVERY;
             let elapsed = started.elapsed().as_secs_f64();
-            let message = format!(
+            let mut message = format!(
                 "evaluating in `{target}`: {elapsed:.0}s of a {}s deadline",
                 deadline.as_secs()
             );
+            // Bounded by the evaluators: the end of the output, never all of it.
+            let output = evaluators.output_so_far(target);
+            if !output.is_empty() {
+                message.push_str("; output so far:\n");
+                message.push_str(&output);
+            }
             ctx.progress(elapsed, Some(deadline.as_secs_f64()), Some(&message));
         }
     }

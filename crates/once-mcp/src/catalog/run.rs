@@ -13,6 +13,11 @@
 //! prints, which reads a run's actions and an action's log a page at a time. This module must
 //! never compute or reshape that value, nor put a whole log, or every action of a run, into an
 //! answer.
+//!
+//! The runs in flight are a `once_exec::Runtime` of the registry: when the binary stops (a
+//! signal, the end of input), `stop_all` stops their processes and then waits, bounded, until
+//! each run has written its final record (`interrupted`, every action's state), so no run is
+//! left recorded as `running` by a process that is gone.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use once_exec::{Cancel, Registry};
+use once_exec::{Cancel, Registration, Registry, Runtime};
 use once_run::{Cache, Event, Options, Request, RunReport, RunStore, RunsQuery};
 use serde_json::{Map, Value, json};
 
@@ -37,6 +42,9 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 const MAX_WAIT_SECONDS: u64 = 3600;
 /// How long `once_cancel` waits for a cancelled run to end before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
+/// How long a stop waits for the runs in flight to record their end: their groups get SIGKILL
+/// after `once_exec::DEFAULT_GRACE`, so this is ample.
+const STOP_WAIT: Duration = Duration::from_secs(10);
 
 /// A run this server started and that has not ended yet.
 #[derive(Debug, Clone)]
@@ -48,18 +56,49 @@ struct Live {
 
 type LiveRuns = Arc<Mutex<HashMap<String, Live>>>;
 
+/// The runs in flight as the registry sees them: stopping waits for each to record its end.
+struct InFlight(LiveRuns);
+
+impl Runtime for InFlight {
+    fn stop(&self) {
+        // The registry has already told every group to stop; each run now ends on its own.
+        let until = Instant::now() + STOP_WAIT;
+        let runs: Vec<Live> = lock(&self.0).values().cloned().collect();
+        for run in runs {
+            if !run
+                .ended
+                .wait_timeout(until.saturating_duration_since(Instant::now()))
+            {
+                tracing::warn!("a run did not record its end within {STOP_WAIT:?}");
+                return;
+            }
+        }
+    }
+}
+
 /// The run tools; the server lists only those whose gate is open. Every process they start is
 /// registered in `registry`, which the binary stops on a signal or at end of input.
 pub fn run_tools(live: &Arc<LiveWorkspace>, registry: &Registry) -> Vec<Tool> {
     let runs: LiveRuns = Arc::default();
+    // Held by the `once_run` tool, so the runs stay registered as long as the server lives. A
+    // registry already stopping refuses it, and then refuses every run too.
+    let registration = registry
+        .register(Arc::new(InFlight(Arc::clone(&runs))))
+        .ok()
+        .map(Arc::new);
     vec![
-        run(live, registry, &runs),
+        run(live, registry, &runs, registration),
         cancel(live, &runs),
         query_runs(live),
     ]
 }
 
-fn run(live: &Arc<LiveWorkspace>, registry: &Registry, runs: &LiveRuns) -> Tool {
+fn run(
+    live: &Arc<LiveWorkspace>,
+    registry: &Registry,
+    runs: &LiveRuns,
+    registration: Option<Arc<Registration>>,
+) -> Tool {
     let live = Arc::clone(live);
     let registry = registry.clone();
     let runs = Arc::clone(runs);
@@ -104,6 +143,7 @@ fn run(live: &Arc<LiveWorkspace>, registry: &Registry, runs: &LiveRuns) -> Tool 
         },
         gate: Gate::Run,
         handler: Arc::new(move |ctx: &CallContext, args: Map<String, Value>| {
+            let _registered = &registration;
             start(&live, &registry, &runs, ctx, &args).into()
         }),
     }
@@ -164,6 +204,8 @@ fn start(
         .create()
         .map_err(|e| format!("cannot create the run's folder: {e}"))?;
     let run_id = run_dir.id.clone();
+    // Readable before this call answers, however soon that is.
+    once_run::announce(&plan, &run_dir);
     let handle = Live {
         cancel: Cancel::new(),
         ended: Cancel::new(),
@@ -282,6 +324,9 @@ fn describe(event: Event<'_>, total: usize) -> Described {
                 (once_run::ActionStatus::Cancelled, _) => "cancelled",
                 (once_run::ActionStatus::TimedOut, _) => "timed out",
                 (once_run::ActionStatus::Failed, _) => "failed",
+                (once_run::ActionStatus::Interrupted, _) => "interrupted",
+                // Never the status of an action that ended.
+                (once_run::ActionStatus::Pending | once_run::ActionStatus::Running, _) => "ended",
             };
             Described {
                 text: format!("{action} {word}"),
@@ -362,9 +407,12 @@ fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
                       failed actions. With `run_id`: a page of that run's actions in plan order \
                       (status, `cached`, exit code, duration, log path; the tail of a failed \
                       action's log) from `offset` (default 0, `limit` default 50, max 200), with \
-                      `total_actions`; pass `next_offset` back for more. With `run_id` and \
-                      `action` (`target:capability`): a page of that action's log lines from \
-                      `offset` (default 0, `limit` default 100, max 500)."
+                      `total_actions`; pass `next_offset` back for more. While a run goes on, \
+                      its actions are `pending`, `running` or ended; a run whose process \
+                      stopped first is `interrupted`. With `run_id` and `action` \
+                      (`target:capability`): a page of that action's log lines from `offset` \
+                      (default 0, `limit` default 100, max 500), also the output so far of an \
+                      action still running, and the recorded log of a cached one."
             .into(),
         input_schema: once_run::runs_input_schema(),
         output_schema: once_run::runs_output_schema(),

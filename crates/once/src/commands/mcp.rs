@@ -33,8 +33,9 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
         shutdown.cancel();
         on_signal.stop_all(once_exec::DEFAULT_GRACE);
         // The serve loop may be blocked reading stdin, which no thread can interrupt; every
-        // process of ours is gone now, so leaving at once is the orderly stop.
-        std::process::exit(0);
+        // process of ours is gone now and every run has recorded its end, so leaving at once
+        // is the orderly stop, with the status that names the signal.
+        std::process::exit(128 + signal);
     })
     .context("cannot install the signal handlers")?;
     let protocol_out = stdout_guard::take().context("cannot set stdout aside for the protocol")?;
@@ -47,9 +48,18 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
     let config = server_config(&root, gates, &runtime)?;
 
     tracing::info!("serving {} over stdio", root.display());
-    let served = once_mcp::serve_with(Arc::new(config), io::stdin().lock(), protocol_out, options);
+    // Kept until everything is stopped: its tools hold the registrations of the runs in flight
+    // and of the evaluators, which `stop_all` waits for (each run records its end).
+    let config = Arc::new(config);
+    let served = once_mcp::serve_with(
+        Arc::clone(&config),
+        io::stdin().lock(),
+        protocol_out,
+        options,
+    );
     // The client is gone (end of input) or the connection broke: no run may outlive it.
     runtime.stop_all(once_exec::DEFAULT_GRACE);
+    drop(config);
     served.context("the MCP connection failed")?;
     Ok(Outcome::Success)
 }

@@ -3,7 +3,7 @@
 //!
 //! Signals are blocked before any thread starts. On SIGINT, SIGTERM or SIGHUP the watcher calls
 //! `Registry::stop_all`, which returns only when every process group we started is gone; the
-//! run then ends as cancelled, its report is written, and we exit with 128 + the signal. This
+//! run then ends as interrupted, its report is written, and we exit with 128 + the signal. This
 //! module must never print a child's output: that is in the logs, and only a failure's tail
 //! is shown.
 
@@ -194,7 +194,10 @@ impl Display {
                     (ActionStatus::Failed, _) => "FAILED",
                     (ActionStatus::TimedOut, _) => "TIMED OUT",
                     (ActionStatus::Cancelled, _) => "cancelled",
+                    (ActionStatus::Interrupted, _) => "interrupted",
                     (ActionStatus::Skipped, _) => "skipped",
+                    // Never the status of an action that ended.
+                    (ActionStatus::Pending | ActionStatus::Running, _) => "ended",
                 };
                 // On a terminal only what matters stays on screen; elsewhere every line does.
                 if !self.live || status.is_failure() {

@@ -32,8 +32,9 @@ pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
             stopper.stop();
         }
         // The accept loop and the client's connection are blocked in calls no thread can
-        // interrupt; the entry is gone and every run is stopped, so leaving now is orderly.
-        std::process::exit(0);
+        // interrupt; the entry is gone and every run is stopped and recorded, so leaving now is
+        // orderly, with the status that names the signal.
+        std::process::exit(128 + signal);
     })
     .context("cannot install the signal handlers")?;
 

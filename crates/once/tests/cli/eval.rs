@@ -104,7 +104,7 @@ fn a_session_keeps_an_evaluator_across_clients_and_stops_it_with_itself() {
         .expect("a pid");
     assert_ne!(fresh_pid, pid);
 
-    assert_eq!(serve.stop_with(libc::SIGTERM), Some(0));
+    assert_eq!(serve.stop_with(libc::SIGTERM), Some(143));
     assert!(
         !std::path::Path::new(&format!("/proc/{fresh_pid}/cmdline")).exists()
             || std::fs::read(format!("/proc/{fresh_pid}/cmdline")).is_ok_and(|c| c.is_empty()),
@@ -181,6 +181,60 @@ fn a_long_evaluation_sends_heartbeats_and_a_cancel_interrupts_it_keeping_state()
     assert_eq!(kept["value"], "5", "{reply}");
     assert_eq!(kept["state_lost"], false);
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn progress_carries_the_output_printed_so_far() {
+    let test = Test::new().manifest(&format!(
+        "{MANIFEST}\n[targets.js]\nkind = \"command\"\n[targets.js.evaluator]\nlanguage = \"node\"\n"
+    ));
+    let mut server = Mcp::spawn(test.root(), &["--allow-run"]);
+    server.initialize();
+    let python = "import time\nprint('halfway there')\nprint('x' * 5000)\nprint('the last words')\ntime.sleep(600)";
+    let node = "console.log('halfway there'); console.log('x'.repeat(5000)); \
+                console.log('the last words'); new Promise((resolve) => setTimeout(resolve, 600000))";
+    for (id, target, code) in [(10, "py", python), (20, "js", node)] {
+        server.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "once_eval",
+                "arguments": {"target": target, "code": code, "deadline": "10m"},
+                "_meta": {"progressToken": target},
+            }})
+            .to_string(),
+        );
+        let end = Instant::now() + PATIENCE;
+        let message = loop {
+            assert!(
+                Instant::now() < end,
+                "{target}: no progress showed the output"
+            );
+            let message = server.recv();
+            assert_ne!(message["id"], id, "answered while asleep: {message}");
+            let text = message["params"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            if text.contains("the last words") {
+                break text;
+            }
+        };
+        // Bounded: the last 2 KB of output, not all of it.
+        assert!(message.len() < 2_600, "{target}: {} bytes", message.len());
+        assert!(message.contains("xxxx"), "{target}: {message}");
+        assert!(!message.contains("halfway there"), "{target}: {message}");
+        server.send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}})
+                .to_string(),
+        );
+    }
+    server.send(&json!({"jsonrpc": "2.0", "id": 30, "method": "ping"}).to_string());
+    let end = Instant::now() + PATIENCE;
+    loop {
+        assert!(Instant::now() < end, "no answer to the ping");
+        if server.recv()["id"] == 30 {
+            break;
+        }
+    }
 }
 
 /// `once eval ARGS` in the workspace `root` with the registry under `state`, bounded in time.

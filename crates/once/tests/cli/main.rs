@@ -16,5 +16,6 @@ mod placeholders;
 mod query;
 mod run;
 mod run_env;
+mod run_record;
 mod session;
 mod support;

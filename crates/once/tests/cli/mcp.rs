@@ -1,5 +1,5 @@
 //! `once mcp` as a real process: the handshake, the same values as the CLI, a graph that follows
-//! manifest edits, and a prompt, clean exit on end of input and on signals.
+//! manifest edits, and a prompt, clean exit on end of input and 128+N on signal N.
 
 use std::time::Duration;
 
@@ -112,8 +112,8 @@ fn end_of_input_stops_the_server_with_status_0() {
 }
 
 #[test]
-fn sigterm_and_sigint_stop_the_server_with_status_0() {
-    for signal in [libc::SIGTERM, libc::SIGINT] {
+fn sigterm_and_sigint_stop_the_server_with_128_plus_the_signal() {
+    for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
         let test = Test::new().manifest(MANIFEST);
         let mut server = Mcp::spawn(test.root(), &[]);
         // The handshake proves the handlers are installed: they come before anything else.
@@ -121,7 +121,7 @@ fn sigterm_and_sigint_stop_the_server_with_status_0() {
         // SAFETY: kill(2) on a child this test spawned and has not yet reaped.
         assert_eq!(unsafe { libc::kill(server.pid(), signal) }, 0);
         let (code, _) = server.wait(STOP_LIMIT);
-        assert_eq!(code, Some(0), "signal {signal}");
+        assert_eq!(code, Some(status), "signal {signal}");
     }
 }
 

@@ -318,7 +318,9 @@ env = {{ ONCE_TEST_MARK = "{mark}" }}
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(143));
-    assert_eq!(report(&output)["status"], "cancelled");
+    let report = report(&output);
+    assert_eq!(report["status"], "interrupted", "{report}");
+    assert_eq!(report["actions"][0]["status"], "interrupted", "{report}");
     assert_eq!(count_marked(&mark), 0, "a process outlived `once run`");
 }
 

@@ -256,7 +256,7 @@ persistent = true
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130));
-    assert_eq!(report(&output)["status"], "cancelled");
+    assert_eq!(report(&output)["status"], "interrupted");
     assert_eq!(count_marked(&mark), 0, "a process outlived `once run`");
     let recorded = std::fs::read_dir(ws.path().join(".once/cache/ac"))
         .map(|entries| entries.count())

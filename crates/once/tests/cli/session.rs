@@ -466,7 +466,7 @@ fn sigterm_removes_the_entry_and_leaves_no_process_behind() {
     start_slow_run(&mut client, pid);
     assert!(entry.exists());
 
-    assert_eq!(serve.stop_with(libc::SIGTERM), Some(0));
+    assert_eq!(serve.stop_with(libc::SIGTERM), Some(143));
     assert!(!entry.exists(), "the entry outlived the session");
     let (code, _) = client.wait(PATIENCE);
     assert_eq!(code, Some(0), "the bridge exits 0 when the session goes");
@@ -485,6 +485,9 @@ fn sigterm_removes_the_entry_and_leaves_no_process_behind() {
         left.is_empty(),
         "processes of the session outlived it: {left:?}"
     );
+    // The run the session owned recorded its end before the session left.
+    let runs = crate::run_record::query_runs(test.root(), &[]);
+    assert_eq!(runs["runs"][0]["status"], "interrupted", "{runs}");
 }
 
 #[test]
