@@ -122,7 +122,7 @@ fn sigint_of_once_run(mode: Option<&str>, containment: &str) {
     assert_none_survive(&mark, "a SIGINT of `once run`");
     assert_eq!(output.status.code(), Some(130));
     let report = report(&output);
-    assert_eq!(report["status"], "cancelled");
+    assert_eq!(report["status"], "interrupted");
     assert_eq!(report["containment"], containment, "{report}");
 }
 
