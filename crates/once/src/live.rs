@@ -161,15 +161,18 @@ impl Printer {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            // Poll on time even when notes keep coming (a run of cache hits).
+            // Poll on time even when notes keep coming (a run of cache hits), and draw the
+            // progress line at most once per poll: a burst of notes is one redraw.
             if polled.elapsed() >= POLL {
                 polled = Instant::now();
                 for i in 0..self.tails.len() {
                     let lines = self.tails[i].read(false);
                     self.show(i, &lines);
                 }
+                self.write();
+            } else if !self.out.is_empty() {
+                self.write();
             }
-            self.write();
         }
         for i in 0..self.tails.len() {
             let lines = self.tails[i].read(true);
