@@ -54,13 +54,15 @@ impl Default for Options {
 pub enum Event<'a> {
     /// An action was handed to a worker.
     Started { action: &'a str },
-    /// An action ended; `done` of `total` have ended so far (skipped ones included).
+    /// An action ended; `done` of `total` have ended so far (skipped ones included). `log` is
+    /// its output: this run's log, or for a cache hit the output recorded when it ran.
     Finished {
         action: &'a str,
         status: ActionStatus,
         cached: bool,
         done: usize,
         total: usize,
+        log: Option<&'a Path>,
     },
 }
 
@@ -375,6 +377,7 @@ impl<'o> Board<'o> {
             cached: finished.report.cached,
             done,
             total,
+            log: finished.report.log.as_deref(),
         });
         state.reports[i] = Some(finished.report);
         state.keys[i] = finished.key;
@@ -404,6 +407,7 @@ impl<'o> Board<'o> {
                     cached: false,
                     done,
                     total,
+                    log: None,
                 });
                 blocked.extend_from_slice(&self.dependents[j]);
             }

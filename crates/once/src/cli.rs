@@ -521,6 +521,9 @@ pub struct RunArgs {
     /// Print the report as JSON on stdout (the value the MCP tool `once_run` returns)
     #[arg(long)]
     pub json: bool,
+    /// Which actions' output to show on stderr, each line prefixed by its action
+    #[arg(long, value_enum, value_name = "MODE", default_value = "new-only")]
+    pub output_logs: crate::live::OutputLogs,
 }
 
 #[derive(Debug, Args)]

@@ -5,8 +5,10 @@
 mod cli;
 mod commands;
 mod exit;
+mod live;
 mod output;
 mod overview;
+mod render;
 mod session;
 mod signals;
 mod stdout_guard;

@@ -190,13 +190,20 @@ fn render(answer: &AffectedAnswer) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} changed file(s), {} owned by no target",
-        answer.files_total, answer.unowned_total
+        "{} changed {}, {} owned by no target",
+        answer.files_total,
+        crate::render::noun(answer.files_total as usize, "file"),
+        answer.unowned_total
     );
     for file in &answer.files {
         let _ = writeln!(out, "  {}", owner_line(file));
     }
-    let _ = writeln!(out, "{} affected action(s)", answer.actions_total);
+    let _ = writeln!(
+        out,
+        "{} affected {}",
+        answer.actions_total,
+        crate::render::noun(answer.actions_total as usize, "action")
+    );
     let width = answer
         .actions
         .iter()

@@ -1,11 +1,12 @@
 //! `once run`: plan the request, run it under a registry that the signal thread can stop, show
-//! progress, and turn the report into an exit status.
+//! progress and the commands' output (through [`crate::live`]), and turn the report into an exit
+//! status.
 //!
 //! Signals are blocked before any thread starts. On SIGINT, SIGTERM or SIGHUP the watcher calls
 //! `Registry::stop_all`, which returns only when every process group we started is gone; the
 //! run then ends as interrupted, its report is written, and we exit with 128 + the signal. This
-//! module must never print a child's output: that is in the logs, and only a failure's tail
-//! is shown.
+//! module must never print a child's output itself nor write to stderr from the scheduler's
+//! observer: the live view reads the logs on its own thread.
 
 use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
@@ -16,11 +17,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use once_exec::{Cancel, Registry};
-use once_run::{ActionStatus, Event, Options, Plan, Request, RunReport, RunStatus, RunStore};
+use once_run::{Options, Request, RunReport, RunStatus, RunStore};
 
 use crate::cli::RunArgs;
 use crate::exit::Outcome;
-use crate::{output, signals};
+use crate::live::{Live, OutputLogs};
+use crate::{output, render, signals};
 
 /// How long after a stop signal we wait for the run to write its report before leaving anyway.
 const REPORT_WAIT: Duration = Duration::from_secs(10);
@@ -74,8 +76,8 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
             return Ok(Outcome::Success);
         }
         eprintln!(
-            "affected since `{since}`: {} target(s) with `{capability}`",
-            targets.len()
+            "affected since `{since}`: {} with `{capability}`",
+            render::count(targets.len(), "target")
         );
         request
             .actions
@@ -101,7 +103,10 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         .create()
         .context("cannot create the run's folder under `.once/runs`")?;
     let cache = once_run::Cache::new(workspace.root());
-    let mut display = Display::new(&plan, io::stderr().is_terminal());
+    let terminal = io::stderr().is_terminal();
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let live = Live::start(&plan, args.output_logs, terminal, colour)
+        .context("cannot start the thread that shows the run")?;
     let report = once_run::execute(
         &plan,
         &cache,
@@ -109,10 +114,10 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         &registry,
         &Cancel::new(),
         &options,
-        &mut |event| display.show(event),
+        &mut |event| live.observe(&run, event),
     );
-    display.clear();
-    summarise(&report);
+    live.finish();
+    summarise(&report, args.output_logs);
     if args.json {
         // The bounded summary, as MCP returns it; `run.json` lists every action.
         output::json(&report.summary()).context("cannot print the report")?;
@@ -150,102 +155,18 @@ fn request(args: &RunArgs) -> Result<Request, String> {
     })
 }
 
-/// Progress on stderr: redrawn in place on a terminal, one plain line per finished action
-/// otherwise.
-struct Display {
-    live: bool,
-    total: usize,
-    running: Vec<String>,
-    done: usize,
-    cached: usize,
-    failed: usize,
-}
-
-impl Display {
-    fn new(plan: &Plan, live: bool) -> Display {
-        Display {
-            live,
-            total: plan.steps.len(),
-            running: Vec::new(),
-            done: 0,
-            cached: 0,
-            failed: 0,
-        }
-    }
-
-    fn show(&mut self, event: Event<'_>) {
-        let mut err = io::stderr().lock();
-        match event {
-            Event::Started { action } => self.running.push(action.to_owned()),
-            Event::Finished {
-                action,
-                status,
-                cached,
-                done,
-                ..
-            } => {
-                self.running.retain(|a| a != action);
-                self.done = done;
-                self.cached += usize::from(cached);
-                self.failed += usize::from(status.is_failure());
-                let word = match (status, cached) {
-                    (ActionStatus::Succeeded, true) => "cached",
-                    (ActionStatus::Succeeded, false) => "ok",
-                    (ActionStatus::Failed, _) => "FAILED",
-                    (ActionStatus::TimedOut, _) => "TIMED OUT",
-                    (ActionStatus::Cancelled, _) => "cancelled",
-                    (ActionStatus::Interrupted, _) => "interrupted",
-                    (ActionStatus::Skipped, _) => "skipped",
-                    // Never the status of an action that ended.
-                    (ActionStatus::Pending | ActionStatus::Running, _) => "ended",
-                };
-                // On a terminal only what matters stays on screen; elsewhere every line does.
-                if !self.live || status.is_failure() {
-                    // One write per line: stderr is unbuffered, and a run may have thousands.
-                    let clear = if self.live { "\r\x1b[K" } else { "" };
-                    let _ = err.write_all(format!("{clear}{word:>9} {action}\n").as_bytes());
-                }
-            }
-        }
-        if self.live {
-            let mut names = self.running.join(", ");
-            if names.len() > 60 {
-                let mut cut = 57;
-                while !names.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                names.truncate(cut);
-                names.push_str("...");
-            }
-            let line = format!(
-                "\r\x1b[K[{}/{}] {} running, {} cached, {} failed  {}",
-                self.done,
-                self.total,
-                self.running.len(),
-                self.cached,
-                self.failed,
-                names
-            );
-            let _ = err.write_all(line.as_bytes());
-        }
-        let _ = err.flush();
-    }
-
-    fn clear(&self) {
-        if self.live {
-            let _ = write!(io::stderr(), "\r\x1b[K");
-        }
-    }
-}
-
-/// The end of a run on stderr: each failure's tail and log, then one summary line.
-fn summarise(report: &RunReport) {
+/// The end of a run on stderr: each failure's tail and log, then one summary line. With
+/// `--output-logs none` a failure's tail is left out when it is the command's output (it has a
+/// log); a tail without a log is once's own word on why the action failed, and always shown.
+fn summarise(report: &RunReport, mode: OutputLogs) {
     let mut err = io::stderr().lock();
     for action in &report.actions {
         if let Some(tail) = &action.tail {
             let _ = writeln!(err, "--- {} ({}) ---", action.action, word(&action.status));
-            for line in tail {
-                let _ = writeln!(err, "  {line}");
+            if mode != OutputLogs::None || action.log.is_none() {
+                for line in tail {
+                    let _ = writeln!(err, "  {line}");
+                }
             }
             if let Some(log) = &action.log {
                 let _ = writeln!(err, "  full log: {}", log.display());
@@ -256,8 +177,8 @@ fn summarise(report: &RunReport) {
     let status = word(&report.status);
     let _ = writeln!(
         err,
-        "{status}: {} actions ({} ran, {} cached, {} failed, {} skipped) in {:.2}s, run {}",
-        counts.total,
+        "{status}: {} ({} ran, {} cached, {} failed, {} skipped) in {:.2}s, run {}",
+        render::count(counts.total, "action"),
         counts.ran,
         counts.cached,
         counts.failed,

@@ -208,9 +208,9 @@ fn the_text_answer_lists_owners_and_reasons() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
-        "1 changed file(s), 0 owned by no target\n  \
+        "1 changed file, 0 owned by no target\n  \
          lib/tests/t.rs: lib (inside folder `lib`; input of `lib:test`)\n\
-         2 affected action(s)\n  \
+         2 affected actions\n  \
          lib:test  `lib/tests/t.rs` is an input\n  \
          app:test  depends on `lib:test`\n"
     );

@@ -16,6 +16,7 @@ mod placeholders;
 mod query;
 mod run;
 mod run_env;
+mod run_output;
 mod run_record;
 mod session;
 mod support;
