@@ -113,8 +113,12 @@ fn incremental_run(base: &Path) {
         let mut ran = 0;
         let samples: Vec<Duration> = (0..5)
             .map(|i| {
+                // Content no run has seen, so no earlier run's cached result can be replayed.
+                let nonce = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
                 let mut changed = original.clone();
-                changed.extend_from_slice(format!("change {i}\n").as_bytes());
+                changed.extend_from_slice(format!("change {i} {nonce}\n").as_bytes());
                 std::fs::write(&file, changed).expect("changes the file");
                 let (took, report) = run_all(&root, "build", &Options::default());
                 assert_eq!(report.status, RunStatus::Succeeded, "{report:?}");
