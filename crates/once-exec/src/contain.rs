@@ -113,6 +113,21 @@ impl Containment {
 /// Only between `fork` and `exec` in the child: it forks, and the processes that do not return
 /// run async-signal-safe code until they `_exit`.
 pub unsafe fn enter_containment(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: forwarded from the caller.
+    unsafe { enter_containment_with(parent, None) }
+}
+
+/// [`enter_containment`], and with `exec` the PID-namespace shim starts the command itself with
+/// a vfork-style clone that execs it at once, sharing the shim's memory instead of copying
+/// `once`'s page tables a second time; then no process returns.
+///
+/// # Safety
+///
+/// As for [`enter_containment`].
+pub(crate) unsafe fn enter_containment_with(
+    parent: libc::pid_t,
+    exec: Option<&crate::exec::Exec>,
+) -> io::Result<()> {
     // An atomic load: no lock, no allocation.
     let Some(probe) = PROBE.get().copied() else {
         return Ok(());
@@ -120,11 +135,11 @@ pub unsafe fn enter_containment(parent: libc::pid_t) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: forwarded from the caller.
-        unsafe { crate::shim::enter(probe, parent) }
+        unsafe { crate::shim::enter(probe, parent, exec) }
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (probe, parent);
+        let _ = (probe, parent, exec);
         Ok(())
     }
 }

@@ -69,6 +69,7 @@ mod capture;
 mod contain;
 mod env;
 mod error;
+mod exec;
 mod group;
 mod outcome;
 mod registry;

@@ -17,6 +17,7 @@ use std::io;
 use std::mem::MaybeUninit;
 
 use crate::contain::{Containment, Probe};
+use crate::exec::Exec;
 
 /// How a shim exits when it cannot do its part, like a shell that cannot run a command.
 const FAILED: libc::c_int = 127;
@@ -67,11 +68,15 @@ pub(crate) fn probe() -> Probe {
 /// # Safety
 ///
 /// Only in a forked child before `exec`.
-pub(crate) unsafe fn enter(probe: Probe, parent: libc::pid_t) -> io::Result<()> {
+pub(crate) unsafe fn enter(
+    probe: Probe,
+    parent: libc::pid_t,
+    exec: Option<&Exec>,
+) -> io::Result<()> {
     // SAFETY: forwarded from the caller.
     unsafe {
         match probe.mode {
-            Containment::PidNamespace => namespace(probe.user_namespace),
+            Containment::PidNamespace => namespace(probe.user_namespace, exec),
             Containment::Subreaper => subreaper(parent),
             Containment::ProcessGroup => Ok(()),
         }
@@ -85,10 +90,18 @@ const INIT_STACK: usize = 32 * 1024;
 #[repr(C, align(16))]
 struct InitStack([MaybeUninit<u8>; INIT_STACK]);
 
+/// What the clone that execs the command needs, on the shim's stack.
+struct CommandStart<'a> {
+    exec: &'a Exec,
+    shim_end: libc::c_int,
+    mask: libc::sigset_t,
+}
+
 /// The pid-namespace mode: this process becomes the shim, starts the init of a new namespace
-/// (a clone that shares its memory, so it costs no copy of `once`'s page tables) and forks the
-/// command into the namespace, which returns.
-unsafe fn namespace(user_namespace: bool) -> io::Result<()> {
+/// (a clone that shares its memory, so it costs no copy of `once`'s page tables) and starts the
+/// command in the namespace. With `exec`, the command is a vfork-style clone that execs at once
+/// (no copy of the page tables either) and nothing returns; without, it is a fork, which returns.
+unsafe fn namespace(user_namespace: bool, exec: Option<&Exec>) -> io::Result<()> {
     // SAFETY: async-signal-safe calls on stack memory, in a forked child.
     unsafe {
         unshare_pid(user_namespace)?;
@@ -127,7 +140,28 @@ unsafe fn namespace(user_namespace: bool) -> io::Result<()> {
             return Err(error);
         }
         libc::close(init_end);
-        let command = libc::fork();
+        // The stack of the clone that execs the command: it masks signals, closes one
+        // descriptor and calls `execve`, far less than an init's room.
+        let mut exec_stack = InitStack([MaybeUninit::uninit(); INIT_STACK]);
+        let command = match exec {
+            Some(exec) => {
+                let mut start = CommandStart {
+                    exec,
+                    shim_end,
+                    mask: previous,
+                };
+                let top = exec_stack.0.as_mut_ptr().add(INIT_STACK);
+                // Pid 2 of the namespace, sharing our memory until its `execve`; we are
+                // suspended until then (CLONE_VFORK), so it may read `start` on our stack.
+                libc::clone(
+                    exec_command,
+                    top.cast::<libc::c_void>(),
+                    libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                    (&raw mut start).cast::<libc::c_void>(),
+                )
+            }
+            None => libc::fork(),
+        };
         if command < 0 {
             let error = io::Error::last_os_error();
             libc::kill(init, libc::SIGKILL);
@@ -156,7 +190,22 @@ unsafe fn namespace(user_namespace: bool) -> io::Result<()> {
         wait_for(init);
         // The init ran on this stack until now; keep it allocated until here.
         std::hint::black_box(&mut stack);
+        std::hint::black_box(&mut exec_stack);
         relay(status)
+    }
+}
+
+/// Pid 2 of the namespace, started with CLONE_VFORK: restores the signal mask and execs the
+/// command. Runs on its own stack in the shim's memory while the shim waits, so it only reads.
+extern "C" fn exec_command(start: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `start` points at the shim's `CommandStart`, alive while the shim is suspended;
+    // every call is async-signal-safe.
+    unsafe {
+        let start = &*start.cast::<CommandStart<'_>>();
+        libc::close(start.shim_end);
+        libc::sigprocmask(libc::SIG_SETMASK, &start.mask, std::ptr::null_mut());
+        let _ = start.exec.execve();
+        libc::_exit(FAILED)
     }
 }
 

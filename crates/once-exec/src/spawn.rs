@@ -7,13 +7,15 @@
 //! when the *thread* that forked exits, not the process; that is safe here because
 //! [`run`](crate::run) forks on the caller's thread and blocks it until the leader is reaped.
 
+use std::ffi::OsStr;
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
-use crate::contain::{Containment, enter_containment};
+use crate::contain::{Containment, enter_containment_with};
 use crate::env::command_env;
+use crate::exec::Exec;
 use crate::spec::CommandSpec;
 
 /// The shell; POSIX places it here, and an absolute path does not depend on the child's `PATH`.
@@ -26,25 +28,37 @@ pub(crate) fn spawn(spec: &CommandSpec) -> io::Result<Child> {
     Containment::current();
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
+    let env = command_env(&spec.env_mode, &spec.env);
+    // For the shim that execs the command itself (see `enter_containment_with`).
+    let exec = Exec::new(
+        OsStr::new(SHELL),
+        [
+            OsStr::new(SHELL),
+            OsStr::new("-c"),
+            OsStr::new(&spec.command),
+        ],
+        env.iter()
+            .map(|(name, value)| (name.as_os_str(), value.as_os_str())),
+    )?;
     let mut command = Command::new(SHELL);
     command
         .arg("-c")
         .arg(&spec.command)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(command_env(&spec.env_mode, &spec.env))
+        .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // SAFETY: `prepare_child` only makes async-signal-safe calls and touches no shared memory.
     unsafe {
-        command.pre_exec(move || prepare_child(parent));
+        command.pre_exec(move || prepare_child(parent, &exec));
     }
     command.spawn()
 }
 
 /// Runs in the child between `fork` and `exec`.
-fn prepare_child(parent: libc::pid_t) -> io::Result<()> {
+fn prepare_child(parent: libc::pid_t, exec: &Exec) -> io::Result<()> {
     // SAFETY: every call below is async-signal-safe and only passes pointers to this stack frame.
     unsafe {
         // A group of its own, so one signal reaches the command and everything it starts.
@@ -69,6 +83,6 @@ fn prepare_child(parent: libc::pid_t) -> io::Result<()> {
         if libc::getppid() != parent {
             libc::_exit(127);
         }
-        enter_containment(parent)
+        enter_containment_with(parent, Some(exec))
     }
 }

@@ -155,6 +155,8 @@ fn under_terminal(root: &std::path::Path, columns: usize, env: &str) -> Option<S
     let mut command = std::process::Command::new(script);
     command
         .args(["-qec", &line, "/dev/null"])
+        // The caller's own `NO_COLOR` (CI sets it) must not decide; `env` does.
+        .env_remove("NO_COLOR")
         .env_remove("ONCE_LOG");
     let output = crate::support::output_within(command);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
