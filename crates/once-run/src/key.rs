@@ -27,7 +27,7 @@ use crate::hashes::FileHashes;
 use crate::plan::Step;
 
 /// Bumped whenever what goes into a key changes, so old entries stop matching.
-const KEY_VERSION: &[u8] = b"once-run key v3\0";
+const KEY_VERSION: &[u8] = b"once-run key v4\0";
 
 /// An action's cache key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -403,8 +403,7 @@ pub(crate) fn action_key(
     field(b"inputs");
     field(own.as_bytes());
     field(b"upstream");
-    for (up, digest) in step.upstream.iter().zip(upstream) {
-        field(up.path.as_bytes());
+    for digest in upstream {
         field(digest.as_bytes());
     }
     field(b"deps");

@@ -77,7 +77,7 @@ pub use changed::{GIT_DEADLINE, changed_files};
 pub use error::Error;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
-pub use plan::{Plan, Step, Upstream, plan};
+pub use plan::{Plan, SourceSet, Step, Upstream, plan};
 pub use query::{
     QueryRunsError, RunRow, RunsAnswer, RunsList, RunsQuery, query_runs, runs_input_schema,
     runs_output_schema,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use once_graph::Workspace;
-use once_graph::graph::{ActionId, reach};
+use once_graph::graph::ActionId;
 use once_graph::inputs::Written;
 use once_graph::model::{Capability, EnvMode, Target};
 use once_graph::template::{Fill, RenderError};
@@ -31,6 +31,22 @@ pub struct Plan {
     pub root: PathBuf,
     /// Topologically ordered: every dependency index is smaller than its dependent's.
     pub steps: Vec<Step>,
+    /// The source sets the steps' keys take in: each one's `next` indices are smaller than its
+    /// own, so a set's digest can be taken after those of the sets it depends on.
+    pub sources: Vec<SourceSet>,
+}
+
+/// Targets whose sources an action's key takes in together, seen for one capability name: one
+/// target, or the targets of a cycle that unordered inferred edges close. Its digest covers its
+/// members' sources and the digests of the sets it depends on, so a key takes in the whole
+/// transitive closure through its direct dependencies alone.
+#[derive(Debug, Clone)]
+pub struct SourceSet {
+    /// The members' sources, by folder.
+    pub members: Vec<Arc<Upstream>>,
+    /// Indices in [`Plan::sources`] of the sets the members depend on, each smaller than this
+    /// set's own.
+    pub next: Vec<usize>,
 }
 
 /// One action of a plan.
@@ -66,9 +82,11 @@ pub struct Step {
     /// Output globs (relative to `dir`) of the target's other capabilities and of the targets
     /// inside its folder: what they write is never an input.
     pub written: Arc<[String]>,
-    /// The sources of every target the target depends on (transitively), so that a change in
-    /// a dependency reaches this action's key even when no action edge leads there.
-    pub upstream: Vec<Arc<Upstream>>,
+    /// Indices in [`Plan::sources`] of the source sets of the targets the target depends on
+    /// directly; through theirs, their digests cover every target it depends on transitively, so
+    /// that a change in a dependency reaches this action's key even when no action edge leads
+    /// there.
+    pub upstream: Vec<usize>,
     /// Every parameter's value, defaults filled in.
     pub params: BTreeMap<String, Value>,
     /// Indices in [`Plan::steps`] of the direct dependencies.
@@ -188,8 +206,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
     }
     let written = Written::new(targets);
     let source_edges = ws.source_edges();
-    let adjacency: &[Vec<u32>] = &source_edges;
-    let mut memo = HashMap::new();
+    let mut sets = SourceSets::new(ws, &source_edges, &written);
     let mut steps: Vec<Step> = Vec::with_capacity(order.len());
     for &i in &order {
         let a = nodes[i];
@@ -230,7 +247,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             inputs: Arc::clone(&capability.inputs),
             outputs: Arc::clone(&capability.outputs),
             written: written.inside(&target.path, t, Some(c)),
-            upstream: upstream(ws, adjacency, &written, &mut memo, t, &capability.name),
+            upstream: sets.upstream(t, &capability.name),
             params: values,
             deps,
             requested,
@@ -240,41 +257,129 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
     Ok(Plan {
         root: ws.root().to_path_buf(),
         steps,
+        sources: sets.sets,
     })
 }
 
-/// The sources of every target that target `t` depends on, transitively, in graph order. Each
-/// dependency's sources are built once per capability name and then shared (`memo`).
-fn upstream(
-    ws: &Workspace,
-    adjacency: &[Vec<u32>],
-    written: &Written,
-    memo: &mut HashMap<(usize, Option<usize>), Arc<Upstream>>,
-    t: usize,
-    capability: &str,
-) -> Vec<Arc<Upstream>> {
-    let targets = ws.targets();
-    let Ok(start) = u32::try_from(t) else {
-        return Vec::new();
-    };
-    let mut reached: Vec<u32> = reach(adjacency, start, true)
-        .into_iter()
-        .map(|(d, _)| d)
-        .collect();
-    reached.sort_unstable();
-    let mut sources = Vec::with_capacity(reached.len());
-    for d in reached {
-        let d = d as usize;
-        let Some(dep) = targets.get(d) else {
-            continue;
-        };
+/// The source sets of a plan, built as steps ask for them.
+struct SourceSets<'w> {
+    ws: &'w Workspace,
+    adjacency: &'w [Vec<u32>],
+    written: &'w Written,
+    /// The strongly connected component of each target.
+    component: Vec<usize>,
+    /// Each component's targets, and the other components they have edges to.
+    members: Vec<Vec<usize>>,
+    next: Vec<Vec<usize>>,
+    /// A target's sources for a capability, built once and shared by every set holding them.
+    sources: HashMap<(usize, Option<usize>), Arc<Upstream>>,
+    /// The set of each component seen for a capability name, by index in `sets`.
+    built: HashMap<(usize, Arc<str>), usize>,
+    sets: Vec<SourceSet>,
+}
+
+impl<'w> SourceSets<'w> {
+    fn new(ws: &'w Workspace, adjacency: &'w [Vec<u32>], written: &'w Written) -> Self {
+        let component = components(adjacency);
+        let count = component.iter().max().map_or(0, |&c| c + 1);
+        let mut members = vec![Vec::new(); count];
+        let mut next = vec![Vec::new(); count];
+        for (t, &c) in component.iter().enumerate() {
+            members[c].push(t);
+            for &d in adjacency.get(t).map_or(&[][..], Vec::as_slice) {
+                let dc = component[d as usize];
+                if dc != c {
+                    next[c].push(dc);
+                }
+            }
+        }
+        for list in &mut next {
+            list.sort_unstable();
+            list.dedup();
+        }
+        SourceSets {
+            ws,
+            adjacency,
+            written,
+            component,
+            members,
+            next,
+            sources: HashMap::new(),
+            built: HashMap::new(),
+            sets: Vec::new(),
+        }
+    }
+
+    /// The sets of the targets `t` depends on directly, for `capability`: its own component's
+    /// when an edge leads back into it (a cycle), the others' otherwise.
+    fn upstream(&mut self, t: usize, capability: &Arc<str>) -> Vec<usize> {
+        // An edge inside `t`'s own component (a cycle) takes in that component's set, `t`'s own
+        // sources with it: more than needed, never less.
+        let components: Vec<usize> = self
+            .adjacency
+            .get(t)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(|&d| self.component[d as usize])
+            .collect();
+        let mut out: Vec<usize> = components
+            .into_iter()
+            .map(|c| self.set(c, capability))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The set of component `c` for `capability`, built after the sets it depends on (with an
+    /// explicit stack: a chain of a hundred thousand targets must not overflow ours).
+    fn set(&mut self, c: usize, capability: &Arc<str>) -> usize {
+        let mut stack = vec![(c, false)];
+        while let Some((c, expanded)) = stack.pop() {
+            if self.built.contains_key(&(c, Arc::clone(capability))) {
+                continue;
+            }
+            if !expanded {
+                stack.push((c, true));
+                for &n in &self.next[c] {
+                    if !self.built.contains_key(&(n, Arc::clone(capability))) {
+                        stack.push((n, false));
+                    }
+                }
+                continue;
+            }
+            let next: Vec<usize> = self.next[c]
+                .iter()
+                .filter_map(|n| self.built.get(&(*n, Arc::clone(capability))).copied())
+                .collect();
+            let mut members: Vec<Arc<Upstream>> = self.members[c]
+                .clone()
+                .into_iter()
+                .map(|t| self.source(t, capability))
+                .collect();
+            members.sort_by(|a, b| a.path.cmp(&b.path));
+            self.sets.push(SourceSet { members, next });
+            self.built
+                .insert((c, Arc::clone(capability)), self.sets.len() - 1);
+        }
+        self.built
+            .get(&(c, Arc::clone(capability)))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Target `d`'s sources as its dependents see them for `capability`: the inputs of its
+    /// capability of that name, else of its `build`, else of its first; minus what it writes.
+    fn source(&mut self, d: usize, capability: &str) -> Arc<Upstream> {
+        let dep = &self.ws.targets()[d];
         let chosen = dep
             .capabilities
             .iter()
             .position(|c| &*c.name == capability)
             .or_else(|| dep.capabilities.iter().position(|c| &*c.name == "build"))
             .or((!dep.capabilities.is_empty()).then_some(0));
-        let source = memo.entry((d, chosen)).or_insert_with(|| {
+        let (ws, written) = (self.ws, self.written);
+        let entry = self.sources.entry((d, chosen)).or_insert_with(|| {
             Arc::new(Upstream {
                 dir: ws.root().join(&dep.path),
                 path: dep.path.clone(),
@@ -285,9 +390,66 @@ fn upstream(
                 outputs: written.inside(&dep.path, d, None),
             })
         });
-        sources.push(Arc::clone(source));
+        Arc::clone(entry)
     }
-    sources
+}
+
+/// The strongly connected component of each node (Tarjan's algorithm, without recursion).
+fn components(adjacency: &[Vec<u32>]) -> Vec<usize> {
+    let n = adjacency.len();
+    let unvisited = usize::MAX;
+    let mut index = vec![unvisited; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut component = vec![unvisited; n];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut next_index = 0;
+    let mut count = 0;
+    for root in 0..n {
+        if index[root] != unvisited {
+            continue;
+        }
+        // (node, position of the next edge to follow)
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        while let Some(&mut (v, ref mut edge)) = work.last_mut() {
+            if *edge == 0 && index[v] == unvisited {
+                index[v] = next_index;
+                low[v] = next_index;
+                next_index += 1;
+                stack.push(v);
+                on_stack[v] = true;
+            }
+            let edges = adjacency.get(v).map_or(&[][..], Vec::as_slice);
+            if let Some(&w) = edges.get(*edge) {
+                *edge += 1;
+                let w = w as usize;
+                if w >= n {
+                    continue;
+                }
+                if index[w] == unvisited {
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component[w] = count;
+                    if w == v {
+                        break;
+                    }
+                }
+                count += 1;
+            }
+        }
+    }
+    component
 }
 
 /// The workspace's globs, then the capability's; shared when the capability adds none.
@@ -474,4 +636,36 @@ fn environment(
         }
     }
     Ok((env, from_file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::components;
+
+    #[test]
+    fn each_target_of_a_dag_is_its_own_component_and_a_cycle_is_one() {
+        // 0 → 1 → 2, 3 ⇄ 4 → 2
+        let adjacency = vec![vec![1], vec![2], vec![], vec![4], vec![3, 2]];
+        let c = components(&adjacency);
+        assert_eq!(c.len(), 5);
+        let distinct: std::collections::BTreeSet<usize> = c.iter().copied().collect();
+        assert_eq!(distinct.len(), 4);
+        assert_eq!(c[3], c[4]);
+        assert_ne!(c[0], c[1]);
+        assert_ne!(c[1], c[2]);
+        // Tarjan names a component after the ones it reaches: successors first.
+        assert!(c[2] < c[1] && c[1] < c[0]);
+        assert!(c[2] < c[3]);
+    }
+
+    #[test]
+    fn a_chain_of_two_hundred_thousand_targets_needs_no_deep_stack() {
+        let n = 200_000u32;
+        let adjacency: Vec<Vec<u32>> = (0..n)
+            .map(|i| if i + 1 < n { vec![i + 1] } else { vec![] })
+            .collect();
+        let c = components(&adjacency);
+        assert_eq!(c[n as usize - 1], 0);
+        assert_eq!(c[0], n as usize - 1);
+    }
 }

@@ -130,7 +130,7 @@ pub fn execute(
         inputs: Mutex::new(HashMap::new()),
         ignores: Mutex::new(HashMap::new()),
         sources: Mutex::new(HashMap::new()),
-        entries: Mutex::new(HashMap::new()),
+        sets: Mutex::new(HashMap::new()),
         hashes: cache.file_hashes(),
         environ: Environ::new(),
     };
@@ -462,9 +462,9 @@ struct Worker<'a> {
     /// each of its dependents' keys needs it (a workspace of a thousand targets would otherwise
     /// walk the same folders a thousand times).
     sources: Mutex<HashMap<(PathBuf, GlobLists), blake3::Hash>>,
-    /// The same digests by the address of the plan's shared [`crate::plan::Upstream`], which
-    /// stays put for the run: found without building the folder's globs again.
-    entries: Mutex<HashMap<usize, blake3::Hash>>,
+    /// The digest of each of the plan's source sets (by index in `Plan::sources`): its members'
+    /// sources and the digests of the sets it depends on, taken once per run.
+    sets: Mutex<HashMap<usize, blake3::Hash>>,
     /// Digests of files hashed before, proven current by a `stat`.
     hashes: FileHashes,
     /// Our environment, read once, and the programs commands start.
@@ -552,27 +552,11 @@ impl Worker<'_> {
             &[&step.outputs, &step.written],
             buffer,
         )?;
-        // One lock for every dependency already hashed (a dependent of many targets would
-        // otherwise take it once each), then the others hashed outside it.
-        let mut upstream: Vec<Option<blake3::Hash>> = {
-            let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-            step.upstream
-                .iter()
-                .map(|up| entries.get(&(Arc::as_ptr(up) as usize)).copied())
-                .collect()
-        };
-        for (up, digest) in step.upstream.iter().zip(upstream.iter_mut()) {
-            if digest.is_none() {
-                let found =
-                    self.source(&step.action, &up.dir, &up.inputs, &[&up.outputs], buffer)?;
-                self.entries
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(Arc::as_ptr(up) as usize, found);
-                *digest = Some(found);
-            }
-        }
-        let upstream: Vec<blake3::Hash> = upstream.into_iter().flatten().collect();
+        let upstream: Vec<blake3::Hash> = step
+            .upstream
+            .iter()
+            .map(|&set| self.set_digest(&step.action, set, buffer))
+            .collect::<Result<_, Error>>()?;
         action_key(
             step,
             own,
@@ -582,6 +566,78 @@ impl Worker<'_> {
             &self.hashes,
             buffer,
         )
+    }
+
+    /// The digest of source set `set`: each member's folder and sources, then the digests of the
+    /// sets it depends on, so it covers everything the members depend on, transitively. Taken
+    /// once per run, after those of the sets it depends on (with an explicit stack: their indices
+    /// are smaller, and a long chain must not overflow ours).
+    fn set_digest(
+        &self,
+        action: &str,
+        set: usize,
+        buffer: &mut [u8],
+    ) -> Result<blake3::Hash, Error> {
+        let known = |i: usize| {
+            self.sets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&i)
+                .copied()
+        };
+        let mut stack = vec![set];
+        while let Some(&i) = stack.last() {
+            if known(i).is_some() {
+                stack.pop();
+                continue;
+            }
+            let Some(source_set) = self.plan.sources.get(i) else {
+                stack.pop();
+                continue;
+            };
+            let missing: Vec<usize> = source_set
+                .next
+                .iter()
+                .copied()
+                .filter(|&n| known(n).is_none())
+                .collect();
+            if !missing.is_empty() {
+                stack.extend(missing);
+                continue;
+            }
+            let mut hasher = blake3::Hasher::new();
+            let mut field = |bytes: &[u8]| {
+                hasher.update(&(bytes.len() as u64).to_le_bytes());
+                hasher.update(bytes);
+            };
+            field(b"members");
+            for member in &source_set.members {
+                let digest = self.source(
+                    action,
+                    &member.dir,
+                    &member.inputs,
+                    &[&member.outputs],
+                    buffer,
+                )?;
+                field(member.path.as_bytes());
+                field(digest.as_bytes());
+            }
+            field(b"next");
+            for &n in &source_set.next {
+                field(
+                    known(n)
+                        .unwrap_or(blake3::Hash::from_bytes([0; 32]))
+                        .as_bytes(),
+                );
+            }
+            let digest = hasher.finalize();
+            self.sets
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(i, digest);
+            stack.pop();
+        }
+        Ok(known(set).unwrap_or(blake3::Hash::from_bytes([0; 32])))
     }
 
     /// The digest of the files of `dir` that `globs` minus `excluded` name, taken once per run:

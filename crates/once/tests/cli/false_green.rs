@@ -495,3 +495,52 @@ fn a_dev_dependency_cycle_still_reaches_the_tests_key() {
         }],
     );
 }
+
+/// A key takes in its direct dependencies' source digests only, and each of those covers the
+/// dependency's own dependencies: a change two steps away still re-runs the action, and
+/// undoing it replays.
+#[test]
+fn a_change_two_dependencies_away_reaches_the_key() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(
+        root,
+        "once.toml",
+        r#"
+[targets.app]
+kind = "command"
+path = "app"
+deps = ["lib"]
+[targets.app.capabilities.test]
+command = "cat ../base/value.txt | grep -qx 1"
+
+[targets.lib]
+kind = "command"
+path = "lib"
+deps = ["base"]
+[targets.lib.capabilities.build]
+command = "true"
+
+[targets.base]
+kind = "command"
+path = "base"
+[targets.base.capabilities.build]
+command = "true"
+"#,
+    );
+    write(root, "app/main.txt", "app\n");
+    write(root, "lib/lib.txt", "lib\n");
+    write(root, "base/value.txt", "1\n");
+    table(
+        "command, 2 steps",
+        root,
+        "app:test",
+        &[],
+        &[Change {
+            what: "source two dependencies away",
+            path: "base/value.txt",
+            edit: &|_| "2\n".to_owned(),
+            fails: Some(true),
+        }],
+    );
+}
