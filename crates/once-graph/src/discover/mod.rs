@@ -15,6 +15,8 @@ mod go;
 mod javascript;
 mod python;
 mod reader;
+#[cfg(test)]
+mod scratch;
 mod targets;
 
 use std::collections::BTreeMap;

@@ -1,44 +1,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
+use super::super::scratch::Scratch;
 use super::super::{EdgeKind, Inferred, Reader};
 use super::discover;
-
-/// A temp folder removed on drop.
-struct Temp(PathBuf);
-
-impl Temp {
-    fn new(files: &[(&str, &str)]) -> Temp {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "once-discover-cargo-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
-        let t = Temp(root);
-        for (rel, text) in files {
-            t.write(rel, text);
-        }
-        t
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        let p = self.0.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// (target name, folder, edges as `to/kind`): the shape both discovery and Cargo answer in.
 type Graph = Vec<(String, String, Vec<String>)>;
@@ -256,7 +223,7 @@ fn pkg(name: &str, rest: &str) -> String {
 
 #[test]
 fn every_dependency_form_that_reaches_a_member_is_an_edge() {
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         (
             "Cargo.toml",
             "[workspace]\nmembers = [\"crates/*\", \"./tools/x/\"]\n\
@@ -322,7 +289,7 @@ fn every_dependency_form_that_reaches_a_member_is_an_edge() {
 
 #[test]
 fn path_dependencies_inside_the_root_are_members_and_outside_ones_are_warned() {
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         (
             "ws/Cargo.toml",
             "[workspace]\nmembers = [\"crates/*\"]\nexclude = [\"crates/ex\", \"vendor\"]\n",
@@ -406,7 +373,7 @@ fn a_root_package_of_its_workspace_names_itself_only_where_cargo_needs_it() {
             .map(|c| format!("{}: {}", c.name, c.command))
             .collect()
     };
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         ("Cargo.toml", &root_pkg("")),
         ("m/Cargo.toml", &pkg("m", "")),
     ]);
@@ -431,7 +398,7 @@ fn a_root_package_of_its_workspace_names_itself_only_where_cargo_needs_it() {
             "test: cargo test {filter}",
         ]
     );
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         ("Cargo.toml", &root_pkg("default-members = [\"m\"]\n")),
         ("m/Cargo.toml", &pkg("m", "")),
     ]);
@@ -448,7 +415,7 @@ fn a_root_package_of_its_workspace_names_itself_only_where_cargo_needs_it() {
     );
     assert_eq!(commands(&found, "m")[0], "build: cargo build {release}");
     // A lone package is the only one its folder's cargo sees.
-    let t = Temp::new(&[("Cargo.toml", &pkg("solo", ""))]);
+    let t = Scratch::new(&[("Cargo.toml", &pkg("solo", ""))]);
     let (found, _) = run(&t.0);
     assert_eq!(commands(&found, "solo")[2], "fmt: cargo fmt");
     assert_eq!(found[0].path, ".");
@@ -456,7 +423,7 @@ fn a_root_package_of_its_workspace_names_itself_only_where_cargo_needs_it() {
 
 #[test]
 fn broken_manifests_are_warnings_and_the_rest_is_inferred() {
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         ("Cargo.toml", "[workspace]\nmembers = [\"*\"]\n"),
         ("bad/Cargo.toml", "[package\nname = \"bad\"\n"),
         ("noname/Cargo.toml", "[package]\nname.workspace = true\n"),
@@ -491,14 +458,14 @@ fn broken_manifests_are_warnings_and_the_rest_is_inferred() {
             "duplicate-package-name",
         ]
     );
-    let t = Temp::new(&[("Cargo.toml", "[workspace\n")]);
+    let t = Scratch::new(&[("Cargo.toml", "[workspace\n")]);
     let (found, reader) = run(&t.0);
     assert!(found.is_empty());
     assert_eq!(
         codes(&reader),
         [("cargo-manifest-invalid", "Cargo.toml:1".into())]
     );
-    let t = Temp::new(&[("rust/Cargo.toml", &pkg("deeper", ""))]);
+    let t = Scratch::new(&[("rust/Cargo.toml", &pkg("deeper", ""))]);
     let (found, reader) = run(&t.0);
     assert!(found.is_empty());
     assert_eq!(reader.absent, ["Cargo.toml"]);
@@ -532,7 +499,7 @@ fn thousand_packages() {
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
-    let t = Temp::new(&refs);
+    let t = Scratch::new(&refs);
     let mut best = std::time::Duration::MAX;
     for _ in 0..3 {
         let start = Instant::now();
@@ -552,7 +519,7 @@ fn thousand_packages() {
 #[test]
 fn commands_select_their_own_package_with_real_cargo() {
     let unformatted = "pub fn f()  {}\n";
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         (
             "Cargo.toml",
             "[package]\nname = \"top\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\

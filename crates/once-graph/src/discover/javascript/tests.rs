@@ -1,51 +1,12 @@
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 use std::time::Instant;
 
 use serde_json::Value;
 
 use super::discover;
+use crate::discover::scratch::Scratch;
 use crate::discover::{EdgeKind, Inferred, Reader};
 use crate::manifest::valid_name;
-
-/// A temp folder removed on drop.
-struct Temp {
-    root: PathBuf,
-}
-
-impl Temp {
-    fn new(files: &[(&str, &str)]) -> Temp {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "once-discover-js-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
-        let t = Temp { root };
-        for (rel, text) in files {
-            t.write(rel, text.as_bytes());
-        }
-        t
-    }
-
-    fn write(&self, rel: &str, bytes: &[u8]) {
-        let p = self.root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, bytes).unwrap();
-    }
-
-    fn discover(&self) -> (Vec<Inferred>, Reader) {
-        run(&self.root)
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
 
 fn run(root: &Path) -> (Vec<Inferred>, Reader) {
     let mut reader = Reader::new(root);
@@ -90,12 +51,12 @@ fn warnings(reader: &Reader) -> Vec<String> {
 
 #[test]
 fn a_single_package_is_a_target_at_the_root() {
-    let t = Temp::new(&[(
+    let t = Scratch::new(&[(
         "package.json",
         r#"{"name": "@acme/web", "version": "1.0.0",
             "scripts": {"build": "tsc -b", "test": "vitest run"}}"#,
     )]);
-    let (found, reader) = t.discover();
+    let (found, reader) = run(&t.0);
     assert_eq!(names(&found), [("acme-web", ".")]);
     let web = &found[0];
     assert_eq!(web.kind, "npm-package");
@@ -118,15 +79,15 @@ fn a_single_package_is_a_target_at_the_root() {
     );
     assert!(warnings(&reader).is_empty(), "{:?}", warnings(&reader));
     // No package.json at all: nothing, and its absence is recorded.
-    let empty = Temp::new(&[]);
-    let (found, reader) = empty.discover();
+    let empty = Scratch::new(&[]);
+    let (found, reader) = run(&empty.0);
     assert!(found.is_empty());
     assert!(reader.absent.iter().any(|a| a == "package.json"));
 }
 
 #[test]
 fn npm_workspaces_make_members_targets_and_never_the_root() {
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         (
             "package.json",
             r#"{"name": "root", "private": true, "workspaces": ["packages/*", "./apps/web/"],
@@ -158,7 +119,7 @@ fn npm_workspaces_make_members_targets_and_never_the_root() {
         ),
         ("packages/not-a-package/README.md", "no package.json here"),
     ]);
-    let (found, reader) = t.discover();
+    let (found, reader) = run(&t.0);
     assert!(warnings(&reader).is_empty(), "{:?}", warnings(&reader));
     assert_eq!(
         names(&found),
@@ -217,24 +178,24 @@ fn yarn_object_workspaces_and_lockfiles_choose_the_package_manager() {
         ),
     ];
     for (extra, command) in cases {
-        let t = Temp::new(&files);
+        let t = Scratch::new(&files);
         for (rel, text) in extra {
             t.write(rel, text.as_bytes());
         }
-        let (found, reader) = t.discover();
+        let (found, reader) = run(&t.0);
         assert_eq!(names(&found), [("one", "pkgs/one")], "{extra:?}");
         assert_eq!(caps(&found[0]), [("lint", command, false)], "{extra:?}");
         assert!(warnings(&reader).is_empty(), "{:?}", warnings(&reader));
     }
     // A binary `bun.lockb` counts, without a warning that it is not text.
-    let t = Temp::new(&files);
+    let t = Scratch::new(&files);
     t.write("bun.lockb", &[0xff, 0xfe, 0x00, 0x9c]);
-    let (found, reader) = t.discover();
+    let (found, reader) = run(&t.0);
     assert_eq!(caps(&found[0]), [("lint", "bun run lint", false)]);
     assert!(warnings(&reader).is_empty(), "{:?}", warnings(&reader));
     // A lockfile looked for and absent is recorded, so its appearing reloads the graph.
-    let t = Temp::new(&files);
-    let (_, reader) = t.discover();
+    let t = Scratch::new(&files);
+    let (_, reader) = run(&t.0);
     assert!(reader.absent.iter().any(|a| a == "pnpm-lock.yaml"));
     assert!(reader.absent.iter().any(|a| a == "yarn.lock"));
 }
@@ -249,15 +210,15 @@ fn the_package_manager_field_wins_over_lockfiles() {
     ] {
         let manifest =
             format!(r#"{{"name": "x", "packageManager": "{field}", "scripts": {{"build": "b"}}}}"#);
-        let t = Temp::new(&[("package.json", &manifest), ("yarn.lock", "")]);
-        let (found, _) = t.discover();
+        let t = Scratch::new(&[("package.json", &manifest), ("yarn.lock", "")]);
+        let (found, _) = run(&t.0);
         assert_eq!(caps(&found[0]), [("build", command, false)], "{field}");
     }
 }
 
 #[test]
 fn pnpm_workspaces_come_from_pnpm_workspace_yaml() {
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         (
             "package.json",
             r#"{"name": "mono", "workspaces": ["ignored/*"], "scripts": {"build": "pnpm -r build"}}"#,
@@ -290,7 +251,7 @@ fn pnpm_workspaces_come_from_pnpm_workspace_yaml() {
         ),
         ("ignored/x/package.json", r#"{"name": "ignored"}"#),
     ]);
-    let (found, reader) = t.discover();
+    let (found, reader) = run(&t.0);
     assert!(warnings(&reader).is_empty(), "{:?}", warnings(&reader));
     assert_eq!(
         names(&found),
@@ -312,19 +273,19 @@ fn pnpm_workspaces_come_from_pnpm_workspace_yaml() {
         [("dev", "pnpm run dev", true)]
     );
     // The flow form.
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         ("pnpm-workspace.yaml", "packages: ['a/*', \"b\"] # two\n"),
         ("a/one/package.json", r#"{"name": "one"}"#),
         ("b/package.json", r#"{"name": "two"}"#),
     ]);
-    let (found, reader) = t.discover();
+    let (found, reader) = run(&t.0);
     assert!(warnings(&reader).is_empty(), "{:?}", warnings(&reader));
     assert_eq!(names(&found), [("one", "a/one"), ("two", "b")]);
 }
 
 #[test]
 fn manifests_that_cannot_be_read_are_warnings_and_the_rest_goes_on() {
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         ("package.json", r#"{"workspaces": ["p/*"]}"#),
         (
             "p/good/package.json",
@@ -334,7 +295,7 @@ fn manifests_that_cannot_be_read_are_warnings_and_the_rest_goes_on() {
         ("p/list/package.json", r#"["not", "an", "object"]"#),
         ("p/bom/package.json", "\u{feff}{\"name\": \"bom\"}"),
     ]);
-    let (found, reader) = t.discover();
+    let (found, reader) = run(&t.0);
     // A byte order mark is no reason to skip a package (npm reads it).
     assert_eq!(names(&found), [("bom", "p/bom"), ("good", "p/good")]);
     assert_eq!(edges(&found[1]), []);
@@ -349,8 +310,8 @@ fn manifests_that_cannot_be_read_are_warnings_and_the_rest_goes_on() {
     assert!(w[1].starts_with("p/list/package.json: "), "{w:?}");
 
     // A root that is not JSON: no targets, one warning.
-    let t = Temp::new(&[("package.json", "{ oops")]);
-    let (found, reader) = t.discover();
+    let t = Scratch::new(&[("package.json", "{ oops")]);
+    let (found, reader) = run(&t.0);
     assert!(found.is_empty());
     assert_eq!(warnings(&reader).len(), 1);
 
@@ -363,7 +324,7 @@ fn manifests_that_cannot_be_read_are_warnings_and_the_rest_goes_on() {
         "packages: ['a', \n",
         "packages:\n  - [x]\n",
     ] {
-        let t = Temp::new(&[
+        let t = Scratch::new(&[
             (
                 "package.json",
                 r#"{"name": "root", "scripts": {"build": "pnpm -r build"}}"#,
@@ -371,7 +332,7 @@ fn manifests_that_cannot_be_read_are_warnings_and_the_rest_goes_on() {
             ("pnpm-workspace.yaml", yaml),
             ("a/package.json", r#"{"name": "a"}"#),
         ]);
-        let (found, reader) = t.discover();
+        let (found, reader) = run(&t.0);
         assert!(found.is_empty(), "{yaml:?}: {:?}", names(&found));
         let w = warnings(&reader);
         assert_eq!(w.len(), 1, "{yaml:?}: {w:?}");
@@ -379,8 +340,8 @@ fn manifests_that_cannot_be_read_are_warnings_and_the_rest_goes_on() {
     }
 
     // `workspaces` of the wrong shape.
-    let t = Temp::new(&[("package.json", r#"{"name": "r", "workspaces": 3}"#)]);
-    let (found, reader) = t.discover();
+    let t = Scratch::new(&[("package.json", r#"{"name": "r", "workspaces": 3}"#)]);
+    let (found, reader) = run(&t.0);
     assert!(found.is_empty());
     assert_eq!(warnings(&reader).len(), 1);
 }
@@ -402,8 +363,8 @@ fn scripts_become_exactly_the_capabilities() {
             "long": "{long}", "number": 3
         }}}}"#
     );
-    let t = Temp::new(&[("package.json", &manifest)]);
-    let (found, reader) = t.discover();
+    let t = Scratch::new(&[("package.json", &manifest)]);
+    let (found, reader) = run(&t.0);
     let p = &found[0];
     let got: Vec<(&str, bool)> = caps(p).iter().map(|c| (c.0, c.2)).collect();
     assert_eq!(
@@ -455,7 +416,7 @@ fn scripts_become_exactly_the_capabilities() {
 
 #[test]
 fn nameless_and_same_named_packages_get_distinct_targets() {
-    let t = Temp::new(&[
+    let t = Scratch::new(&[
         ("package.json", r#"{"workspaces": ["a/*", "b/*"]}"#),
         ("a/x/package.json", r#"{"name": "dup", "version": "1.0.0"}"#),
         ("b/y/package.json", r#"{"name": "dup", "version": "2.0.0"}"#),
@@ -468,7 +429,7 @@ fn nameless_and_same_named_packages_get_distinct_targets() {
             r#"{"name": "@dup", "dependencies": {"z": "*"}}"#,
         ),
     ]);
-    let (found, reader) = t.discover();
+    let (found, reader) = run(&t.0);
     assert_eq!(
         names(&found),
         [
@@ -491,7 +452,7 @@ fn nameless_and_same_named_packages_get_distinct_targets() {
 
 #[test]
 fn a_thousand_packages_are_discovered_in_milliseconds() {
-    let t = Temp::new(&[(
+    let t = Scratch::new(&[(
         "package.json",
         r#"{"private": true, "workspaces": ["packages/*"]}"#,
     )]);
@@ -515,10 +476,10 @@ fn a_thousand_packages_are_discovered_in_milliseconds() {
     let mut times = Vec::new();
     for _ in 0..5 {
         let start = Instant::now();
-        let _ = t.discover();
+        let _ = run(&t.0);
         times.push(start.elapsed());
     }
-    let (found, reader) = t.discover();
+    let (found, reader) = run(&t.0);
     eprintln!(
         "discovered {} javascript packages: first {:?}, fastest {:?}",
         found.len(),

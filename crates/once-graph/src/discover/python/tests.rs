@@ -1,36 +1,8 @@
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 
 use super::discover;
+use crate::discover::scratch::Scratch;
 use crate::discover::{Inferred, Reader};
-
-/// A temp folder removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(files: &[(&str, &str)]) -> Scratch {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "once-discover-python-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
-        for (rel, text) in files {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        Scratch(root)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn run(root: &Path) -> (Vec<Inferred>, Reader) {
     let mut reader = Reader::new(root);
