@@ -189,7 +189,7 @@ fn yarn_object_workspaces_and_lockfiles_choose_the_package_manager() {
     }
     // A binary `bun.lockb` counts, without a warning that it is not text.
     let t = Scratch::new(&files);
-    t.write("bun.lockb", &[0xff, 0xfe, 0x00, 0x9c]);
+    t.write("bun.lockb", [0xff, 0xfe, 0x00, 0x9c]);
     let (found, reader) = run(&t.0);
     assert_eq!(caps(&found[0]), [("lint", "bun run lint", false)]);
     assert!(warnings(&reader).is_empty(), "{:?}", warnings(&reader));
