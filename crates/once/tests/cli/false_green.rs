@@ -127,6 +127,31 @@ fn copy(from: &Path, to: &Path) {
     }
 }
 
+/// What cargo needs to run here: a target folder of the test's own, offline, and never a
+/// toolchain download.
+fn cargo_env(root: &Path) -> [(&'static str, String); 3] {
+    [
+        (
+            "CARGO_TARGET_DIR",
+            root.join("target").display().to_string(),
+        ),
+        ("RUSTUP_AUTO_INSTALL", "0".to_owned()),
+        ("CARGO_NET_OFFLINE", "true".to_owned()),
+    ]
+}
+
+/// Writes `Cargo.lock` as a repository has it. Cargo writes a missing one on its first run: a
+/// change of an input, which a second run would rightly notice.
+fn generate_lockfile(root: &Path, env: &[(&str, String)]) {
+    let lock = Command::new("cargo")
+        .args(["generate-lockfile", "--offline"])
+        .current_dir(root)
+        .envs(env.iter().map(|(n, v)| (n, v)))
+        .output()
+        .expect("runs cargo");
+    assert!(lock.status.success(), "{lock:?}");
+}
+
 #[test]
 fn cargo_packages_rerun_and_fail_where_cargo_fails() {
     let dir = TempDir::new();
@@ -171,21 +196,8 @@ command = "cargo test --locked --offline -p c"
         "#[test]\nfn uses_a() {\n    assert_eq!(a::v(), 1);\n    let data = std::fs::read_to_string(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/tests/data.txt\")).unwrap();\n    assert_eq!(data.trim(), \"ok\");\n}\n",
     );
     write(root, "c/tests/data.txt", "ok\n");
-    let env = [
-        (
-            "CARGO_TARGET_DIR",
-            root.join("target").display().to_string(),
-        ),
-        ("RUSTUP_AUTO_INSTALL", "0".to_owned()),
-        ("CARGO_NET_OFFLINE", "true".to_owned()),
-    ];
-    let lock = Command::new("cargo")
-        .args(["generate-lockfile", "--offline"])
-        .current_dir(root)
-        .envs(env.iter().map(|(n, v)| (n, v)))
-        .output()
-        .expect("runs cargo");
-    assert!(lock.status.success(), "{lock:?}");
+    let env = cargo_env(root);
+    generate_lockfile(root, &env);
     assert!(read(root, "Cargo.lock").contains("name = \"a\""));
     table(
         "cargo-package",
@@ -394,23 +406,8 @@ fn an_inferred_cargo_path_dependency_reruns_and_fails_where_cargo_fails() {
         "crates/c/src/lib.rs",
         "#[test]\nfn uses_a() {\n    assert_eq!(a::v(), 1);\n}\n",
     );
-    let env = [
-        (
-            "CARGO_TARGET_DIR",
-            root.join("target").display().to_string(),
-        ),
-        ("RUSTUP_AUTO_INSTALL", "0".to_owned()),
-        ("CARGO_NET_OFFLINE", "true".to_owned()),
-    ];
-    // Cargo writes a missing lockfile on its first run: a change of an input, which a second run
-    // rightly notices. Written first, as a repository has it.
-    let lock = Command::new("cargo")
-        .args(["generate-lockfile", "--offline"])
-        .current_dir(root)
-        .envs(env.iter().map(|(n, v)| (n, v)))
-        .output()
-        .expect("runs cargo");
-    assert!(lock.status.success(), "{lock:?}");
+    let env = cargo_env(root);
+    generate_lockfile(root, &env);
     let check = Command::new(once_binary())
         .args(["query", "target", "c"])
         .current_dir(root)
@@ -467,21 +464,8 @@ fn a_dev_dependency_cycle_still_reaches_the_tests_key() {
         "b/src/lib.rs",
         "pub fn twice() -> i32 {\n    a::v() * 2\n}\n",
     );
-    let env = [
-        (
-            "CARGO_TARGET_DIR",
-            root.join("target").display().to_string(),
-        ),
-        ("RUSTUP_AUTO_INSTALL", "0".to_owned()),
-        ("CARGO_NET_OFFLINE", "true".to_owned()),
-    ];
-    let lock = Command::new("cargo")
-        .args(["generate-lockfile", "--offline"])
-        .current_dir(root)
-        .envs(env.iter().map(|(n, v)| (n, v)))
-        .output()
-        .expect("runs cargo");
-    assert!(lock.status.success(), "{lock:?}");
+    let env = cargo_env(root);
+    generate_lockfile(root, &env);
     table(
         "cargo, dev cycle",
         root,
