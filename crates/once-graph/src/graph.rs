@@ -309,7 +309,8 @@ impl crate::Workspace {
     }
 }
 
-fn reverse(adj: &[Vec<u32>]) -> Vec<Vec<u32>> {
+/// The reverse of an adjacency list: for each node, the nodes with an edge to it.
+pub(crate) fn reverse(adj: &[Vec<u32>]) -> Vec<Vec<u32>> {
     let mut r = vec![Vec::new(); adj.len()];
     for (from, tos) in adj.iter().enumerate() {
         for &to in tos {

@@ -381,15 +381,7 @@ impl<'a> Index<'a> {
         let reverse: std::borrow::Cow<'_, [Vec<u32>]> = match &edges {
             std::borrow::Cow::Borrowed(_) => std::borrow::Cow::Borrowed(ws.graph.target_reverse()),
             std::borrow::Cow::Owned(adjacency) => {
-                let mut reverse = vec![Vec::new(); adjacency.len()];
-                for (from, tos) in adjacency.iter().enumerate() {
-                    for &to in tos {
-                        if let Some(r) = reverse.get_mut(to as usize) {
-                            r.push(u32::try_from(from).unwrap_or(u32::MAX));
-                        }
-                    }
-                }
-                std::borrow::Cow::Owned(reverse)
+                std::borrow::Cow::Owned(crate::graph::reverse(adjacency))
             }
         };
         for name in names {
