@@ -66,6 +66,37 @@ pub struct FieldSpec {
     pub description: String,
 }
 
+impl Kind {
+    /// Fills the fields `fields` lacks with their defaults for a target named `target`; returns
+    /// the required fields that have none, for the caller to report.
+    pub(crate) fn fill_defaults(
+        &self,
+        target: &str,
+        fields: &mut std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Vec<&FieldSpec> {
+        let mut missing = Vec::new();
+        for spec in &self.fields {
+            if fields.contains_key(&spec.name) {
+                continue;
+            }
+            match &spec.default {
+                FieldDefault::TargetName => {
+                    fields.insert(
+                        spec.name.clone(),
+                        serde_json::Value::String(target.to_string()),
+                    );
+                }
+                FieldDefault::Value(v) => {
+                    fields.insert(spec.name.clone(), v.clone());
+                }
+                FieldDefault::None if spec.required => missing.push(spec),
+                FieldDefault::None => {}
+            }
+        }
+        missing
+    }
+}
+
 /// A capability every target of a kind gets unless the manifest overrides it.
 #[derive(Debug, Clone, Serialize)]
 pub struct CapabilitySpec {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use globset::{GlobBuilder, GlobSetBuilder};
 
 use super::{Edge, EdgeKind, Inferred, Reader};
-use crate::kind::{FieldDefault, find_kind};
+use crate::kind::find_kind;
 use crate::manifest::{Settings, Shared};
 use crate::model::{Capability, Inference, Origin, Target};
 use crate::template::Template;
@@ -161,23 +161,8 @@ pub(crate) fn to_target(
         }
     };
     let mut fields = inferred.fields;
-    for spec in &kind.fields {
-        if fields.contains_key(&spec.name) {
-            continue;
-        }
-        match &spec.default {
-            FieldDefault::TargetName => {
-                fields.insert(
-                    spec.name.clone(),
-                    serde_json::Value::String(inferred.name.clone()),
-                );
-            }
-            FieldDefault::Value(v) => {
-                fields.insert(spec.name.clone(), v.clone());
-            }
-            FieldDefault::None => {}
-        }
-    }
+    // An inferred target has no required field without a default: the ecosystem gave its own.
+    kind.fill_defaults(&inferred.name, &mut fields);
     let mut edges: Vec<Edge> = inferred.edges;
     edges.sort();
     edges.dedup();

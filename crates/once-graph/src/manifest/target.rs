@@ -12,7 +12,7 @@ use super::literal;
 use super::value::{Cx, Key, Val, found, key_name, to_json};
 use super::{Settings, env_globs, join_path, valid_name};
 use crate::duration::parse_duration;
-use crate::kind::{FieldDefault, FieldType, Kind, builtin_kinds, find_kind};
+use crate::kind::{FieldType, Kind, builtin_kinds, find_kind};
 use crate::model::{Capability, EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType, Target};
 use crate::suggest;
 use crate::template::Template;
@@ -219,34 +219,19 @@ pub(crate) fn parse_target(
         }
     }
     let kind = kind?;
-    for spec in &kind.fields {
-        if fields.contains_key(&spec.name) {
-            continue;
-        }
-        match &spec.default {
-            FieldDefault::TargetName => {
-                fields.insert(
-                    spec.name.clone(),
-                    serde_json::Value::String(name.to_string()),
-                );
-            }
-            FieldDefault::Value(v) => {
-                fields.insert(spec.name.clone(), v.clone());
-            }
-            FieldDefault::None if spec.required => cx.diags.push(
-                cx.src
-                    .error(
-                        at,
-                        "missing-field",
-                        format!(
-                            "target `{name}` of kind `{}` needs field `{}`",
-                            kind.name, spec.name
-                        ),
-                    )
-                    .expected(format!("`{} = …` ({})", spec.name, spec.ty.describe())),
-            ),
-            FieldDefault::None => {}
-        }
+    for spec in kind.fill_defaults(name, &mut fields) {
+        cx.diags.push(
+            cx.src
+                .error(
+                    at,
+                    "missing-field",
+                    format!(
+                        "target `{name}` of kind `{}` needs field `{}`",
+                        kind.name, spec.name
+                    ),
+                )
+                .expected(format!("`{} = …` ({})", spec.name, spec.ty.describe())),
+        );
     }
 
     // Kind defaults first, then manifest capabilities override/extend them.
