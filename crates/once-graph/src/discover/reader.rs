@@ -212,7 +212,7 @@ impl Listing {
 }
 
 /// One matcher for `globs`; `None` when there are none or none compile.
-fn globset_of(globs: &[String]) -> Option<globset::GlobSet> {
+pub(crate) fn globset_of(globs: &[String]) -> Option<globset::GlobSet> {
     if globs.is_empty() {
         return None;
     }

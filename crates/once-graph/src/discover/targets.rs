@@ -8,8 +8,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobSetBuilder};
-
 use super::{Edge, EdgeKind, Inferred, Reader};
 use crate::kind::find_kind;
 use crate::manifest::{Settings, Shared};
@@ -75,16 +73,7 @@ pub(crate) fn settle_names(found: &mut [Inferred], reader: &mut Reader) {
 /// edges that lead to them.
 pub(crate) fn exclude(found: &mut Vec<Inferred>, globs: &[String]) {
     found.retain(|t| !t.name.is_empty());
-    if globs.is_empty() {
-        return;
-    }
-    let mut set = GlobSetBuilder::new();
-    for g in globs {
-        if let Ok(glob) = GlobBuilder::new(g).literal_separator(true).build() {
-            set.add(glob);
-        }
-    }
-    let Ok(set) = set.build() else {
+    let Some(set) = super::reader::globset_of(globs) else {
         return;
     };
     found.retain(|t| !set.is_match(&t.name));
