@@ -37,7 +37,8 @@ pub fn run(workspace: Option<&Path>, json: bool) -> Result<Outcome> {
         }
     };
     let path = root.join(once_graph::MANIFEST_FILE);
-    if path.exists() {
+    // A link counts as there, even a dangling one: nothing is ever written through it.
+    if path.symlink_metadata().is_ok() {
         anyhow::bail!(
             "`{}` already exists; edit it, or see `once query schema` for every key",
             path.display()

@@ -42,6 +42,28 @@ fn init_writes_a_short_overlay_once_and_never_over_one() {
 }
 
 #[test]
+fn init_leaves_a_once_toml_link_alone_even_a_dangling_one() {
+    let test = Test::new();
+    let root = test.root().to_path_buf();
+    let elsewhere = root.join("elsewhere.toml");
+    std::os::unix::fs::symlink(&elsewhere, root.join("once.toml")).unwrap();
+    let run = test.args(["init"]).run();
+    assert_eq!(run.code(), 1, "{}", run.transcript());
+    assert!(
+        run.stderr().contains("already exists"),
+        "{}",
+        run.transcript()
+    );
+    assert!(!elsewhere.exists(), "init wrote through the link");
+    assert!(
+        std::fs::symlink_metadata(root.join("once.toml"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
 fn mcp_serves_a_folder_with_no_manifest_at_all_and_follows_one_appearing() {
     let dir = TempDir::new();
     let mut command = Command::new(once_binary());

@@ -394,4 +394,9 @@ fn an_env_file_that_is_missing_broken_or_outside_the_workspace_is_refused_by_lin
     std::os::unix::fs::symlink(&outside, ws.path().join(".env")).unwrap();
     refused("outside");
     std::fs::remove_file(&outside).unwrap();
+    // A huge file is refused before it is parsed.
+    std::fs::remove_file(ws.path().join(".env")).unwrap();
+    let huge = format!("A={}\n", "x".repeat(1024 * 1024 + 1));
+    std::fs::write(ws.path().join(".env"), huge).unwrap();
+    refused("larger than 1 MiB");
 }
