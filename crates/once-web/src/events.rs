@@ -141,7 +141,14 @@ fn watch_loop(hub: &Weak<Hub>, watched: &Watched) {
             continue;
         }
         let now = look(watched);
-        if let Some(before) = &seen {
+        let Some(before) = &seen else {
+            // The first look since a page opened: anything that changed between the page's
+            // first fetch and this look is in no fingerprint, so every page fetches again.
+            hub.publish(&Event::changed("all"));
+            seen = Some(now);
+            continue;
+        };
+        {
             for (what, changed) in [
                 ("runs", before.runs != now.runs),
                 ("changes", before.changes != now.changes),
