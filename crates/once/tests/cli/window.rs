@@ -571,4 +571,16 @@ fn an_open_page_hears_what_changed_and_where_the_agent_points() {
     assert!(ran["result"].is_object(), "{ran}");
     let took = events.wait_for("changed", "what", "runs");
     eprintln!("run over MCP -> page event: {took:?}");
+
+    let grown = format!(
+        "{MANIFEST}\n[targets.docs]\nkind = \"command\"\n\n[targets.docs.capabilities.build]\ncommand = \"true\"\n"
+    );
+    std::fs::write(test.root().join("once.toml"), grown).expect("writes");
+    events.wait_for("changed", "what", "graph");
+    let graph = page.get("/api/graph").json();
+    assert_eq!(
+        graph["targets"].as_array().map(Vec::len),
+        Some(3),
+        "{graph}"
+    );
 }
