@@ -147,7 +147,7 @@ fn watch_loop(hub: &Weak<Hub>, watched: &Watched) {
         looks += 1;
         let graph = seen
             .as_ref()
-            .filter(|_| looks % GRAPH_EVERY != 0)
+            .filter(|_| !looks.is_multiple_of(GRAPH_EVERY))
             .map(|seen| seen.graph);
         let now = look(watched, graph);
         let Some(before) = &seen else {
