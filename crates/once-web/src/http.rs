@@ -240,9 +240,13 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Splits an origin-form target into its decoded path and query pairs; `None` for any other
-/// form (absolute URLs, `*`) or bad escapes.
+/// Splits an origin-form target into its decoded path and query pairs (`*` stays `*`); `None`
+/// for any other form (absolute URLs) or bad escapes.
 fn split_target(target: &str) -> Option<(String, Vec<(String, String)>)> {
+    // `OPTIONS *` asks about the server as a whole; it goes through the checks like any request.
+    if target == "*" {
+        return Some(("*".to_owned(), Vec::new()));
+    }
     if !target.starts_with('/') {
         return None;
     }
@@ -484,7 +488,7 @@ mod tests {
             ]
         );
         assert_eq!(split_target("http://evil/"), None);
-        assert_eq!(split_target("*"), None);
+        assert_eq!(split_target("*"), Some(("*".to_owned(), Vec::new())));
         assert_eq!(split_target("/%zz"), None);
         assert_eq!(split_target("/%ff"), None, "not UTF-8");
         assert_eq!(split_target("/%4"), None);
