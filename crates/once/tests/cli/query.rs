@@ -86,14 +86,21 @@ fn the_whole_graph_as_json_dot_and_mermaid() {
     let json = shop().args(["query", "graph"]).run();
     assert_eq!(json.code(), 0, "{}", json.transcript());
     let value = json.json();
-    assert_eq!(value["targets"].as_array().map(Vec::len), Some(3), "{value}");
+    assert_eq!(
+        value["targets"].as_array().map(Vec::len),
+        Some(3),
+        "{value}"
+    );
     assert_eq!(
         value["edges"],
         serde_json::json!([{"from": "core", "to": "proto"}, {"from": "web", "to": "core"}])
     );
     assert_snapshot!(
         "graph_dot",
-        shop().args(["query", "graph", "--format", "dot"]).run().transcript()
+        shop()
+            .args(["query", "graph", "--format", "dot"])
+            .run()
+            .transcript()
     );
     assert_snapshot!(
         "graph_mermaid",
