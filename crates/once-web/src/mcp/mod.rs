@@ -63,8 +63,8 @@ pub(crate) fn serve(shared: &Shared, request: &Request, stream: &mut TcpStream) 
         Some(
             rpc_error(
                 401,
-                "unauthorized: send the session token as `Authorization: Bearer <token>`; \
-                 `once sessions --json` shows it",
+                "unauthorized: send the session token as `Authorization: Bearer <token>`; it is \
+                 the `token` of the session's entry, `<state dir>/once/mcp/<pid>.json`",
             )
             .with("WWW-Authenticate", "Bearer"),
         )
@@ -156,15 +156,33 @@ fn post(shared: &Shared, request: &Request, stream: &mut TcpStream) -> bool {
             answer(stream, &Response::json(400, &reply), keep_alive)
         }
         Incoming::Request { id, method, .. } if method == "initialize" => {
-            initialize(shared, id, &line, stream, keep_alive)
+            initialize(shared, request, id, &line, stream, keep_alive)
         }
         Incoming::Request { id, .. } => match session_of(shared, request) {
             Ok(session) => call(&session, id, progress.as_ref(), &line, stream, keep_alive),
             Err(response) => answer(stream, &response, keep_alive),
         },
-        Incoming::Notification { .. } | Incoming::Response => {
+        Incoming::Notification { method, params } => {
+            let cancels = (method == "notifications/cancelled")
+                .then(|| {
+                    params
+                        .as_ref()?
+                        .get("requestId")
+                        .and_then(RequestId::from_value)
+                })
+                .flatten();
             let response = match session_of(shared, request) {
-                Ok(session) => match session.notify(&line) {
+                Ok(session) => match session.notify(&line, cancels.as_ref()) {
+                    Ok(()) => Response::empty(202),
+                    Err(refusal) => refusal_response(&refusal),
+                },
+                Err(response) => response,
+            };
+            answer(stream, &response, keep_alive)
+        }
+        Incoming::Response => {
+            let response = match session_of(shared, request) {
+                Ok(session) => match session.notify(&line, None) {
                     Ok(()) => Response::empty(202),
                     Err(refusal) => refusal_response(&refusal),
                 },
@@ -178,6 +196,7 @@ fn post(shared: &Shared, request: &Request, stream: &mut TcpStream) -> bool {
 /// Claims the client slot, starts a session and answers `initialize` with its id.
 fn initialize(
     shared: &Shared,
+    request: &Request,
     id: RequestId,
     line: &[u8],
     stream: &mut TcpStream,
@@ -186,6 +205,10 @@ fn initialize(
     let Ok(peer) = stream.peer_addr() else {
         return false;
     };
+    // Only its client knows a session's id: an initialize that names a live one replaces it.
+    if let Some(previous) = request_session(shared, request) {
+        shared.mcp.end(&previous);
+    }
     // A later claimant may end this session when it has been idle long enough; the session is
     // made only after the claim, so the hook finds it through this cell.
     let cell: Arc<OnceLock<Weak<Session>>> = Arc::new(OnceLock::new());
@@ -293,7 +316,14 @@ fn call(
                 written = Instant::now();
             }
             Next::Closed if streaming => return false,
-            Next::Closed => return answer(stream, &rpc_error(404, "the MCP session ended"), false),
+            Next::Closed if session.is_ended() => {
+                return answer(stream, &rpc_error(404, "the MCP session ended"), false);
+            }
+            // The client cancelled the request: no response, so an empty stream that ends.
+            Next::Closed => {
+                let _ = http::start_event_stream(stream, &[]);
+                return false;
+            }
             Next::Nothing => {
                 let alive = !peer_left(stream)
                     && (!streaming
@@ -360,6 +390,11 @@ fn hold_stream(mailbox: &Mailbox, stream: &mut TcpStream) {
             }
         }
     }
+}
+
+/// The live session the request names, if any.
+fn request_session(shared: &Shared, request: &Request) -> Option<Arc<Session>> {
+    shared.mcp.find(request.header(SESSION_HEADER)?.trim())
 }
 
 /// The live session the request names, or the answer when it names none.

@@ -99,6 +99,10 @@ impl Session {
         &self.id
     }
 
+    pub(super) fn is_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
+
     fn routes(&self) -> MutexGuard<'_, Routes> {
         lock(&self.routes)
     }
@@ -138,8 +142,18 @@ impl Session {
     }
 
     /// Hands a notification (or a client's response) to the loop.
-    pub(super) fn notify(&self, line: &[u8]) -> Result<(), Refusal> {
-        self.routes().last_active = Instant::now();
+    pub(super) fn notify(&self, line: &[u8], cancels: Option<&RequestId>) -> Result<(), Refusal> {
+        {
+            let mut routes = self.routes();
+            routes.last_active = Instant::now();
+            // A cancelled request is never answered: its connection ends with no response.
+            if let Some(mailbox) = cancels.and_then(|id| routes.pending.remove(id)) {
+                routes
+                    .progress
+                    .retain(|_, waiting| Some(&*waiting) != cancels);
+                mailbox.close();
+            }
+        }
         self.input
             .push(line, INPUT_WAIT)
             .map_err(|refused| match refused {

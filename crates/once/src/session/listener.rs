@@ -5,7 +5,8 @@
 //! [`TOKEN_WAIT`] of the accept — one deadline for the whole line, not a timeout per read, so a
 //! peer that trickles a byte at a time is cut off as surely as a silent one. Something that looks
 //! like HTTP goes to the window (`once_web`), which checks its own credentials (a login cookie, or
-//! the token as a bearer for MCP over HTTP) and never takes the MCP client slot here; anything but
+//! the token as a bearer for MCP over HTTP); only an MCP session over HTTP takes the client slot,
+//! through [`Clients::claim_hook`], so one MCP client is served at a time by either door. Anything but
 //! `{"once_token":"<hex>"}` with the session's token gets a JSON-RPC error line and is closed.
 //! Only then does the connection claim the single client slot; when it is taken, the newcomer
 //! gets a "busy" error naming the holder and is closed. The holder runs `once_mcp::serve_with`
@@ -276,7 +277,8 @@ impl Door {
         let reader = match accepted {
             Some(Entered::Mcp(reader)) => reader,
             Some(Entered::Http(reader, carried)) => {
-                // The window's requests never take the MCP client slot.
+                // The window's requests take the client slot only for an MCP session, through
+                // the claim hook.
                 let Ok(web_stream) = stream.try_clone() else {
                     return;
                 };

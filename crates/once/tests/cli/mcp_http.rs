@@ -498,3 +498,48 @@ fn the_standalone_stream_opens_once_per_session() {
         read_head(&mut again).starts_with("HTTP/1.1 200 ")
     });
 }
+
+#[test]
+fn a_cancelled_request_ends_its_post_without_a_response_and_stops_the_call() {
+    let (_test, _state, serve) = start();
+    let mut client = Client::new(&serve);
+    client.initialize();
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "once_run", "arguments": {"target": "slow:build"}}});
+    let mut waiting = open(
+        serve.port,
+        "POST",
+        &client.post_headers(),
+        call.to_string().as_bytes(),
+    );
+    wait_until("the run's process", || {
+        !children_of_session(serve.pid()).is_empty()
+    });
+    let cancelled = client.post(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7}}),
+    );
+    assert_eq!(cancelled.status, 202, "{cancelled:?}");
+    let ended = read_reply(&mut waiting);
+    assert_eq!(ended.status, 200, "{ended:?}");
+    assert!(ended.messages().is_empty(), "no response: {ended:?}");
+    wait_until("the run to stop", || {
+        children_of_session(serve.pid()).is_empty()
+    });
+}
+
+#[test]
+fn an_initialize_naming_its_own_live_session_replaces_it() {
+    let (_test, _state, serve) = start();
+    let mut client = Client::new(&serve);
+    client.initialize();
+    let first = client.session.clone().expect("a session");
+    // Same client, same session id: not busy, a new session.
+    client.initialize();
+    assert_ne!(client.session.as_deref(), Some(first.as_str()));
+    let mut old = client.post_headers();
+    old.retain(|(name, _)| name != "Mcp-Session-Id");
+    old.push(("Mcp-Session-Id".into(), first));
+    assert_eq!(send(serve.port, "POST", &old, PING.as_bytes()).status, 404);
+    assert_eq!(client.request(1, "ping", json!({}))["result"], json!({}));
+}
