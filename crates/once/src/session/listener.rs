@@ -473,6 +473,47 @@ fn close_with(mut stream: TcpStream, bytes: &[u8]) {
 mod tests {
     use super::*;
 
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+    }
+
+    #[test]
+    fn a_holder_gives_way_only_when_its_evict_ends_it() {
+        let clients = Clients::new(addr(1));
+        // The holder keeps its guard where its evict can drop it, as an HTTP session does.
+        let held: Arc<Mutex<Option<Box<dyn Send>>>> = Arc::default();
+        let idle = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let evict: once_web::Evict = {
+            let (held, idle) = (Arc::clone(&held), Arc::clone(&idle));
+            Arc::new(move || {
+                idle.load(Ordering::Acquire)
+                    && held
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take()
+                        .is_some()
+            })
+        };
+        let claim = clients.claim_hook();
+        let guard = claim(addr(2), evict).expect("the slot is free");
+        *held.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+
+        let busy = clients.claim(addr(3), None);
+        assert!(busy.is_none(), "a holder that is not idle keeps the slot");
+        assert!(clients.busy_message().starts_with("busy: "));
+
+        idle.store(true, Ordering::Release);
+        let socket = clients
+            .claim(addr(3), None)
+            .expect("the idle holder gave way");
+        assert!(
+            claim(addr(4), Arc::new(|| false)).is_err(),
+            "a socket client cannot be evicted"
+        );
+        drop(socket);
+        assert!(claim(addr(4), Arc::new(|| false)).is_ok(), "freed on drop");
+    }
+
     #[test]
     fn http_is_recognised_in_any_case() {
         for line in [
