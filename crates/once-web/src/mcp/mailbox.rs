@@ -1,5 +1,6 @@
 //! Where the session's router leaves messages for one HTTP answer: a POST waiting for its
-//! response, or the standalone GET stream.
+//! response, or the standalone GET stream. Messages stay the JSON text the loop wrote, so a large
+//! answer is never parsed into a tree and written out again.
 //!
 //! The router puts, the connection's thread takes; putting never blocks, so a client that does
 //! not read its stream can stall only its own connection's thread, never the loop. Notifications
@@ -11,8 +12,6 @@ use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use serde_json::Value;
-
 /// Notifications held for one answer at most.
 const MAX_NOTES: usize = 256;
 /// Bytes of notifications held for one answer at most.
@@ -20,9 +19,9 @@ const MAX_NOTE_BYTES: usize = 1024 * 1024;
 
 #[derive(Debug, Default)]
 struct Inbox {
-    notes: VecDeque<(Value, usize)>,
+    notes: VecDeque<String>,
     note_bytes: usize,
-    response: Option<Value>,
+    response: Option<String>,
     closed: bool,
     dropped: u64,
 }
@@ -38,9 +37,9 @@ pub(super) struct Mailbox {
 #[derive(Debug, PartialEq)]
 pub(super) enum Next {
     /// A notification, to write before anything else.
-    Note(Value),
+    Note(String),
     /// The response: the answer is complete.
-    Response(Value),
+    Response(String),
     /// The session ended without a response.
     Closed,
     /// Nothing came within the wait.
@@ -53,7 +52,8 @@ impl Mailbox {
     }
 
     /// Leaves a notification, or drops it when the box is full.
-    pub(super) fn note(&self, message: Value, size: usize) {
+    pub(super) fn note(&self, message: String) {
+        let size = message.len();
         let mut inbox = self.lock();
         if inbox.closed {
             return;
@@ -69,12 +69,12 @@ impl Mailbox {
             return;
         }
         inbox.note_bytes += size;
-        inbox.notes.push_back((message, size));
+        inbox.notes.push_back(message);
         self.changed.notify_all();
     }
 
     /// Leaves the response.
-    pub(super) fn respond(&self, message: Value) {
+    pub(super) fn respond(&self, message: String) {
         self.lock().response = Some(message);
         self.changed.notify_all();
     }
@@ -101,8 +101,8 @@ impl Mailbox {
 }
 
 fn take(inbox: &mut Inbox) -> Option<Next> {
-    if let Some((note, size)) = inbox.notes.pop_front() {
-        inbox.note_bytes -= size;
+    if let Some(note) = inbox.notes.pop_front() {
+        inbox.note_bytes -= note.len();
         return Some(Next::Note(note));
     }
     if let Some(response) = inbox.response.take() {
@@ -114,21 +114,20 @@ fn take(inbox: &mut Inbox) -> Option<Next> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn notes_come_before_the_response_and_overflow_is_dropped() {
         let mailbox = Mailbox::default();
         for n in 0..MAX_NOTES + 5 {
-            mailbox.note(json!(n), 1);
+            mailbox.note(n.to_string());
         }
-        mailbox.respond(json!("done"));
+        mailbox.respond("done".into());
         let mut notes = 0;
         loop {
             match mailbox.next(Duration::ZERO) {
                 Next::Note(_) => notes += 1,
                 Next::Response(response) => {
-                    assert_eq!(response, json!("done"));
+                    assert_eq!(response, "done");
                     break;
                 }
                 other => panic!("{other:?}"),

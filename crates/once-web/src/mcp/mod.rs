@@ -259,16 +259,19 @@ fn initialize(
             Next::Note(_) | Next::Nothing => break None,
         }
     };
+    let accepted = |reply: &str| {
+        serde_json::from_str::<Value>(reply).is_ok_and(|value| value.get("result").is_some())
+    };
     match reply {
-        Some(reply) if reply.get("result").is_some() => {
+        Some(reply) if accepted(&reply) => {
             tracing::info!("an MCP session over HTTP started for {peer}");
-            let response = Response::json(200, &reply).with("Mcp-Session-Id", session.id());
+            let response = json_text(reply).with("Mcp-Session-Id", session.id());
             answer(stream, &response, keep_alive)
         }
         // A refused initialize starts nothing: the client must not hold the slot for it.
         Some(reply) => {
             shared.mcp.end(&session);
-            answer(stream, &Response::json(200, &reply), keep_alive)
+            answer(stream, &json_text(reply), keep_alive)
         }
         None => {
             shared.mcp.end(&session);
@@ -299,15 +302,15 @@ fn call(
     loop {
         match mailbox.next(TICK) {
             Next::Response(reply) if !streaming => {
-                return answer(stream, &Response::json(200, &reply), keep_alive);
+                return answer(stream, &json_text(reply), keep_alive);
             }
             Next::Response(reply) => {
-                let _ = http::write_event(stream, None, None, &reply.to_string());
+                let _ = http::write_event(stream, None, None, &reply);
                 return false;
             }
             Next::Note(note) => {
                 let sent = (streaming || http::start_event_stream(stream, &[]).is_ok())
-                    && http::write_event(stream, None, None, &note.to_string()).is_ok();
+                    && http::write_event(stream, None, None, &note).is_ok();
                 if !sent {
                     session.abandon(&id);
                     return false;
@@ -371,7 +374,7 @@ fn hold_stream(mailbox: &Mailbox, stream: &mut TcpStream) {
     loop {
         match mailbox.next(TICK) {
             Next::Note(message) | Next::Response(message) => {
-                if http::write_event(stream, None, None, &message.to_string()).is_err() {
+                if http::write_event(stream, None, None, &message).is_err() {
                     return;
                 }
                 written = Instant::now();
@@ -423,6 +426,11 @@ fn refusal_response(refusal: &Refusal) -> Response {
         Refusal::Busy => rpc_error(503, "the MCP session is not reading its input; try again"),
         Refusal::StreamOpen => rpc_error(409, "this session's event stream is already open"),
     }
+}
+
+/// A message as the loop wrote it, as a `200` JSON body.
+fn json_text(message: String) -> Response {
+    Response::new(200, "application/json", message)
 }
 
 /// A JSON-RPC error with no id, as the body of an HTTP error.

@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 
 use once_mcp::message::RequestId;
 use once_mcp::{ServeOptions, ServerConfig};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::mailbox::Mailbox;
@@ -242,32 +244,35 @@ impl Session {
 
     /// Routes one line the loop wrote.
     fn route(&self, line: &[u8]) {
-        let Ok(message) = serde_json::from_slice::<Value>(line) else {
+        let (Ok(head), Ok(text)) = (
+            serde_json::from_slice::<Head>(line),
+            String::from_utf8(line.to_vec()),
+        ) else {
             tracing::warn!("the MCP loop wrote a line that is not JSON");
             return;
         };
         let mut routes = self.routes();
-        let is_response = message.get("result").is_some() || message.get("error").is_some();
-        if is_response && message.get("method").is_none() {
-            let Some(id) = message.get("id").and_then(RequestId::from_value) else {
+        if head.method.is_none() && (head.result.is_some() || head.error.is_some()) {
+            let Some(id) = head.id.as_ref().and_then(RequestId::from_value) else {
                 tracing::debug!("dropped a response with no request to go to");
                 return;
             };
             routes.progress.retain(|_, waiting| *waiting != id);
             match routes.pending.remove(&id) {
-                Some(mailbox) => mailbox.respond(message),
+                Some(mailbox) => mailbox.respond(text),
                 None => tracing::debug!(%id, "dropped the response of a request whose client left"),
             }
             routes.last_active = Instant::now();
             return;
         }
-        if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-            let waiting = message
-                .pointer("/params/progressToken")
+        if head.method.as_deref() == Some("notifications/progress") {
+            let waiting = head
+                .params
+                .and_then(|params| params.progress_token)
                 .and_then(|token| routes.progress.get(&token.to_string()))
                 .and_then(|id| routes.pending.get(id));
             if let Some(mailbox) = waiting {
-                mailbox.note(message, line.len());
+                mailbox.note(text);
             }
             return;
         }
@@ -276,10 +281,26 @@ impl Session {
             .as_ref()
             .or_else(|| routes.pending.values().next());
         match open {
-            Some(mailbox) => mailbox.note(message, line.len()),
+            Some(mailbox) => mailbox.note(text),
             None => tracing::debug!("dropped a notification with no stream open"),
         }
     }
+}
+
+/// What the router reads of a line: enough to route it, without building the rest.
+#[derive(Deserialize)]
+struct Head {
+    id: Option<Value>,
+    method: Option<String>,
+    result: Option<IgnoredAny>,
+    error: Option<IgnoredAny>,
+    params: Option<HeadParams>,
+}
+
+#[derive(Deserialize)]
+struct HeadParams {
+    #[serde(rename = "progressToken")]
+    progress_token: Option<Value>,
 }
 
 /// The loop's writer: splits what the loop writes into lines and routes each.
@@ -467,7 +488,8 @@ mod tests {
         );
         match mailbox.next(Duration::from_secs(10)) {
             Next::Response(reply) => {
-                assert_eq!(reply, json!({"jsonrpc": "2.0", "id": 3, "result": {}}))
+                let reply: Value = serde_json::from_str(&reply).expect("JSON");
+                assert_eq!(reply, json!({"jsonrpc": "2.0", "id": 3, "result": {}}));
             }
             other => panic!("{other:?}"),
         }
