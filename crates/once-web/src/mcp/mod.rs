@@ -74,7 +74,7 @@ pub(crate) fn serve(shared: &Shared, request: &Request, stream: &mut TcpStream) 
         Some(rpc_error(
             400,
             &format!(
-                "unsupported MCP-Protocol-Version `{}`",
+                "unsupported `MCP-Protocol-Version` `{}`",
                 excerpt(version.trim())
             ),
         ))
@@ -405,7 +405,7 @@ fn session_of(shared: &Shared, request: &Request) -> Result<Arc<Session>, Respon
     let Some(id) = request.header(SESSION_HEADER) else {
         return Err(rpc_error(
             400,
-            "Bad Request: no Mcp-Session-Id; send initialize first and then its session id",
+            "no `Mcp-Session-Id` header: send `initialize` first, then its session id with every request",
         ));
     };
     shared.mcp.find(id.trim()).ok_or_else(|| {
