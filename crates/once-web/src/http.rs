@@ -13,6 +13,8 @@ use std::io::{self, BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use crate::token::hex_value;
+
 /// The largest request head (request line and headers) read.
 pub const HEAD_LIMIT: usize = 16 * 1024;
 /// The largest request body read: as large as one MCP message on stdio may be.
@@ -283,8 +285,8 @@ pub fn percent_decode(text: &str, plus_is_space: bool) -> Option<String> {
     while let Some(&byte) = bytes.get(i) {
         match byte {
             b'%' => {
-                let high = hex(*bytes.get(i + 1)?)?;
-                let low = hex(*bytes.get(i + 2)?)?;
+                let high = hex_value(*bytes.get(i + 1)?)?;
+                let low = hex_value(*bytes.get(i + 2)?)?;
                 out.push((high << 4) | low);
                 i += 3;
             }
@@ -299,15 +301,6 @@ pub fn percent_decode(text: &str, plus_is_space: bool) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
-}
-
-fn hex(digit: u8) -> Option<u8> {
-    match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => Some(digit - b'a' + 10),
-        b'A'..=b'F' => Some(digit - b'A' + 10),
-        _ => None,
-    }
 }
 
 /// One response, written whole with a `Content-Length`.

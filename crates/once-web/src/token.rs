@@ -92,7 +92,8 @@ impl Token {
     }
 }
 
-fn hex_value(digit: u8) -> Option<u8> {
+/// The value of one hex digit (either case).
+pub(crate) fn hex_value(digit: u8) -> Option<u8> {
     match digit {
         b'0'..=b'9' => Some(digit - b'0'),
         b'a'..=b'f' => Some(digit - b'a' + 10),

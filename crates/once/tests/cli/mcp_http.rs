@@ -13,7 +13,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::session::{children_of_session, wait_until};
-use crate::support::{Mcp, PATIENCE, Serve, TempDir, Test};
+use crate::support::{HttpReply, Mcp, PATIENCE, Serve, TempDir, Test};
 
 const MANIFEST: &str = "[targets.core]\nkind = \"cargo-package\"\n\n\
                         [targets.quick]\nkind = \"command\"\n\n\
@@ -21,37 +21,17 @@ const MANIFEST: &str = "[targets.core]\nkind = \"cargo-package\"\n\n\
                         [targets.slow]\nkind = \"command\"\n\n\
                         [targets.slow.capabilities.build]\ncommand = \"sleep 30\"\n";
 
-/// One HTTP response, read whole.
-#[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
+type Reply = HttpReply;
 
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
-    }
-
-    /// The messages of the body: the one JSON value, or each `data:` of an event stream.
-    fn messages(&self) -> Vec<Value> {
-        if self
-            .header("content-type")
-            .is_some_and(|t| t.starts_with("text/event-stream"))
-        {
-            events(&self.body)
-        } else {
-            vec![self.json()]
-        }
+/// The messages of an answer's body: the one JSON value, or each `data:` of an event stream.
+fn messages(reply: &Reply) -> Vec<Value> {
+    if reply
+        .header("content-type")
+        .is_some_and(|t| t.starts_with("text/event-stream"))
+    {
+        events(&reply.body)
+    } else {
+        vec![reply.json()]
     }
 }
 
@@ -130,7 +110,7 @@ impl Client {
             self.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         assert_eq!(initialized.status, 202, "{initialized:?}");
         assert!(initialized.body.is_empty(), "{initialized:?}");
-        reply.messages().pop().expect("the initialize result")
+        messages(&reply).pop().expect("the initialize result")
     }
 
     /// A request, answered with exactly its response (JSON, or an event stream ending with it).
@@ -138,7 +118,7 @@ impl Client {
         let reply =
             self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         assert_eq!(reply.status, 200, "{reply:?}");
-        let last = reply.messages().pop().expect("a response");
+        let last = messages(&reply).pop().expect("a response");
         assert_eq!(last["id"], id, "{reply:?}");
         last
     }
@@ -187,25 +167,7 @@ fn read_reply(stream: &mut TcpStream) -> Reply {
             ),
         }
     }
-    let text = String::from_utf8(bytes).expect("UTF-8");
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no head: {text:?}"));
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|line| line.split(' ').nth(1))
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("no status: {head:?}"));
-    let headers = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    Reply {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
+    HttpReply::parse(&String::from_utf8(bytes).expect("UTF-8"))
 }
 
 fn start() -> (Test, TempDir, Serve) {
@@ -356,12 +318,12 @@ fn a_call_with_a_progress_token_streams_progress_then_its_result() {
             .is_some_and(|t| t.starts_with("text/event-stream")),
         "{reply:?}"
     );
-    let messages = reply.messages();
-    let (last, before) = messages.split_last().expect("messages");
-    assert_eq!(last["id"], 2, "{messages:?}");
+    let received = messages(&reply);
+    let (last, before) = received.split_last().expect("messages");
+    assert_eq!(last["id"], 2, "{received:?}");
     assert_ne!(last["result"]["isError"], true, "{last}");
     assert!(last["result"]["structuredContent"].is_object(), "{last}");
-    assert!(!before.is_empty(), "progress came first: {messages:?}");
+    assert!(!before.is_empty(), "progress came first: {received:?}");
     for message in before {
         assert_eq!(message["method"], "notifications/progress", "{message}");
         assert_eq!(message["params"]["progressToken"], "p-1", "{message}");
@@ -522,7 +484,7 @@ fn a_cancelled_request_ends_its_post_without_a_response_and_stops_the_call() {
     assert_eq!(cancelled.status, 202, "{cancelled:?}");
     let ended = read_reply(&mut waiting);
     assert_eq!(ended.status, 200, "{ended:?}");
-    assert!(ended.messages().is_empty(), "no response: {ended:?}");
+    assert!(messages(&ended).is_empty(), "no response: {ended:?}");
     wait_until("the run to stop", || {
         children_of_session(serve.pid()).is_empty()
     });

@@ -491,3 +491,49 @@ fn ready_port(line: &str) -> Option<u16> {
         .parse()
         .ok()
 }
+
+/// An HTTP answer as the window or `/mcp` sent it: status, headers (as sent) and body.
+#[derive(Debug)]
+pub struct HttpReply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl HttpReply {
+    /// Parses a whole answer: the status line, the headers, a blank line, the body.
+    pub fn parse(text: &str) -> HttpReply {
+        let (head, body) = text
+            .split_once("\r\n\r\n")
+            .unwrap_or_else(|| panic!("no head: {text:?}"));
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|line| line.split(' ').nth(1))
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("no status: {head:?}"));
+        let headers = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+            .collect();
+        HttpReply {
+            status,
+            headers,
+            body: body.to_owned(),
+        }
+    }
+
+    /// The first value of header `name`, in any case.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON; fails the test if it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}), status {}: {:?}", self.status, self.body))
+    }
+}

@@ -12,30 +12,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Mcp, PATIENCE, Serve, TempDir, Test, once_binary, output_within};
+use crate::support::{HttpReply, Mcp, PATIENCE, Serve, TempDir, Test, once_binary, output_within};
 
 const MANIFEST: &str = "[targets.core]\nkind = \"command\"\n\n[targets.core.capabilities.build]\ncommand = \"true\"\n\n[targets.web]\nkind = \"command\"\ndeps = [\"core\"]\n\n[targets.web.capabilities.build]\ncommand = \"true\"\n";
 
-/// A status, the headers (names lowercased) and the body of one answer.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|_| panic!("not JSON ({}): {}", self.status, self.body))
-    }
-}
+type Answer = HttpReply;
 
 /// Sends `raw` on a new connection and reads the answer until the session closes it.
 fn exchange(port: u16, raw: &[u8]) -> Answer {
@@ -46,26 +27,7 @@ fn exchange(port: u16, raw: &[u8]) -> Answer {
     stream
         .read_to_end(&mut bytes)
         .expect("the session answers and closes in time");
-    parse(&String::from_utf8_lossy(&bytes))
-}
-
-fn parse(text: &str) -> Answer {
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|line| line.split(' ').nth(1))
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP answer: {text:?}"));
-    let headers = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
+    HttpReply::parse(&String::from_utf8_lossy(&bytes))
 }
 
 /// A request from our own page: right Host, the cookie, and for a POST the CSRF token and JSON.
