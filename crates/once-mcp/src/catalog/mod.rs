@@ -20,7 +20,7 @@ use crate::tool::Gates;
 
 pub use affected::affected_tools;
 pub use changes::change_tools;
-pub use eval::{DEFAULT_EVAL_DEADLINE, eval_tools, evaluator_spec};
+pub use eval::{DEFAULT_EVAL_DEADLINE, EvalPolicy, eval_tools, evaluator_spec};
 pub use examples::example_tools;
 pub use memory::memory_tools;
 pub use query::{Overview, query_tools};

@@ -45,7 +45,11 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
         allow_edit: args.allow_edit,
         allow_run: args.allow_run,
     };
-    let config = server_config(&root, gates, &runtime)?;
+    // This process owns its evaluators: the agent may reset them.
+    let policy = once_mcp::EvalPolicy {
+        reset_allowed: true,
+    };
+    let config = server_config(&root, gates, policy, &runtime)?;
 
     tracing::info!("serving {} over stdio", root.display());
     // Kept until everything is stopped: its tools hold the registrations of the runs in flight
@@ -91,10 +95,12 @@ fn attach(dir: Option<&Path>) -> Result<Outcome> {
 
 /// The server both doors share: stdio (`once mcp`) and the live session (`once serve`) build
 /// their catalog, instructions and gates here, so an agent sees the same tools through either.
-/// Processes started by the run tools are registered in `runtime`.
+/// Processes started by the run tools are registered in `runtime`; `eval_policy` says what the
+/// evaluator tools may do to evaluators that may be the person's too.
 pub fn server_config(
     root: &Path,
     gates: Gates,
+    eval_policy: once_mcp::EvalPolicy,
     runtime: &once_exec::Registry,
 ) -> Result<ServerConfig> {
     let loaded = Workspace::load(root)
@@ -123,9 +129,11 @@ pub fn server_config(
     // Owned by the config, so they live as long as the server (in `once serve`, the session):
     // an agent that reconnects finds its evaluators, and their variables, where it left them.
     let evaluators = once_eval::Evaluators::new(runtime).context("cannot set up the evaluators")?;
-    config
-        .tools
-        .extend(once_mcp::eval_tools(&live, &Arc::new(evaluators)));
+    config.tools.extend(once_mcp::eval_tools(
+        &live,
+        &Arc::new(evaluators),
+        eval_policy,
+    ));
     let refresh = Arc::clone(&live);
     config.before_request = Some(Arc::new(move || refresh.refresh()));
     Ok(config)

@@ -44,7 +44,11 @@ pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
         allow_run: args.allow_run,
     };
     let runtime = once_exec::Registry::new();
-    let config = super::mcp::server_config(&root, gates, &runtime)?;
+    // The session's evaluators are the person's too: the agent resets one only if allowed.
+    let policy = once_mcp::EvalPolicy {
+        reset_allowed: args.allow_eval_reset,
+    };
+    let config = super::mcp::server_config(&root, gates, policy, &runtime)?;
     let registry = Registry::open()?;
     let session = {
         let mut slot = stopper.lock().unwrap_or_else(PoisonError::into_inner);

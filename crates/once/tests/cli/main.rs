@@ -12,6 +12,7 @@ mod examples;
 mod false_green;
 mod mcp;
 mod memory;
+mod outcomes;
 mod placeholders;
 mod query;
 mod run;
