@@ -3,7 +3,8 @@
 //! It is safe to leave open because it applies nothing: `once_changes::ChangeStore::propose`
 //! checks the paths and base hashes and saves the proposal under `.once/changes/<id>/`, and only a
 //! person applies it, with `once changes apply`. The author recorded is the client's own
-//! `clientInfo`. This module must never apply or reject a change set.
+//! `clientInfo`. A proposal with problems is `refused` (all of them in one message), an empty one
+//! `none`. This module must never apply or reject a change set.
 
 use std::sync::Arc;
 

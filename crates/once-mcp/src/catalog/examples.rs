@@ -5,6 +5,7 @@
 //! would flood the model's context. The examples an agent can pick are in the input schema (an
 //! enum, with a description per example), so no extra call is needed to discover them. This
 //! module must never write a file itself: `once_examples::materialize` does, all or nothing.
+//! Conflicting or unsafe destinations are `refused`, files all already there `none`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -94,11 +95,14 @@ fn write_example(root: &Path, args: &Map<String, Value>) -> Result<Answer, Answe
         .unwrap_or(false);
     let done = match once_examples::materialize(root, example, into.as_ref(), dry_run) {
         Ok(done) => done,
-        Err(error @ (Error::Conflicts { .. } | Error::Path(_) | Error::Unknown { .. })) => {
+        Err(error @ Error::Conflicts { .. }) => {
             return Err(Answer::refused(format!(
                 "{error}; materialize into an empty folder with `into`, or ask the person what \
                  to do with these files"
             )));
+        }
+        Err(error @ (Error::Path(_) | Error::Unknown { .. })) => {
+            return Err(Answer::refused(error.to_string()));
         }
         Err(error) => return Err(Answer::problem(error.to_string())),
     };

@@ -14,6 +14,10 @@
 //! never compute or reshape that value, nor put a whole log, or every action of a run, into an
 //! answer.
 //!
+//! Both acting tools answer an outcome: a run whose actions all succeeded (ran or replayed from
+//! the cache) is `done`, one with a failed, timed-out or cancelled action `problem`, a request
+//! the plan refuses `refused`; cancelling a run that has ended is `none`.
+//!
 //! The runs in flight are a `once_exec::Runtime` of the registry: when the binary stops (a
 //! signal, the end of input), `stop_all` stops their processes and then waits, bounded, until
 //! each run has written its final record (`interrupted`, every action's state), so no run is

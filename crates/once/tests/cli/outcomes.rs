@@ -134,6 +134,19 @@ fn each_word_comes_from_a_real_call_of_a_real_tool() {
     assert_eq!(word, "none");
     assert!(message.contains("nothing to forget"), "{message}");
 
+    // done, then none: an example already there with the same content has nothing to write.
+    let starter = json!({"example": "node-package", "into": "starter"});
+    let (word, message, written) =
+        answer(&server.call(20, "once_materialize_example", starter.clone()));
+    assert_eq!(word, "done", "{message}");
+    assert!(
+        written["created"].as_array().is_some_and(|c| !c.is_empty()),
+        "{written}"
+    );
+    let (word, message, written) = answer(&server.call(21, "once_materialize_example", starter));
+    assert_eq!(word, "none", "{message}");
+    assert_eq!(written["created"], json!([]));
+
     // refused by the argument check, before the handler runs.
     let (word, message, _) =
         answer(&server.call(11, "once_eval", json!({"target": "py", "code": 1})));
