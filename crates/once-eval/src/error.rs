@@ -15,8 +15,16 @@ pub enum Error {
     ShuttingDown,
     /// Another call is evaluating on this target's evaluator; nothing ran. Answered at once:
     /// a caller never waits silently behind another.
-    #[error("the evaluator of `{target}` is evaluating another call (started {seconds} s ago)")]
-    Busy { target: String, seconds: u64 },
+    #[error(
+        "the evaluator of `{target}` is {} (started {seconds} s ago)",
+        if *stopping { "stopping another call, which was interrupted" } else { "evaluating another call" }
+    )]
+    Busy {
+        target: String,
+        seconds: u64,
+        /// The holding call was interrupted and is ending.
+        stopping: bool,
+    },
     /// The code is empty or only whitespace; nothing ran and no evaluator was started.
     #[error("nothing to evaluate: the code for `{target}` is empty")]
     Empty { target: String },

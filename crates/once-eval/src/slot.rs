@@ -94,6 +94,8 @@ struct Desk {
     language: Option<Language>,
     /// When the call holding the slot claimed it.
     busy_since: Option<Instant>,
+    /// The holding call was interrupted (a deadline, a cancel) and is stopping.
+    stopping: bool,
     running: bool,
     pid: Option<u32>,
     transcript: Transcript,
@@ -204,10 +206,18 @@ impl Slot {
             return Err(Error::Busy {
                 target: self.target.clone(),
                 seconds: since.elapsed().as_secs(),
+                stopping: desk.stopping,
             });
         }
         desk.busy_since = Some(Instant::now());
+        desk.stopping = false;
         Ok(Claim(self))
+    }
+
+    /// Notes that the call holding the slot was interrupted, so a caller told it is busy knows
+    /// the wait is short.
+    fn stopping(&self) {
+        self.desk().stopping = true;
     }
 
     /// Records what is live in `state` on the desk, for readers that must not wait.
@@ -673,6 +683,7 @@ impl Slot {
                     if interrupted.is_none() {
                         process.interrupt();
                         interrupted = Some((Why::Cancel, Instant::now() + spec.grace));
+                        self.stopping();
                         repeat_at = Some(Instant::now() + spec.grace / 2);
                     }
                 }
@@ -687,6 +698,7 @@ impl Slot {
                     None => {
                         process.interrupt();
                         interrupted = Some((Why::Deadline, Instant::now() + spec.grace));
+                        self.stopping();
                         repeat_at = Some(Instant::now() + spec.grace / 2);
                     }
                     Some(_) if repeat_at.take().is_some() => process.interrupt(),
@@ -793,6 +805,7 @@ impl Slot {
                             &[("interrupt-id", &id)],
                         );
                         interrupted = Some((Why::Cancel, Instant::now() + spec.grace));
+                        self.stopping();
                     }
                 }
                 Some(Event::Stop) => {
@@ -810,6 +823,7 @@ impl Slot {
                             &[("interrupt-id", &id)],
                         );
                         interrupted = Some((Why::Deadline, Instant::now() + spec.grace));
+                        self.stopping();
                     }
                     Some((why, _)) => {
                         end(state);

@@ -201,6 +201,7 @@ mod tests {
         let busy = Error::Busy {
             target: "t".into(),
             seconds: 3,
+            stopping: false,
         };
         assert_eq!(
             TranscriptEntry::of("1", &Err(busy)).outcome,

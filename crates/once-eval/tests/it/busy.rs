@@ -145,3 +145,60 @@ fn a_transcript_shows_problems_and_a_reset_evaluator_as_not_running() {
     assert_eq!(json[0]["entries"][0]["outcome"], "problem");
     assert_eq!(json[0]["language"], "python");
 }
+
+#[test]
+fn a_caller_told_busy_learns_when_the_holder_was_interrupted_and_is_stopping() {
+    let fixture = Fixture::new();
+    let registry = Registry::new();
+    let evaluators = Evaluators::new(&registry).expect("evaluators");
+    let mut spec = fixture.spec(Language::Python);
+    // Long enough that the stubborn code below is never killed while the test looks at it.
+    spec.grace = PATIENCE;
+    let (started, interrupted, release) = (
+        fixture.dir.join("started"),
+        fixture.dir.join("interrupted"),
+        fixture.dir.join("release"),
+    );
+    // Says it started; on each interrupt says so and goes on waiting, until released.
+    let code = format!(
+        "import os, time\nopen({started:?}, 'w').close()\nend = time.time() + 60\n\
+         while not os.path.exists({release:?}) and time.time() < end:\n    try:\n        \
+         time.sleep(0.01)\n    except KeyboardInterrupt:\n        open({interrupted:?}, 'w').close()\n'done'",
+        started = started.display().to_string(),
+        release = release.display().to_string(),
+        interrupted = interrupted.display().to_string(),
+    );
+    let interrupt = Interrupt::new();
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| evaluators.eval("web", &spec, &code, PATIENCE, &interrupt));
+        wait_for(&started);
+        let before = evaluators
+            .eval("web", &spec, "1", PATIENCE, &Interrupt::new())
+            .expect_err("busy");
+        interrupt.fire();
+        wait_for(&interrupted);
+        let after = evaluators
+            .eval("web", &spec, "1", PATIENCE, &Interrupt::new())
+            .expect_err("still busy");
+        std::fs::write(&release, "").expect("releases the first evaluation");
+        assert!(
+            matches!(
+                before,
+                once_eval::Error::Busy {
+                    stopping: false,
+                    ..
+                }
+            ),
+            "{before:?}"
+        );
+        assert!(
+            after.to_string().starts_with(
+                "the evaluator of `web` is stopping another call, which was interrupted"
+            ),
+            "{after}"
+        );
+        let first = first.join().expect("joins").expect("an evaluation");
+        // The code caught the interrupt and ran to its end.
+        assert_eq!(first.value.as_deref(), Some("'done'"), "{first:?}");
+    });
+}
