@@ -162,7 +162,7 @@ pub fn answer_output_schema(value_schema: &Value) -> Value {
             "outcome": {
                 "type": "string",
                 "enum": words,
-                "description": "done: it did what was asked; refused: a gate, a stale revision, a path or an argument said no; busy: the resource is in use (the message says by whom); problem: it ran and failed; none: there was nothing to do",
+                "description": "What came of the call: done, refused (fix and call again), busy (in use; see message), problem (it ran and failed), none (nothing to do)",
             },
             "message": {"type": "string", "description": "One line that says what happened"},
             "result": value_schema,
