@@ -159,11 +159,14 @@ fn a_caller_told_busy_learns_when_the_holder_was_interrupted_and_is_stopping() {
         fixture.dir.join("interrupted"),
         fixture.dir.join("release"),
     );
-    // Says it started; on each interrupt says so and goes on waiting, until released.
+    // Says it started; an interrupt only makes it say so (its own SIGINT handler, so no
+    // exception can land between two statements), and it goes on waiting until released.
     let code = format!(
-        "import os, time\nopen({started:?}, 'w').close()\nend = time.time() + 60\n\
-         while not os.path.exists({release:?}) and time.time() < end:\n    try:\n        \
-         time.sleep(0.01)\n    except KeyboardInterrupt:\n        open({interrupted:?}, 'w').close()\n'done'",
+        "import os, signal, time\n\
+         signal.signal(signal.SIGINT, lambda *_: open({interrupted:?}, 'w').close())\n\
+         open({started:?}, 'w').close()\nend = time.time() + 60\n\
+         while not os.path.exists({release:?}) and time.time() < end:\n    time.sleep(0.01)\n\
+         signal.signal(signal.SIGINT, signal.default_int_handler)\n'done'",
         started = started.display().to_string(),
         release = release.display().to_string(),
         interrupted = interrupted.display().to_string(),
