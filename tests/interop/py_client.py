@@ -110,6 +110,36 @@ def shape_problem(result: types.CallToolResult) -> str | None:
     return None
 
 
+OUTCOMES = ("done", "refused", "busy", "problem", "none")
+ERROR_OUTCOMES = ("refused", "busy", "problem")
+
+
+def outcome_problem(result: types.CallToolResult, entry: dict[str, Any]) -> str | None:
+    """The answer of a tool that acts: structuredContent {outcome, message[, result]} even with isError,
+    the word first in the text, isError exactly for refused, busy and problem."""
+    sc = result.structured_content
+    if not isinstance(sc, dict):
+        return f"no structuredContent object (got {sc!r:.200})"
+    extra = sorted(set(sc) - {"outcome", "message", "result"})
+    if extra:
+        return f"structuredContent has keys beyond outcome, message and result: {extra}"
+    word, message = sc.get("outcome"), sc.get("message")
+    if word not in OUTCOMES:
+        return f"outcome {word!r} is not one of the five words"
+    if word != entry["expect_outcome"]:
+        return f"outcome {word}, expected {entry['expect_outcome']}: {message}"
+    if not isinstance(message, str) or not message:
+        return "no message"
+    if bool(result.is_error) != (word in ERROR_OUTCOMES):
+        return f"isError {result.is_error} with outcome {word}"
+    if not text_of(result).startswith(f"{word}: {message}"):
+        return f'the text does not start with "{word}: <message>": {text_of(result)[:200]}'
+    expect = entry.get("expect_text")
+    if expect and expect not in message:
+        return f"the message does not mention {expect}: {message}"
+    return None
+
+
 def mismatch(expected: Any, actual: Any, path: str = "result") -> str | None:
     """Where `actual` differs from the part `expected` (objects: the keys given; arrays: in full)."""
     if isinstance(expected, list):
@@ -267,6 +297,13 @@ async def classic_session(binary: str, workspace: str, errlog: Any) -> None:
                         result.is_error and entry["expect_text"] in text,
                         lambda: f"isError: {result.is_error}, text: {text[:300]}",
                     )
+
+            for entry in TABLE.get("outcomes", []):
+                name = f"{describe(entry['tool'], entry['args'])} answers {entry['expect_outcome']}"
+                result = await call(session, name, entry["tool"], entry["args"])
+                if result is not None:
+                    problem = outcome_problem(result, entry)
+                    checks.check(name, problem is None, problem)
 
             unknown = TABLE["unknown_tool"]
             name = f"unknown tool {unknown} is a tool error"

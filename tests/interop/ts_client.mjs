@@ -20,7 +20,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { Checks, coverageProblems, describeCall, loadTable, mismatch, resultShapeProblem, textOf, withTimeout } from './lib.mjs';
+import { Checks, coverageProblems, describeCall, loadTable, mismatch, outcomeProblem, resultShapeProblem, textOf, withTimeout } from './lib.mjs';
 
 const [first, second] = process.argv.slice(2);
 const http = first === '--http';
@@ -165,6 +165,22 @@ async function main() {
         const text = textOf(result);
         checks.check(name, result.isError === true && text.includes(call.expect_text), () =>
             `isError: ${result.isError}, text: ${text.slice(0, 300)}`);
+    }
+
+    // Tools that act: the outcome word, also on an error. This SDK validates structuredContent against
+    // the outputSchema whenever it is present, isError or not (callTool in client/index.js), so even a
+    // refusal must match the schema; callTool would throw otherwise, and the check says so again.
+    for (const call of table.outcomes ?? []) {
+        const name = `${describeCall(call.tool, call.args)} answers ${call.expect_outcome}`;
+        const result = await checks.attempt(name, () => client.callTool({ name: call.tool, arguments: call.args }, undefined, { timeout: REQUEST_MS }));
+        if (result === undefined) continue;
+        const problem = outcomeProblem(result, call);
+        checks.check(name, problem === null, problem);
+        const validator = client.getToolOutputValidator(call.tool);
+        if (validator) {
+            const verdict = validator(result.structuredContent);
+            checks.check(`${name}: structuredContent matches the outputSchema`, verdict.valid, () => verdict.errorMessage);
+        }
     }
 
     // An unknown tool: a tool error (isError) the model can read, not a crash of the session.

@@ -20,6 +20,7 @@ use crate::interrupt::Interrupt;
 use crate::launcher::Launcher;
 use crate::slot::{Context, Slot};
 use crate::spec::EvaluatorSpec;
+use crate::transcript::EvaluatorTranscript;
 
 /// Every evaluator of a workspace, keyed by target name.
 pub struct Evaluators {
@@ -65,7 +66,9 @@ impl Evaluators {
     ///
     /// Past `deadline` the code is interrupted; past `spec.grace` after that, the evaluator is
     /// killed and a fresh one started. `interrupt` does the same at the caller's request. Only
-    /// a failure to provide an evaluator at all is an error.
+    /// a failure to provide an evaluator at all is an error: [`Error::Busy`] at once when another
+    /// call is evaluating on `target` (the caller never waits behind it), [`Error::Empty`] for
+    /// blank code.
     pub fn eval(
         &self,
         target: &str,
@@ -104,6 +107,29 @@ impl Evaluators {
     pub fn pid(&self, target: &str) -> Option<u32> {
         let slot = self.shared.lock().get(target).cloned();
         slot.and_then(|slot| slot.pid())
+    }
+
+    /// What each target's evaluator was asked and what came back: one transcript per target
+    /// that has or had an evaluator (or was asked for one), sorted by target, each with its last
+    /// [`ENTRIES`](crate::ENTRIES) calls, oldest first. Kept in memory only; never
+    /// waits for an evaluation in flight.
+    pub fn transcripts(&self) -> Vec<EvaluatorTranscript> {
+        let slots: Vec<Arc<Slot>> = self.shared.lock().values().cloned().collect();
+        let mut transcripts: Vec<EvaluatorTranscript> =
+            slots.iter().filter_map(|slot| slot.transcript()).collect();
+        transcripts.sort_by(|a, b| a.target.cmp(&b.target));
+        transcripts
+    }
+
+    /// A number that changes whenever [`Evaluators::transcripts`] would show something new, at
+    /// the cost of a few comparisons: for a watcher that looks often.
+    pub fn stamp(&self) -> u64 {
+        let slots: Vec<Arc<Slot>> = self.shared.lock().values().cloned().collect();
+        let mut stamps: Vec<_> = slots.iter().filter_map(|slot| slot.stamp()).collect();
+        stamps.sort();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(&stamps, &mut hasher);
+        std::hash::Hasher::finish(&hasher)
     }
 
     /// Stops every evaluator and refuses new evaluations; what `stop_all` calls. Idempotent.

@@ -32,6 +32,12 @@
 //!   any state ── stop ──► stopped
 //! ```
 //!
+//! One call evaluates on a target at a time. A second call while one runs is answered at once
+//! with [`Error::Busy`], saying since when the evaluator is held; it never waits silently.
+//! Every call, answered or refused, goes into the target's transcript
+//! ([`Evaluators::transcripts`]): the last [`ENTRIES`] calls, code cut at [`CODE_BYTES`] and
+//! value, error and output at [`TEXT_BYTES`] each, in memory only.
+//!
 //! An evaluator that died between evaluations (killed from outside, crashed) is noticed when
 //! the next evaluation starts (its channel closed, or `waitid` says it exited); a fresh one is
 //! started and the result says that state was lost. A live evaluator whose spec changed is
@@ -60,6 +66,7 @@ mod reply;
 mod slot;
 mod spec;
 mod stray;
+mod transcript;
 
 pub use error::Error;
 pub use evaluation::{Evaluation, Status};
@@ -67,3 +74,6 @@ pub use evaluators::Evaluators;
 pub use interrupt::Interrupt;
 pub use nrepl::DEFAULT_PORT_FILE;
 pub use spec::{DEFAULT_GRACE, DEFAULT_START_TIMEOUT, EvaluatorSpec, Language, OUTPUT_CAP};
+pub use transcript::{
+    CODE_BYTES, ENTRIES, EntryOutcome, EvaluatorTranscript, TEXT_BYTES, TranscriptEntry,
+};

@@ -3,10 +3,14 @@
 //!
 //! A slot lives as long as its [`Evaluators`](crate::Evaluators) and outlives any number of
 //! evaluator processes or nREPL sessions; each of those is a *generation*. Evaluations on one
-//! target run one at a time under the slot's lock; an interrupt, `reset` and `stop` reach the
-//! evaluation in flight through the slot's channel and its group, never through the lock. This
-//! module must never return while an evaluator it gave up on is still running, and never lose
-//! state without saying so in the result.
+//! target run one at a time: a call first *claims* the slot on its desk (a small lock of its
+//! own, never held while anything runs), and a call that finds it claimed is answered `Busy` at
+//! once, never queued silently behind the other. The claimant then takes the slot's state lock;
+//! an interrupt, `reset` and `stop` reach the evaluation in flight through the slot's channel and
+//! its group, never through that lock. The desk also keeps the target's transcript and what is
+//! known of its evaluator, so a reader never waits for an evaluation. This module must never
+//! return while an evaluator it gave up on is still running, and never lose state without saying
+//! so in the result.
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -22,6 +26,7 @@ use crate::nrepl::{self, Connection, Message};
 use crate::process::{AdapterProcess, describe_exit};
 use crate::reply::{Reply, ReplyStatus};
 use crate::spec::{EvaluatorSpec, Language};
+use crate::transcript::{EvaluatorTranscript, Transcript, TranscriptEntry};
 
 /// How long to wait for an adapter's end marker after its reply (it was written first, so this
 /// only bounds a pathological case).
@@ -79,6 +84,30 @@ pub(crate) struct Slot {
     /// The last [`SO_FAR`] bytes the evaluation in flight printed, for progress; its own lock,
     /// so a reader never waits for the evaluation.
     so_far: Mutex<String>,
+    desk: Mutex<Desk>,
+}
+
+/// Who holds the slot, what its evaluator was last seen to be, and what it was asked.
+#[derive(Debug, Default)]
+struct Desk {
+    /// The language of the last call's spec; `None` until the first call.
+    language: Option<Language>,
+    /// When the call holding the slot claimed it.
+    busy_since: Option<Instant>,
+    /// The holding call was interrupted (a deadline, a cancel) and is stopping.
+    stopping: bool,
+    running: bool,
+    pid: Option<u32>,
+    transcript: Transcript,
+}
+
+/// A call's hold on its slot, released when dropped (also by a panic).
+struct Claim<'a>(&'a Slot);
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.0.desk().busy_since = None;
+    }
 }
 
 /// Most bytes of output an evaluation in flight shows in progress.
@@ -160,7 +189,82 @@ impl Slot {
                 closed: false,
             }),
             so_far: Mutex::new(String::new()),
+            desk: Mutex::new(Desk::default()),
         }
+    }
+
+    fn desk(&self) -> MutexGuard<'_, Desk> {
+        // Each change is one assignment or push; a panic cannot leave it half-changed.
+        self.desk.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Claims the slot for one call, or says who holds it.
+    fn claim(&self, language: Language) -> Result<Claim<'_>, Error> {
+        let mut desk = self.desk();
+        desk.language = Some(language);
+        if let Some(since) = desk.busy_since {
+            return Err(Error::Busy {
+                target: self.target.clone(),
+                seconds: since.elapsed().as_secs(),
+                stopping: desk.stopping,
+            });
+        }
+        desk.busy_since = Some(Instant::now());
+        desk.stopping = false;
+        Ok(Claim(self))
+    }
+
+    /// Notes that the call holding the slot was interrupted, so a caller told it is busy knows
+    /// the wait is short.
+    fn stopping(&self) {
+        self.desk().stopping = true;
+    }
+
+    /// Records what is live in `state` on the desk, for readers that must not wait.
+    fn note(&self, state: &State) {
+        let (running, pid) = live_now(state);
+        let mut desk = self.desk();
+        desk.running = running;
+        desk.pid = pid;
+    }
+
+    /// The target's transcript, or `None` before its first call. Never waits for an evaluation:
+    /// while one runs, the evaluator is described as last seen.
+    pub(crate) fn transcript(&self) -> Option<EvaluatorTranscript> {
+        let evaluating = self.desk().busy_since.is_some();
+        // Between calls the state lock is free but for a moment (a reset, a stop): look afresh,
+        // so an evaluator that died since is not shown running.
+        if !evaluating && let Ok(state) = self.state.try_lock() {
+            self.note(&state);
+        }
+        let desk = self.desk();
+        Some(EvaluatorTranscript {
+            target: self.target.clone(),
+            language: desk.language?,
+            running: desk.running,
+            evaluating: desk.busy_since.is_some(),
+            pid: desk.pid,
+            entries: desk.transcript.entries(),
+        })
+    }
+
+    /// A cheap summary of what [`Slot::transcript`] would show (whether it runs or evaluates, its
+    /// pid, how many entries and the newest's time), without copying the entries.
+    pub(crate) fn stamp(&self) -> Option<SlotStamp> {
+        if self.desk().busy_since.is_none()
+            && let Ok(state) = self.state.try_lock()
+        {
+            self.note(&state);
+        }
+        let desk = self.desk();
+        desk.language?;
+        Some(SlotStamp {
+            target: self.target.clone(),
+            running: desk.running,
+            evaluating: desk.busy_since.is_some(),
+            pid: desk.pid,
+            entries: desk.transcript.stamp(),
+        })
     }
 
     /// The end of what the evaluation in flight printed so far (stdout and stderr as they came).
@@ -183,8 +287,45 @@ impl Slot {
         }
     }
 
-    /// Evaluates `code`, starting or replacing the evaluator as needed.
+    /// Evaluates `code`, starting or replacing the evaluator as needed; `Busy` at once when
+    /// another call holds the evaluator, `Empty` for blank code. Every call goes into the
+    /// transcript.
     pub(crate) fn eval(
+        &self,
+        cx: &Context<'_>,
+        spec: &EvaluatorSpec,
+        code: &str,
+        deadline: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<Evaluation, Error> {
+        let refusal = if code.trim().is_empty() {
+            self.desk().language = Some(spec.language);
+            Err(Error::Empty {
+                target: self.target.clone(),
+            })
+        } else {
+            match self.claim(spec.language) {
+                Ok(claim) => {
+                    let result = self.eval_claimed(cx, spec, code, deadline, interrupt);
+                    self.note(&self.lock());
+                    // The entry is in before the claim goes: a reader that sees the slot free
+                    // sees what the call did.
+                    self.desk()
+                        .transcript
+                        .push(TranscriptEntry::of(code, &result));
+                    drop(claim);
+                    return result;
+                }
+                Err(busy) => Err(busy),
+            }
+        };
+        self.desk()
+            .transcript
+            .push(TranscriptEntry::of(code, &refusal));
+        refusal
+    }
+
+    fn eval_claimed(
         &self,
         cx: &Context<'_>,
         spec: &EvaluatorSpec,
@@ -255,6 +396,7 @@ impl Slot {
         self.drain(&mut state);
         let was_live = state.live.is_some();
         end(&mut state);
+        self.note(&state);
         was_live
     }
 
@@ -268,6 +410,7 @@ impl Slot {
     pub(crate) fn finish_stop(&self) {
         let mut state = self.lock();
         end(&mut state);
+        self.note(&state);
     }
 
     /// The pid of the live adapter process, if there is one.
@@ -375,13 +518,12 @@ impl Slot {
             }
         };
         state.live = Some((live, spec.clone()));
-        match self.ready(state, cx, spec) {
-            Ok(()) => Ok(()),
-            Err(error) => {
-                end(state);
-                Err(error)
-            }
+        let ready = self.ready(state, cx, spec);
+        if ready.is_err() {
+            end(state);
         }
+        self.note(state);
+        ready
     }
 
     /// Proves a fresh evaluator ready with a trivial evaluation (and, for nREPL, opens the
@@ -560,6 +702,7 @@ impl Slot {
                     if interrupted.is_none() {
                         process.interrupt();
                         interrupted = Some((Why::Cancel, Instant::now() + spec.grace));
+                        self.stopping();
                         repeat_at = Some(Instant::now() + spec.grace / 2);
                     }
                 }
@@ -574,6 +717,7 @@ impl Slot {
                     None => {
                         process.interrupt();
                         interrupted = Some((Why::Deadline, Instant::now() + spec.grace));
+                        self.stopping();
                         repeat_at = Some(Instant::now() + spec.grace / 2);
                     }
                     Some(_) if repeat_at.take().is_some() => process.interrupt(),
@@ -680,6 +824,7 @@ impl Slot {
                             &[("interrupt-id", &id)],
                         );
                         interrupted = Some((Why::Cancel, Instant::now() + spec.grace));
+                        self.stopping();
                     }
                 }
                 Some(Event::Stop) => {
@@ -697,6 +842,7 @@ impl Slot {
                             &[("interrupt-id", &id)],
                         );
                         interrupted = Some((Why::Deadline, Instant::now() + spec.grace));
+                        self.stopping();
                     }
                     Some((why, _)) => {
                         end(state);
@@ -724,6 +870,18 @@ impl Slot {
                 },
             }
         }
+    }
+}
+
+/// Whether an evaluator is live in `state` (an adapter that has not exited, or an nREPL
+/// session), and the adapter's pid.
+fn live_now(state: &State) -> (bool, Option<u32>) {
+    match &state.live {
+        Some((Live::Adapter(process), _)) if !state.closed && !process.has_exited() => {
+            (true, Some(process.pid()))
+        }
+        Some((Live::Nrepl(_), _)) => (!state.closed, None),
+        _ => (false, None),
     }
 }
 
@@ -795,4 +953,15 @@ fn fill_from_nrepl(draft: &mut Draft, message: &Message, interrupted: Option<Why
         draft.error.get_or_insert_with(|| "interrupted".into());
     }
     message.has_status("done")
+}
+
+/// What a slot's transcript shows, in brief (see [`Slot::stamp`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct SlotStamp {
+    target: String,
+    running: bool,
+    evaluating: bool,
+    pid: Option<u32>,
+    /// How many entries, and when the newest ended.
+    entries: (usize, u64),
 }

@@ -327,7 +327,7 @@ fn tool(
                               "required": ["text"], "additionalProperties": false}),
         annotations: Annotations::READ_ONLY,
         gate: Gate::Always,
-        handler: Arc::new(handler),
+        handler: once_mcp::Handler::query(handler),
     }
 }
 

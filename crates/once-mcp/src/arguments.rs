@@ -1,6 +1,7 @@
 //! The strict input schema, enforced in one place for every tool alike: a call's arguments are
 //! checked against the tool's `inputSchema` before its handler runs, and a call that breaks it
-//! gets a tool error (`isError: true`) that names the argument and the bound it broke.
+//! gets a tool error (`isError: true`; a `refused` answer for a tool that acts) that names the
+//! argument and the bound it broke.
 //!
 //! What is enforced: undeclared arguments (at the root and in nested closed objects), `type`,
 //! `enum`, `const`, `minimum`/`maximum` and their exclusive forms, `minLength`/`maxLength`
@@ -29,7 +30,7 @@ pub(crate) fn check_arguments(tool: &Tool, arguments: &Map<String, Value>) -> Re
     };
     if let Some(text) = undeclared(arguments, declared) {
         return Err(format!(
-            "{} does not take {text}. Fix the arguments and call it again.",
+            "{} does not take {text}; fix the arguments and call it again",
             tool.name
         ));
     }
@@ -42,7 +43,7 @@ pub(crate) fn check_arguments(tool: &Tool, arguments: &Map<String, Value>) -> Re
         }
         check(value, schema, name).map_err(|(path, problem)| {
             format!(
-                "{}: the argument `{path}` {problem}. Fix the arguments and call it again.",
+                "{}: the argument `{path}` {problem}; fix the arguments and call it again",
                 tool.name
             )
         })?;

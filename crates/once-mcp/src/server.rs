@@ -25,8 +25,8 @@ use crate::message::{
 };
 use crate::outbox::{self, Outbox, Writer};
 use crate::tool::{
-    CallContext, CancelToken, Gate, Gates, LogLevel, LogThreshold, Tool, ToolResult, log_to_client,
-    validate_tools, wrap_output_schema,
+    Answer, CallContext, CancelToken, Gate, Gates, Handler, LogLevel, LogThreshold, Tool,
+    ToolResult, answer_output_schema, log_to_client, validate_tools, wrap_output_schema,
 };
 use crate::version::ProtocolVersion;
 
@@ -596,14 +596,15 @@ impl Session {
                 Gate::Edit => "it edits files",
                 _ => "it runs commands",
             };
-            return Some(Ok(error_result(format!(
-                "The tool {name:?} is disabled because {what} and this server was started without {flag}. \
-                 Ask the person to restart the server as `once mcp {flag}` if they want to allow it; \
-                 until then, do not retry this call."
-            ))));
+            let text = format!(
+                "the tool `{name}` is disabled because {what} and this server was started without \
+                 `{flag}`; ask the person to restart the server as `once mcp {flag}` if they want \
+                 to allow it, and until then do not retry this call"
+            );
+            return Some(Ok(refusal(tool, text, self.version)));
         }
         if let Err(text) = check_arguments(tool, &arguments) {
-            return Some(Ok(error_result(text)));
+            return Some(Ok(refusal(tool, text, self.version)));
         }
         let progress_token = params
             .get("_meta")
@@ -732,10 +733,13 @@ impl Job {
             sink,
             calls,
         } = self;
-        let outcome = catch_unwind(AssertUnwindSafe(|| (tool.handler)(&context, arguments)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| match &tool.handler {
+            Handler::Query(handler) => call_result(handler(&context, arguments), version),
+            Handler::Act(handler) => answer_result(&handler(&context, arguments), version),
+        }));
         context.finish();
         let reply = match outcome {
-            Ok(result) => result_response(&id, call_result(result, version)),
+            Ok(result) => result_response(&id, result),
             Err(panic) => {
                 let text = panic_text(&panic);
                 tracing::error!(tool = tool.name, panic = %text, "tool handler panicked");
@@ -823,7 +827,8 @@ pub enum DetachedCallError {
 /// Calls a read-only, ungated tool of `config` outside any connection, as another front end (the
 /// window page) reads the same answers agents read. The freshness hook runs first, as before a
 /// request; the handler gets a context that is never cancelled and whose notifications go
-/// nowhere. Refuses every tool that is gated or not marked read-only, so this door can never act.
+/// nowhere. Refuses every tool that acts, is gated or is not marked read-only, so this door can
+/// never act.
 pub fn call_read_only(
     config: &ServerConfig,
     name: &str,
@@ -834,9 +839,12 @@ pub fn call_read_only(
         .iter()
         .find(|t| t.name == name)
         .ok_or_else(|| DetachedCallError::Unknown(name.to_owned()))?;
-    if tool.gate != Gate::Always || !tool.annotations.read_only {
-        return Err(DetachedCallError::NotReadOnly(name.to_owned()));
-    }
+    let handler = match &tool.handler {
+        Handler::Query(handler) if tool.gate == Gate::Always && tool.annotations.read_only => {
+            Arc::clone(handler)
+        }
+        _ => return Err(DetachedCallError::NotReadOnly(name.to_owned())),
+    };
     check_arguments(tool, &arguments).map_err(DetachedCallError::Arguments)?;
     if let Some(before) = &config.before_request {
         before();
@@ -855,7 +863,6 @@ pub fn call_read_only(
         writer.outbox(),
         Arc::new(LogThreshold::off()),
     );
-    let handler = Arc::clone(&tool.handler);
     let result = catch_unwind(AssertUnwindSafe(|| handler(&context, arguments)));
     drop(context);
     writer.close().map_err(internal)?;
@@ -896,6 +903,32 @@ fn call_result(result: ToolResult, version: ProtocolVersion) -> Value {
     }
 }
 
+/// The `CallToolResult` of an acting tool's answer: the word first in the text, `isError` for
+/// refused, busy and problem, and the whole answer as `structuredContent` where `version` has it
+/// (even with `isError`, so a client reads the word without parsing text).
+fn answer_result(answer: &Answer, version: ProtocolVersion) -> Value {
+    let mut result = Map::new();
+    result.insert(
+        "content".into(),
+        json!([{"type": "text", "text": answer.text()}]),
+    );
+    if version.has_structured_output() {
+        result.insert("structuredContent".into(), answer.structured());
+    }
+    result.insert("isError".into(), json!(answer.outcome().is_error()));
+    Value::Object(result)
+}
+
+/// A call the server refuses before the handler runs: an acting tool answers `refused`, a query
+/// a tool error.
+fn refusal(tool: &Tool, text: String, version: ProtocolVersion) -> Value {
+    if tool.handler.acts() {
+        answer_result(&Answer::refused(text), version)
+    } else {
+        error_result(text)
+    }
+}
+
 /// A `Tool` entry of `tools/list`, with only the fields `version` knows.
 fn describe_tool(tool: &Tool, version: ProtocolVersion) -> Value {
     let mut entry = Map::new();
@@ -906,10 +939,12 @@ fn describe_tool(tool: &Tool, version: ProtocolVersion) -> Value {
     entry.insert("description".into(), json!(tool.description));
     entry.insert("inputSchema".into(), tool.input_schema.clone());
     if version.has_structured_output() {
-        entry.insert(
-            "outputSchema".into(),
-            wrap_output_schema(&tool.output_schema),
-        );
+        let schema = if tool.handler.acts() {
+            answer_output_schema(&tool.output_schema)
+        } else {
+            wrap_output_schema(&tool.output_schema)
+        };
+        entry.insert("outputSchema".into(), schema);
     }
     if version.has_tool_annotations() {
         let a = tool.annotations;

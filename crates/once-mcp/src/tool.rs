@@ -1,5 +1,6 @@
 //! The public tool API: what a tool is, how it is gated, what a handler gets
-//! (cancellation, progress, logging) and what it returns.
+//! (cancellation, progress, logging) and what it returns: a read-only tool a value or an error,
+//! a tool that acts an [`Answer`] (see `outcome.rs`).
 //!
 //! Handlers are plain synchronous functions run on a worker thread; this
 //! module gives them a [`CallContext`] whose methods never block and never
@@ -14,6 +15,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
+
+mod outcome;
+
+pub use outcome::{Answer, MESSAGE_BYTES, Outcome, answer_output_schema};
 
 use crate::message::{RequestId, notification};
 use crate::outbox::Outbox;
@@ -118,13 +123,14 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
 
 fn missing(name: &str, kind: &str) -> String {
     format!(
-        "Missing argument {name:?} ({kind}). Call the tool again with it; its inputSchema lists every argument."
+        "missing argument `{name}` ({kind}): call the tool again with it; its inputSchema lists \
+         every argument"
     )
 }
 
 fn mistyped(name: &str, kind: &str, found: &Value) -> String {
     format!(
-        "Argument {name:?} must be {kind}, not {}. Call the tool again with a corrected value.",
+        "argument `{name}` must be {kind}, not {}: call the tool again with a corrected value",
         json_kind(found)
     )
 }
@@ -166,8 +172,52 @@ pub fn optional_u64(args: &Map<String, Value>, name: &str) -> Result<Option<u64>
     }
 }
 
-/// The handler signature.
-pub type Handler = Arc<dyn Fn(&CallContext, Map<String, Value>) -> ToolResult + Send + Sync>;
+/// The signature of a read-only tool's handler.
+pub type QueryFn = dyn Fn(&CallContext, Map<String, Value>) -> ToolResult + Send + Sync;
+/// The signature of an acting tool's handler: every return is an [`Answer`].
+pub type ActFn = dyn Fn(&CallContext, Map<String, Value>) -> Answer + Send + Sync;
+
+/// The function that does a tool's work. Which of the two a tool has decides its answer's shape:
+/// a query answers `{"result": value}`, a tool that acts `{"outcome", "message", "result"}`,
+/// and the server refuses a call of an acting tool (closed gate, bad arguments) with an
+/// [`Answer`] too.
+#[derive(Clone)]
+pub enum Handler {
+    /// A tool that only reads.
+    Query(Arc<QueryFn>),
+    /// A tool that runs, cancels, evaluates, proposes or writes something.
+    Act(Arc<ActFn>),
+}
+
+impl fmt::Debug for Handler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Handler::Query(_) => "Handler::Query",
+            Handler::Act(_) => "Handler::Act",
+        })
+    }
+}
+
+impl Handler {
+    /// The handler of a read-only tool.
+    pub fn query(
+        f: impl Fn(&CallContext, Map<String, Value>) -> ToolResult + Send + Sync + 'static,
+    ) -> Handler {
+        Handler::Query(Arc::new(f))
+    }
+
+    /// The handler of a tool that acts.
+    pub fn act(
+        f: impl Fn(&CallContext, Map<String, Value>) -> Answer + Send + Sync + 'static,
+    ) -> Handler {
+        Handler::Act(Arc::new(f))
+    }
+
+    /// Whether the tool acts (answers with an outcome).
+    pub fn acts(&self) -> bool {
+        matches!(self, Handler::Act(_))
+    }
+}
 
 /// One tool of the catalog.
 #[derive(Clone)]
@@ -181,7 +231,8 @@ pub struct Tool {
     /// JSON Schema of the arguments; root `type: "object"` with
     /// `additionalProperties: false`.
     pub input_schema: Value,
-    /// JSON Schema of the returned value; the server wraps it under `result`.
+    /// JSON Schema of the returned value; the server wraps it under `result` (and, for a tool
+    /// that acts, next to `outcome` and `message`).
     pub output_schema: Value,
     /// Behaviour hints.
     pub annotations: Annotations,
@@ -198,6 +249,7 @@ impl fmt::Debug for Tool {
             .field("title", &self.title)
             .field("gate", &self.gate)
             .field("annotations", &self.annotations)
+            .field("acts", &self.handler.acts())
             .finish_non_exhaustive()
     }
 }
@@ -635,7 +687,7 @@ mod tests {
             output_schema: output,
             annotations: Annotations::READ_ONLY,
             gate: Gate::Always,
-            handler: Arc::new(|_, _| ToolResult::Value(Value::Null)),
+            handler: Handler::query(|_, _| ToolResult::Value(Value::Null)),
         }
     }
 
@@ -683,7 +735,7 @@ mod tests {
         assert!(
             required_str(args, "missing")
                 .unwrap_err()
-                .contains("Missing argument \"missing\"")
+                .contains("missing argument `missing`")
         );
         assert!(
             required_str(args, "n")

@@ -11,8 +11,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use once_mcp::{
-    Annotations, CancelToken, Gate, Gates, LogLevel, ServeOptions, ServerConfig, Tool, ToolResult,
-    serve_with,
+    Annotations, Answer, CancelToken, Gate, Gates, LogLevel, ServeOptions, ServerConfig, Tool,
+    ToolResult, serve_with,
 };
 use serde_json::{Value, json};
 
@@ -218,7 +218,7 @@ fn tool(
                               "required": ["text"], "additionalProperties": false}),
         annotations: Annotations::READ_ONLY,
         gate,
-        handler: Arc::new(handler),
+        handler: once_mcp::Handler::query(handler),
     }
 }
 
@@ -234,6 +234,35 @@ fn echo() -> Tool {
             ),
         },
     )
+}
+
+/// A tool that acts, answering with the word it is given (and a value for `done`).
+fn act(gate: Gate) -> Tool {
+    let words = json!({"type": "string", "enum": ["done", "refused", "busy", "problem", "none"]});
+    Tool {
+        name: "act",
+        title: "An acting test tool",
+        description: "Answers with the word it is given.".into(),
+        input_schema: closed_object(json!({"word": words}), &["word"]),
+        output_schema: json!({"type": "object", "properties": {"text": {"type": "string"}},
+                              "required": ["text"], "additionalProperties": false}),
+        annotations: Annotations {
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+            open_world: false,
+        },
+        gate,
+        handler: once_mcp::Handler::act(|_, args| {
+            match args.get("word").and_then(Value::as_str).unwrap_or_default() {
+                "done" => Answer::done("did it.").with_result(json!({"text": "did"})),
+                "refused" => Answer::refused("the gate is closed"),
+                "busy" => Answer::busy("held by another call"),
+                "problem" => Answer::problem("it failed:\n  line two\n"),
+                _ => Answer::none("nothing to do"),
+            }
+        }),
+    }
 }
 
 fn basic_tools() -> Vec<Tool> {
@@ -370,7 +399,7 @@ fn assert_schema_is_portable(schema: &Value, path: &str) {
 #[test]
 fn initialize_and_list_per_version() {
     for version in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] {
-        let client = Client::start(config(vec![echo()]));
+        let client = Client::start(config(vec![echo(), act(Gate::Always)]));
         assert_eq!(
             client.initialize(version),
             json!({"jsonrpc": "2.0", "id": 0, "result": {
@@ -403,6 +432,89 @@ fn initialize_and_list_per_version() {
             json!({"jsonrpc": "2.0", "id": 2, "result": expected})
         );
         assert_eq!(client.finish(), Vec::<Value>::new());
+    }
+}
+
+#[test]
+fn acting_tools_answer_with_an_outcome_word_message_and_value() {
+    let client = Client::start(config(vec![act(Gate::Always), act_gated()]));
+    client.initialize("2025-11-25");
+    let list = client.call(request(1, "tools/list", json!({})));
+    let schema = &list["result"]["tools"][0]["outputSchema"];
+    assert_eq!(schema["required"], json!(["outcome", "message"]));
+    assert_eq!(
+        schema["properties"]["outcome"]["enum"],
+        json!(["done", "refused", "busy", "problem", "none"])
+    );
+    assert_eq!(schema["properties"]["result"]["required"], json!(["text"]));
+    assert_eq!(schema["additionalProperties"], false);
+
+    let reply = client.call(call(2, "act", json!({"word": "done"})));
+    assert_eq!(
+        reply["result"],
+        json!({
+            "content": [{"type": "text", "text": "done: did it\n{\"text\":\"did\"}"}],
+            "structuredContent": {"outcome": "done", "message": "did it", "result": {"text": "did"}},
+            "isError": false,
+        })
+    );
+    for (id, word, message, is_error) in [
+        (3, "refused", "the gate is closed", true),
+        (4, "busy", "held by another call", true),
+        (5, "problem", "it failed:; line two", true),
+        (6, "none", "nothing to do", false),
+    ] {
+        let reply = client.call(call(id, "act", json!({"word": word})));
+        assert_eq!(
+            reply["result"],
+            json!({
+                "content": [{"type": "text", "text": format!("{word}: {message}")}],
+                "structuredContent": {"outcome": word, "message": message},
+                "isError": is_error,
+            }),
+            "{word}"
+        );
+    }
+    // Refused before the handler runs: bad arguments, and a closed gate.
+    let bad = client.call(call(7, "act", json!({"word": "maybe"})));
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert_eq!(bad["result"]["structuredContent"]["outcome"], "refused");
+    let message = bad["result"]["structuredContent"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.starts_with("act: the argument `word` is \"maybe\""),
+        "{message}"
+    );
+    assert!(!message.ends_with('.'), "{message}");
+    let gated = client.call(call(8, "act_run", json!({"word": "done"})));
+    assert_eq!(gated["result"]["structuredContent"]["outcome"], "refused");
+    assert!(
+        gated["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused: the tool `act_run` is disabled because it runs commands"),
+        "{gated}"
+    );
+    client.finish();
+
+    // Without structured output, the text alone carries the word.
+    let client = Client::start(config(vec![act(Gate::Always)]));
+    client.initialize("2025-03-26");
+    let list = client.call(request(1, "tools/list", json!({})));
+    assert!(list["result"]["tools"][0].get("outputSchema").is_none());
+    let reply = client.call(call(2, "act", json!({"word": "busy"})));
+    assert_eq!(
+        reply["result"],
+        json!({"content": [{"type": "text", "text": "busy: held by another call"}], "isError": true})
+    );
+    client.finish();
+}
+
+fn act_gated() -> Tool {
+    Tool {
+        name: "act_run",
+        ..act(Gate::Run)
     }
 }
 

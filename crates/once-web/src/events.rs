@@ -20,7 +20,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, UNIX_EPOCH};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// How often the watcher looks, while a page is open.
 pub const POLL: Duration = Duration::from_millis(200);
@@ -112,7 +112,7 @@ pub struct Watched {
     pub root: PathBuf,
     /// The graph's reload count, after reloading it if a manifest changed.
     pub graph: Box<dyn Fn() -> u64 + Send + Sync>,
-    /// A fingerprint of the evaluators' transcripts.
+    /// A number that changes with the evaluators' transcripts.
     pub evaluators: Box<dyn Fn() -> u64 + Send + Sync>,
 }
 
@@ -236,13 +236,6 @@ fn stamp(path: &Path) -> Option<(u64, u128)> {
     let meta = fs::symlink_metadata(path).ok()?;
     let modified = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
     Some((meta.len(), modified.as_nanos()))
-}
-
-/// A fingerprint of any JSON value, for the graph and the evaluators.
-pub fn fingerprint(value: &Value) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    value.to_string().hash(&mut hasher);
-    hasher.finish()
 }
 
 #[cfg(test)]

@@ -60,6 +60,9 @@ pub struct Sources {
     pub live: Arc<LiveWorkspace>,
     /// The evaluators' transcripts, as JSON (an array).
     pub evaluators: Arc<dyn Fn() -> Value + Send + Sync>,
+    /// A number that changes whenever the evaluators' transcripts would (cheap: looked at five
+    /// times a second while a page is open).
+    pub evaluators_stamp: Arc<dyn Fn() -> u64 + Send + Sync>,
     /// The hub the window tools publish to (made before the tools, so they can hold it).
     pub hub: Arc<Hub>,
     /// Takes the door's one client slot for an MCP session over HTTP.
@@ -128,6 +131,7 @@ impl Web {
             config,
             live,
             evaluators,
+            evaluators_stamp,
             hub,
             claim,
         } = sources;
@@ -135,7 +139,7 @@ impl Web {
             root: root.clone(),
             config,
             live: Arc::clone(&live),
-            evaluators: Arc::clone(&evaluators),
+            evaluators,
             access: Access::new(port, session)?,
             hub: Arc::clone(&hub),
             claim,
@@ -150,7 +154,7 @@ impl Web {
                     live.refresh();
                     live.generation()
                 }),
-                evaluators: Box::new(move || events::fingerprint(&evaluators())),
+                evaluators: Box::new(move || evaluators_stamp()),
             },
         )?;
         Ok(Web { shared })

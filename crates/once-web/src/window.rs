@@ -10,8 +10,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use once_mcp::{Annotations, Gate, LiveWorkspace, Tool, ToolResult, required_str};
-use serde_json::{Value, json};
+use once_mcp::{Annotations, Answer, Gate, Handler, LiveWorkspace, Tool, required_str};
+use serde_json::json;
 
 use crate::events::{Event, Hub};
 
@@ -44,11 +44,9 @@ fn show(root: PathBuf, live: Arc<LiveWorkspace>, hub: Arc<Hub>) -> Tool {
         output_schema: json!({
             "type": "object",
             "properties": {
-                "outcome": {"type": "string", "enum": ["done", "refused", "none"]},
-                "message": {"type": "string"},
                 "pages": {"type": "integer", "description": "How many open pages were told"},
             },
-            "required": ["outcome", "message", "pages"],
+            "required": ["pages"],
             "additionalProperties": false,
         }),
         annotations: Annotations {
@@ -58,21 +56,21 @@ fn show(root: PathBuf, live: Arc<LiveWorkspace>, hub: Arc<Hub>) -> Tool {
             open_world: false,
         },
         gate: Gate::Always,
-        handler: Arc::new(move |_context, arguments| {
+        handler: Handler::act(move |_context, arguments| {
             let kind = match required_str(&arguments, "kind") {
                 Ok(kind) => kind,
-                Err(text) => return ToolResult::Error(text),
+                Err(text) => return Answer::refused(text),
             };
             let id = match required_str(&arguments, "id") {
                 Ok(id) => id,
-                Err(text) => return ToolResult::Error(text),
+                Err(text) => return Answer::refused(text),
             };
-            ToolResult::Value(focus(&root, &live, &hub, kind, id))
+            focus(&root, &live, &hub, kind, id)
         }),
     }
 }
 
-fn focus(root: &Path, live: &LiveWorkspace, hub: &Hub, kind: &str, id: &str) -> Value {
+fn focus(root: &Path, live: &LiveWorkspace, hub: &Hub, kind: &str, id: &str) -> Answer {
     let exists = match kind {
         "target" => live.read().target(id).is_some(),
         "run" => listed(&root.join(".once").join("runs"), id),
@@ -82,30 +80,25 @@ fn focus(root: &Path, live: &LiveWorkspace, hub: &Hub, kind: &str, id: &str) -> 
     };
     if !exists {
         let what = kind.replace('_', " ");
-        return json!({
-            "outcome": "refused",
-            "message": format!("there is no {what} `{id}`; check the id (the once_query_* tools list them)"),
-            "pages": 0,
-        });
+        return Answer::refused(format!(
+            "there is no {what} `{id}`; check the id (the once_query_* tools list them)"
+        ))
+        .with_result(json!({ "pages": 0 }));
     }
     let event = Event {
         name: "focus",
         data: json!({ "kind": kind, "id": id }).to_string(),
     };
     let pages = hub.publish(&event);
-    if pages == 0 {
-        json!({
-            "outcome": "none",
-            "message": "no page is open: the person did not see it; tell them in your reply",
-            "pages": 0,
-        })
+    let answer = if pages == 0 {
+        Answer::none("no page is open: the person did not see it; tell them in your reply")
     } else {
-        json!({
-            "outcome": "done",
-            "message": format!("shown on {pages} open page{}", if pages == 1 { "" } else { "s" }),
-            "pages": pages,
-        })
-    }
+        Answer::done(format!(
+            "shown on {pages} open page{}",
+            if pages == 1 { "" } else { "s" }
+        ))
+    };
+    answer.with_result(json!({ "pages": pages }))
 }
 
 /// Whether `name` is an entry of `folder`, compared with the listing, so no id can name a path.

@@ -112,8 +112,11 @@ The target declares its evaluator in once.toml:
 Past the deadline the code is interrupted (SIGINT, or nREPL `interrupt`); code that will not stop
 is killed and the output says that state was lost. Ctrl-C interrupts the evaluation the same way.
 When a `once serve --allow-run` session serves the workspace, `once eval` evaluates there: the
-evaluator stays warm between commands (and agents), and `--reset` starts it afresh. Without a
-session (or with `--local`) the evaluator lives only as long as this command.
+evaluator stays warm between commands (and agents), and `--reset` starts it afresh (only when the
+session was started with `--allow-eval-reset`). An evaluator runs one evaluation at a time: while
+another one (yours or an agent's) is running, `once eval` prints who holds it and exits 1 at once
+instead of waiting. Without a session (or with `--local`) the evaluator lives only as long as this
+command.
 
 Examples:
   once eval analysis 'import pandas as pd; pd.__version__'
@@ -121,7 +124,8 @@ Examples:
   echo '(+ 1 2)' | once eval clj - --json
   once eval --reset analysis
 
-Exit status: 0 when the code ran to the end, 1 otherwise (an exception, a deadline, a crash).")]
+Exit status: 0 when the code ran to the end, 1 otherwise (an exception, a deadline, a crash, a
+busy evaluator, empty code).")]
     Eval(EvalArgs),
 
     /// Keep a live session of the workspace, with its window (a web page), and serve it over MCP on 127.0.0.1
@@ -130,7 +134,9 @@ The session loads the graph once and keeps it fresh, holds the runs it starts, a
 client at a time on a loopback port the OS picks. Clients reach it through `once mcp --attach`,
 which finds it in `$XDG_STATE_HOME/once/mcp/` (else `~/.local/state/once/mcp/`) and presents its
 secret token. A ready line `listening on 127.0.0.1:PORT` goes to stderr. It stops on SIGTERM,
-SIGINT or SIGHUP, stopping every run it started and removing its entry.
+SIGINT or SIGHUP, stopping every run it started and removing its entry. Its evaluators are shared
+by you (`once eval`) and the agent: the agent's `once_eval_reset` is refused unless you pass
+`--allow-eval-reset`.
 
 The same port serves the window: a page where you watch the graph, runs, change sets, memory and
 evaluators, and apply or reject change sets. Open it with the one-time link printed on stderr
@@ -139,6 +145,7 @@ evaluators, and apply or reject change sets. Open it with the one-time link prin
 Examples:
   once -C ~/code/shop serve                 Read-only: query the graph
   once serve --allow-run --open             Let the agent run capabilities; watch in your browser
+  once serve --allow-run --allow-eval-reset And let it reset the evaluators you share with it
   once serve --status                       The live sessions (same as `once sessions`)
   claude mcp add once -- once mcp --attach \"$PWD\"")]
     Serve(ServeArgs),
@@ -588,8 +595,12 @@ pub struct ServeArgs {
     /// Open the window (the session's web page) in your browser
     #[arg(long)]
     pub open: bool,
+    /// Let the attached agent reset (stop) the session's evaluators with `once_eval_reset`; they
+    /// are shared with you, so by default it is refused
+    #[arg(long, requires = "allow_run")]
+    pub allow_eval_reset: bool,
     /// List the live sessions instead of starting one
-    #[arg(long, conflicts_with_all = ["allow_edit", "allow_run"])]
+    #[arg(long, conflicts_with_all = ["allow_edit", "allow_run", "allow_eval_reset"])]
     pub status: bool,
     /// With `--status`: print JSON
     #[arg(long, requires = "status")]
@@ -888,6 +899,17 @@ mod tests {
             Some(Some(PathBuf::from("/w")))
         );
         assert!(Cli::try_parse_from(["once", "mcp", "--attach", "--allow-run"]).is_err());
+    }
+
+    #[test]
+    fn allow_eval_reset_needs_allow_run() {
+        let cli = Cli::try_parse_from(["once", "serve", "--allow-run", "--allow-eval-reset"])
+            .expect("parses");
+        let Command::Serve(args) = cli.command else {
+            panic!("not serve");
+        };
+        assert!(args.allow_eval_reset);
+        assert!(Cli::try_parse_from(["once", "serve", "--allow-eval-reset"]).is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! a bounded poll of `/proc`, never with a fixed sleep.
 
 mod adapters;
+mod busy;
 mod nrepl;
 
 use std::path::PathBuf;

@@ -13,7 +13,7 @@ use once_graph::query::{self, AffectedQuery, QueryName};
 use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
-use crate::tool::{Annotations, CallContext, Gate, Tool};
+use crate::tool::{Annotations, CallContext, Gate, Handler, Tool};
 
 /// Most files one call may name; more come from `since`.
 const MAX_NAMED_FILES: u64 = 1_000;
@@ -41,7 +41,7 @@ pub fn affected_tools(live: &Arc<LiveWorkspace>, registry: &Registry) -> Vec<Too
         output_schema: query::output_schema(QueryName::Affected),
         annotations: Annotations::READ_ONLY,
         gate: Gate::Always,
-        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
+        handler: Handler::query(move |_: &CallContext, args: Map<String, Value>| {
             answer(&live, &registry, args).into()
         }),
     }]

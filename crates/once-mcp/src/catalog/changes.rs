@@ -3,7 +3,8 @@
 //! It is safe to leave open because it applies nothing: `once_changes::ChangeStore::propose`
 //! checks the paths and base hashes and saves the proposal under `.once/changes/<id>/`, and only a
 //! person applies it, with `once changes apply`. The author recorded is the client's own
-//! `clientInfo`. This module must never apply or reject a change set.
+//! `clientInfo`. A proposal with problems is `refused` (all of them in one message), an empty one
+//! `none`. This module must never apply or reject a change set.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use once_changes::{Action, ChangeDraft, ChangeStore, Draft, Error};
 use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
-use crate::tool::{Annotations, CallContext, Gate, Tool, ToolResult, required_str};
+use crate::tool::{Annotations, Answer, CallContext, Gate, Handler, Tool, required_str};
 
 /// The change-set tools.
 pub fn change_tools(live: &Arc<LiveWorkspace>) -> Vec<Tool> {
@@ -77,42 +78,62 @@ fn propose(live: &Arc<LiveWorkspace>) -> Tool {
             open_world: false,
         },
         gate: Gate::Always,
-        handler: Arc::new(move |context: &CallContext, args: Map<String, Value>| {
-            let run = || -> Result<Value, String> {
-                let draft = Draft {
-                    title: required_str(&args, "title")?.to_string(),
-                    rationale: required_str(&args, "rationale")?.to_string(),
-                    author: context.client().map(str::to_string),
-                    changes: changes(&args)?,
-                };
-                let store = ChangeStore::new(live.read().root());
-                let proposal = store.propose(draft).map_err(|error| match error {
-                    Error::Invalid { problems } => format!(
-                        "Nothing was saved. Fix each problem and call again:\n- {}",
-                        problems.join("\n- ")
-                    ),
-                    other => other.to_string(),
-                })?;
-                let row = once_changes::ChangeSetRow::new(&proposal);
-                Ok(json!({
-                    "id": row.id,
-                    "status": row.status,
-                    "create": row.create,
-                    "replace": row.replace,
-                    "delete": row.delete,
-                    "review": format!("once changes show {}", row.id),
-                }))
-            };
-            ToolResult::from(run())
+        handler: Handler::act(move |context: &CallContext, args: Map<String, Value>| {
+            let store = ChangeStore::new(live.read().root());
+            propose_set(&store, context, &args).into()
         }),
     }
+}
+
+fn propose_set(
+    store: &ChangeStore,
+    context: &CallContext,
+    args: &Map<String, Value>,
+) -> Result<Answer, Answer> {
+    let draft = Draft {
+        title: required_str(args, "title")
+            .map_err(Answer::refused)?
+            .to_string(),
+        rationale: required_str(args, "rationale")
+            .map_err(Answer::refused)?
+            .to_string(),
+        author: context.client().map(str::to_string),
+        changes: changes(args).map_err(Answer::refused)?,
+    };
+    if draft.changes.is_empty() {
+        return Ok(Answer::none(
+            "`changes` is empty: there is nothing to propose, and nothing was saved",
+        ));
+    }
+    let proposal = store.propose(draft).map_err(|error| match error {
+        Error::Invalid { problems } => Answer::refused(format!(
+            "nothing was saved; fix each problem and call again: {}",
+            problems.join("; ")
+        )),
+        other => Answer::problem(other.to_string()),
+    })?;
+    let row = once_changes::ChangeSetRow::new(&proposal);
+    let review = format!("once changes show {}", row.id);
+    Ok(Answer::done(format!(
+        "proposed change set `{}` ({} to create, {} to replace, {} to delete); the person reviews \
+         it with `{review}`",
+        row.id, row.create, row.replace, row.delete
+    ))
+    .with_result(json!({
+        "id": row.id,
+        "status": row.status,
+        "create": row.create,
+        "replace": row.replace,
+        "delete": row.delete,
+        "review": review,
+    })))
 }
 
 fn changes(args: &Map<String, Value>) -> Result<Vec<ChangeDraft>, String> {
     let Some(Value::Array(items)) = args.get("changes") else {
         return Err(
-            "Missing argument \"changes\" (an array of {action, path, content, \
-                    base_blake3}). Call the tool again with it."
+            "missing argument `changes` (an array of {action, path, content, base_blake3}): call \
+             the tool again with it"
                 .into(),
         );
     };

@@ -5,19 +5,21 @@
 //! mcp` process), so they outlive any one client connection. While an evaluation runs, a
 //! heartbeat thread sends progress (when the client gave a progress token), carrying the last
 //! 2 KB the code printed so far, and turns the client's `notifications/cancelled` into an
-//! interrupt. This module must never keep an
+//! interrupt. A call that finds the evaluator evaluating another call is answered `busy` at
+//! once. In a window session the evaluators are the person's too, so `once_eval_reset` is
+//! `refused` unless the person allowed it ([`EvalPolicy`]). This module must never keep an
 //! evaluator of its own, nor answer with a value the CLI's `once eval --json` would not print.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use once_eval::{EvaluatorSpec, Evaluators, Interrupt, Language};
+use once_eval::{EvaluatorSpec, Evaluators, Interrupt, Language, Status};
 use once_graph::Workspace;
 use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
 use crate::tool::{
-    Annotations, CallContext, CancelToken, Gate, Tool, ToolResult, optional_str, required_str,
+    Annotations, Answer, CallContext, CancelToken, Gate, Handler, Tool, optional_str, required_str,
 };
 
 /// The deadline of an evaluation that names none.
@@ -26,9 +28,25 @@ pub const DEFAULT_EVAL_DEADLINE: Duration = Duration::from_secs(30);
 const HEARTBEAT_TICK: Duration = Duration::from_millis(200);
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
+/// What the evaluator tools may do to the evaluators they are handed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EvalPolicy {
+    /// Whether `once_eval_reset` may stop an evaluator. `once mcp` owns its evaluators and
+    /// allows it; `once serve` shares them with the person and allows it only with
+    /// `--allow-eval-reset`.
+    pub reset_allowed: bool,
+}
+
 /// The evaluator tools; the server lists them only when `--allow-run` is given.
-pub fn eval_tools(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Vec<Tool> {
-    vec![eval(live, evaluators), reset(live, evaluators)]
+pub fn eval_tools(
+    live: &Arc<LiveWorkspace>,
+    evaluators: &Arc<Evaluators>,
+    policy: EvalPolicy,
+) -> Vec<Tool> {
+    vec![
+        eval(live, evaluators, policy),
+        reset(live, evaluators, policy),
+    ]
 }
 
 /// The evaluator spec of `target` as its manifest declares it; the error says what to fix.
@@ -57,7 +75,7 @@ pub fn evaluator_spec(workspace: &Workspace, target: &str) -> Result<EvaluatorSp
     Ok(spec)
 }
 
-fn eval(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Tool {
+fn eval(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>, policy: EvalPolicy) -> Tool {
     let live = Arc::clone(live);
     let evaluators = Arc::clone(evaluators);
     Tool {
@@ -70,8 +88,10 @@ fn eval(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Tool {
                       traceback. Past `deadline` (default 30s) the code is interrupted and the \
                       evaluator keeps its state; code that will not stop is killed, a fresh \
                       evaluator starts, and the result says `state_lost: true` with a `notice` \
-                      saying why. Read `notice` whenever it is present. once_query_target shows \
-                      which targets declare an evaluator."
+                      saying why. Read `notice` whenever it is present. An evaluator runs one \
+                      call at a time: while another call evaluates, the answer is `busy` at \
+                      once; call again when it finishes. once_query_target shows which targets \
+                      declare an evaluator."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -91,8 +111,8 @@ fn eval(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Tool {
             open_world: true,
         },
         gate: Gate::Run,
-        handler: Arc::new(move |ctx: &CallContext, args: Map<String, Value>| {
-            evaluate(&live, &evaluators, ctx, &args).into()
+        handler: Handler::act(move |ctx: &CallContext, args: Map<String, Value>| {
+            evaluate(&live, &evaluators, policy, ctx, &args).into()
         }),
     }
 }
@@ -100,18 +120,21 @@ fn eval(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Tool {
 fn evaluate(
     live: &LiveWorkspace,
     evaluators: &Evaluators,
+    policy: EvalPolicy,
     ctx: &CallContext,
     args: &Map<String, Value>,
-) -> Result<Value, String> {
-    let target = required_str(args, "target")?;
-    let code = required_str(args, "code")?;
-    let deadline = match optional_str(args, "deadline")? {
+) -> Result<Answer, Answer> {
+    let target = required_str(args, "target").map_err(Answer::refused)?;
+    let code = required_str(args, "code").map_err(Answer::refused)?;
+    let deadline = match optional_str(args, "deadline").map_err(Answer::refused)? {
         None => DEFAULT_EVAL_DEADLINE,
         Some(text) => once_graph::duration::parse_duration(text).map_err(|error| {
-            format!("invalid `deadline`: {error}. Call again with e.g. \"30s\".")
+            Answer::refused(format!(
+                "invalid `deadline`: {error}; call again with e.g. \"30s\""
+            ))
         })?,
     };
-    let spec = evaluator_spec(&live.read(), target)?;
+    let spec = evaluator_spec(&live.read(), target).map_err(Answer::refused)?;
     let interrupt = Interrupt::new();
     let finished = CancelToken::new();
     let result = std::thread::scope(|scope| {
@@ -120,8 +143,68 @@ fn evaluate(
         finished.cancel();
         result
     });
-    let evaluation = result.map_err(|error| error.to_string())?;
-    serde_json::to_value(evaluation).map_err(|error| format!("cannot encode the result: {error}"))
+    let evaluation = match result {
+        Ok(evaluation) => evaluation,
+        Err(error @ once_eval::Error::Busy { .. }) => {
+            let or_reset = if policy.reset_allowed {
+                ", or once_eval_reset it (its state is lost)"
+            } else {
+                ""
+            };
+            return Err(Answer::busy(format!(
+                "{error}; call again when it finishes{or_reset}"
+            )));
+        }
+        Err(error @ once_eval::Error::Empty { .. }) => return Ok(Answer::none(error.to_string())),
+        Err(error) => return Err(Answer::problem(error.to_string())),
+    };
+    let value = serde_json::to_value(&evaluation)
+        .map_err(|error| Answer::problem(format!("cannot encode the result: {error}")))?;
+    Ok(judge(&evaluation).with_result(value))
+}
+
+/// The word and message of an evaluation that ran: `done` when the code ran to the end, else
+/// `problem`, naming what stopped it and whether state was lost.
+fn judge(evaluation: &once_eval::Evaluation) -> Answer {
+    let target = &evaluation.target;
+    let lost = if evaluation.state_lost {
+        "; earlier state was lost (see `notice`)"
+    } else {
+        ""
+    };
+    match evaluation.status {
+        Status::Ok => Answer::done(match &evaluation.value {
+            Some(value) => format!(
+                "evaluated in `{target}`: {}{lost}",
+                crate::message::excerpt_to(value, 200)
+            ),
+            None => format!("evaluated in `{target}`{lost}"),
+        }),
+        Status::Error => {
+            // A traceback ends with the exception itself: that is the line to name.
+            let raised = evaluation
+                .error
+                .as_deref()
+                .and_then(|text| text.lines().rev().find(|l| !l.trim().is_empty()))
+                .unwrap_or("an exception");
+            Answer::problem(format!(
+                "the code raised in `{target}`: {}{lost}",
+                crate::message::excerpt_to(raised.trim(), 300)
+            ))
+        }
+        Status::TimedOut => Answer::problem(format!(
+            "the code passed its deadline in `{target}` and was interrupted{lost}"
+        )),
+        Status::Cancelled => {
+            Answer::problem(format!("the evaluation in `{target}` was cancelled{lost}"))
+        }
+        Status::Died => Answer::problem(format!(
+            "the evaluator of `{target}` died during the evaluation{lost}"
+        )),
+        Status::Stopped => Answer::problem(format!(
+            "once is shutting down: the evaluator of `{target}` was stopped"
+        )),
+    }
 }
 
 /// Sends progress while the evaluation runs, and interrupts it when the client cancels.
@@ -158,7 +241,7 @@ fn heartbeat(
     }
 }
 
-fn reset(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Tool {
+fn reset(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>, policy: EvalPolicy) -> Tool {
     let live = Arc::clone(live);
     let evaluators = Arc::clone(evaluators);
     Tool {
@@ -166,7 +249,9 @@ fn reset(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Tool {
         title: "Reset a target's evaluator",
         description: "Stop the target's evaluator; the next once_eval starts a fresh one, without \
                       the old variables, imports and definitions. An evaluation in flight ends \
-                      with status `died`. For nREPL, closes once's session (the server goes on)."
+                      with status `died`. For nREPL, closes once's session (the server goes on). \
+                      In a `once serve` session the evaluators are shared with the person, and \
+                      this is refused unless they started it with `--allow-eval-reset`."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -192,26 +277,49 @@ fn reset(live: &Arc<LiveWorkspace>, evaluators: &Arc<Evaluators>) -> Tool {
             open_world: false,
         },
         gate: Gate::Run,
-        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
-            let target = match required_str(&args, "target") {
-                Ok(target) => target,
-                Err(text) => return ToolResult::Error(text),
-            };
-            // Only a target of the workspace can have an evaluator; anything else is refused
-            // with the graph's own message rather than echoed back.
-            {
-                let workspace = live.read();
-                if workspace.target(target).is_none() {
-                    let query = once_graph::query::TargetQuery {
-                        name: target.to_owned(),
-                    };
-                    if let Err(error) = once_graph::query::target(&workspace, &query) {
-                        return ToolResult::Error(error.to_string());
-                    }
-                }
-            }
-            let was_running = evaluators.reset(target);
-            ToolResult::Value(json!({"target": target, "was_running": was_running}))
+        handler: Handler::act(move |_: &CallContext, args: Map<String, Value>| {
+            reset_evaluator(&live, &evaluators, policy, &args).into()
         }),
     }
+}
+
+fn reset_evaluator(
+    live: &LiveWorkspace,
+    evaluators: &Evaluators,
+    policy: EvalPolicy,
+    args: &Map<String, Value>,
+) -> Result<Answer, Answer> {
+    let target = required_str(args, "target").map_err(Answer::refused)?;
+    if !policy.reset_allowed {
+        return Err(Answer::refused(format!(
+            "the evaluator of `{target}` is shared with the person in this `once serve` session, \
+             so it is not reset from here; the person can allow it by restarting the session as \
+             `once serve --allow-run --allow-eval-reset`"
+        )));
+    }
+    // Only a target of the workspace can have an evaluator; anything else is refused with the
+    // graph's own message rather than echoed back.
+    {
+        let workspace = live.read();
+        if workspace.target(target).is_none() {
+            let query = once_graph::query::TargetQuery {
+                name: target.to_owned(),
+            };
+            if let Err(error) = once_graph::query::target(&workspace, &query) {
+                return Err(Answer::refused(error.to_string()));
+            }
+        }
+    }
+    let was_running = evaluators.reset(target);
+    let value = json!({"target": target, "was_running": was_running});
+    Ok(if was_running {
+        Answer::done(format!(
+            "stopped the evaluator of `{target}`; the next once_eval starts a fresh one"
+        ))
+    } else {
+        Answer::none(format!(
+            "no evaluator of `{target}` was running: nothing to reset"
+        ))
+    }
+    .with_result(value))
 }

@@ -5,7 +5,9 @@
 //! would flood the model's context. The examples an agent can pick are in the input schema (an
 //! enum, with a description per example), so no extra call is needed to discover them. This
 //! module must never write a file itself: `once_examples::materialize` does, all or nothing.
+//! Conflicting or unsafe destinations are `refused`, files all already there `none`.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use once_examples::Error;
@@ -13,7 +15,9 @@ use once_fs::WorkspacePath;
 use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
-use crate::tool::{Annotations, CallContext, Gate, Tool, ToolResult, optional_bool, optional_str};
+use crate::tool::{
+    Annotations, Answer, CallContext, Gate, Handler, Tool, optional_bool, optional_str,
+};
 
 /// The example tools; the server lists them only when `--allow-edit` was given.
 pub fn example_tools(live: &Arc<LiveWorkspace>) -> Vec<Tool> {
@@ -70,27 +74,54 @@ fn materialize(live: &Arc<LiveWorkspace>) -> Tool {
             open_world: false,
         },
         gate: Gate::Edit,
-        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
-            let run = || -> Result<Value, String> {
-                let name = crate::tool::required_str(&args, "example")?;
-                let example = once_examples::find(name).map_err(|e| e.to_string())?;
-                let into = optional_str(&args, "into")?
-                    .filter(|text| !matches!(text.trim_matches('/'), "" | "."))
-                    .map(WorkspacePath::parse)
-                    .transpose()
-                    .map_err(|e| format!("Argument \"into\": {e}"))?;
-                let dry_run = optional_bool(&args, "dry_run")?.unwrap_or(false);
-                let root = live.read().root().to_path_buf();
-                match once_examples::materialize(&root, example, into.as_ref(), dry_run) {
-                    Ok(done) => serde_json::to_value(done).map_err(|e| e.to_string()),
-                    Err(error @ Error::Conflicts { .. }) => Err(format!(
-                        "{error}. Materialize into an empty folder with `into`, or ask the \
-                         person what to do with these files."
-                    )),
-                    Err(error) => Err(error.to_string()),
-                }
-            };
-            ToolResult::from(run())
+        handler: Handler::act(move |_: &CallContext, args: Map<String, Value>| {
+            let root = live.read().root().to_path_buf();
+            write_example(&root, &args).into()
         }),
     }
+}
+
+fn write_example(root: &Path, args: &Map<String, Value>) -> Result<Answer, Answer> {
+    let name = crate::tool::required_str(args, "example").map_err(Answer::refused)?;
+    let example = once_examples::find(name).map_err(|e| Answer::refused(e.to_string()))?;
+    let into = optional_str(args, "into")
+        .map_err(Answer::refused)?
+        .filter(|text| !matches!(text.trim_matches('/'), "" | "."))
+        .map(WorkspacePath::parse)
+        .transpose()
+        .map_err(|e| Answer::refused(format!("argument `into`: {e}")))?;
+    let dry_run = optional_bool(args, "dry_run")
+        .map_err(Answer::refused)?
+        .unwrap_or(false);
+    let done = match once_examples::materialize(root, example, into.as_ref(), dry_run) {
+        Ok(done) => done,
+        Err(error @ Error::Conflicts { .. }) => {
+            return Err(Answer::refused(format!(
+                "{error}; materialize into an empty folder with `into`, or ask the person what \
+                 to do with these files"
+            )));
+        }
+        Err(error @ (Error::Path(_) | Error::Unknown { .. })) => {
+            return Err(Answer::refused(error.to_string()));
+        }
+        Err(error) => return Err(Answer::problem(error.to_string())),
+    };
+    let value = serde_json::to_value(&done)
+        .map_err(|e| Answer::problem(format!("cannot encode the answer: {e}")))?;
+    let (created, unchanged) = (done.created.len(), done.unchanged.len());
+    let answer = if created == 0 {
+        Answer::none(format!(
+            "every file of `{name}` is already there with the same content ({unchanged} \
+             unchanged): nothing to write"
+        ))
+    } else if dry_run {
+        Answer::done(format!(
+            "would create {created} files of `{name}` ({unchanged} unchanged); nothing was written"
+        ))
+    } else {
+        Answer::done(format!(
+            "created {created} files of `{name}` ({unchanged} unchanged)"
+        ))
+    };
+    Ok(answer.with_result(value))
 }

@@ -3,8 +3,9 @@
 //!
 //! Reads return the value of `once_memory::query`, the very one `once memory … --json` prints.
 //! Writes go through `once_memory::Store`, which makes them atomic and refuses an update made
-//! from an old revision; the refusal carries the current text, so the agent can merge instead of
-//! losing either version. This module must never write an entry file itself.
+//! from an old revision; the `refused` answer carries the current text (`result.current`), so the
+//! agent can merge instead of losing either version. Forgetting an entry that is not there is
+//! `none`. This module must never write an entry file itself.
 
 use std::sync::Arc;
 
@@ -12,7 +13,9 @@ use once_memory::{Change, Draft, Kind, MemoryQuery, Store};
 use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
-use crate::tool::{Annotations, CallContext, Gate, Tool, ToolResult, optional_str, optional_u64};
+use crate::tool::{
+    Annotations, Answer, CallContext, Gate, Handler, Tool, ToolResult, optional_str, optional_u64,
+};
 
 /// The memory tools; the server lists only those whose gate is open.
 pub fn memory_tools(live: &Arc<LiveWorkspace>) -> Vec<Tool> {
@@ -41,7 +44,7 @@ fn query_memory(live: &Arc<LiveWorkspace>) -> Tool {
         output_schema: once_memory::output_schema(),
         annotations: Annotations::READ_ONLY,
         gate: Gate::Always,
-        handler: Arc::new(move |_: &CallContext, arguments: Map<String, Value>| {
+        handler: Handler::query(move |_: &CallContext, arguments: Map<String, Value>| {
             let q: MemoryQuery = match serde_json::from_value(Value::Object(arguments)) {
                 Ok(q) => q,
                 Err(error) => {
@@ -98,17 +101,53 @@ fn kind(args: &Map<String, Value>) -> Result<Option<Kind>, String> {
         .transpose()
 }
 
-/// What the agent must do when its revision is old: the current entry in full, so it can merge.
-fn stale_revision(expected: u64, current: &once_memory::Entry) -> String {
-    format!(
-        "refused: entry `{}` is at revision {}, not {expected} — someone changed it since you \
-         read it, and nothing was written. Merge your change into the current entry below, then \
-         call again with revision {}.\n\n{}",
-        current.id,
-        current.revision,
-        current.revision,
-        once_memory::front_matter::render(current)
-    )
+/// The refusal of a write made from an old revision. The answer carries the current entry (its
+/// revision, and its whole text under `current`), so the agent can merge instead of losing
+/// either version. `written` is the tool's own value shape for that entry.
+fn stale_revision(expected: u64, current: &once_memory::Entry, written: Value) -> Answer {
+    let mut result = written;
+    if let Value::Object(map) = &mut result {
+        map.insert(
+            "current".into(),
+            json!(once_memory::front_matter::render(current)),
+        );
+    }
+    Answer::refused(format!(
+        "entry `{}` is at revision {}, not {expected}: someone changed it since you read it, and \
+         nothing was written; merge your change into `current` (the entry as it is now) and call \
+         again with revision {}",
+        current.id, current.revision, current.revision
+    ))
+    .with_result(result)
+}
+
+/// What a failed memory write answers: a mistake of the caller is `refused`, a broken store or
+/// file system a `problem`.
+fn failed(error: &once_memory::Error) -> Answer {
+    match error {
+        once_memory::Error::Io { .. } | once_memory::Error::Broken { .. } => {
+            Answer::problem(error.to_string())
+        }
+        once_memory::Error::NotFound { id } => Answer::refused(format!(
+            "no memory entry with id `{id}`; call once_query_memory with `query` to find entries"
+        )),
+        _ => Answer::refused(error.to_string()),
+    }
+}
+
+/// The value `once_remember` answers for `entry`.
+fn written(entry: &once_memory::Entry, created: bool) -> Value {
+    json!({
+        "id": entry.id,
+        "revision": entry.revision,
+        "created": created,
+        "file": format!(".once/memory/{}.md", entry.id),
+    })
+}
+
+/// The `current` property of a refused write's value.
+fn current_schema() -> Value {
+    json!({"type": "string", "description": "Only when refused for an old revision: the entry as it is now (front matter and body), to merge your change into"})
 }
 
 fn remember(live: &Arc<LiveWorkspace>) -> Tool {
@@ -151,6 +190,7 @@ fn remember(live: &Arc<LiveWorkspace>) -> Tool {
                 "revision": {"type": "integer", "description": "Pass it back for the next update"},
                 "created": {"type": "boolean", "description": "True when a new entry was created"},
                 "file": {"type": "string", "description": "The entry file, relative to the root"},
+                "current": current_schema(),
             },
             "required": ["id", "revision", "created", "file"],
             "additionalProperties": false,
@@ -162,68 +202,72 @@ fn remember(live: &Arc<LiveWorkspace>) -> Tool {
             open_world: false,
         },
         gate: Gate::Edit,
-        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
-            let run = || -> Result<Value, String> {
-                let store = store(&live);
-                let id = optional_str(&args, "id")?;
-                let title = optional_str(&args, "title")?.map(str::to_string);
-                let body = optional_str(&args, "body")?.map(str::to_string);
-                let (tags, targets, paths) = (
-                    strings(&args, "tags")?,
-                    strings(&args, "targets")?,
-                    strings(&args, "paths")?,
-                );
-                let kind = kind(&args)?;
-                let (entry, created) = match id {
-                    None => {
-                        let title = title.ok_or_else(|| {
-                            "Missing argument \"title\": a new entry needs one. To update an \
-                             entry instead, pass its `id` and `revision`."
-                                .to_string()
-                        })?;
-                        let draft = Draft {
-                            title,
-                            kind: kind.unwrap_or(Kind::Note),
-                            tags: tags.unwrap_or_default(),
-                            targets: targets.unwrap_or_default(),
-                            paths: paths.unwrap_or_default(),
-                            body: body.unwrap_or_default(),
-                        };
-                        (store.create(draft).map_err(|e| e.to_string())?, true)
-                    }
-                    Some(id) => {
-                        let revision = optional_u64(&args, "revision")?.ok_or_else(|| {
-                            "Missing argument \"revision\": pass the revision you last read \
-                             (once_query_memory with this `id` shows it), so a concurrent change \
-                             is never overwritten."
-                                .to_string()
-                        })?;
-                        let change = Change {
-                            title,
-                            kind,
-                            tags,
-                            targets,
-                            paths,
-                            body,
-                        };
-                        match store.update(id, Some(revision), change) {
-                            Ok(entry) => (entry, false),
-                            Err(once_memory::Error::StaleRevision { expected, current }) => {
-                                return Err(stale_revision(expected, &current));
-                            }
-                            Err(error) => return Err(error.to_string()),
-                        }
-                    }
-                };
-                Ok(json!({
-                    "id": entry.id,
-                    "revision": entry.revision,
-                    "created": created,
-                    "file": format!(".once/memory/{}.md", entry.id),
-                }))
-            };
-            ToolResult::from(run())
+        handler: Handler::act(move |_: &CallContext, args: Map<String, Value>| {
+            remember_entry(&store(&live), &args).into()
         }),
+    }
+}
+
+fn remember_entry(store: &Store, args: &Map<String, Value>) -> Result<Answer, Answer> {
+    let id = optional_str(args, "id").map_err(Answer::refused)?;
+    let title = optional_str(args, "title")
+        .map_err(Answer::refused)?
+        .map(str::to_string);
+    let body = optional_str(args, "body")
+        .map_err(Answer::refused)?
+        .map(str::to_string);
+    let tags = strings(args, "tags").map_err(Answer::refused)?;
+    let targets = strings(args, "targets").map_err(Answer::refused)?;
+    let paths = strings(args, "paths").map_err(Answer::refused)?;
+    let kind = kind(args).map_err(Answer::refused)?;
+    let Some(id) = id else {
+        let title = title.ok_or_else(|| {
+            Answer::refused(
+                "missing argument `title`: a new entry needs one; to update an entry instead, \
+                 pass its `id` and `revision`",
+            )
+        })?;
+        let draft = Draft {
+            title,
+            kind: kind.unwrap_or(Kind::Note),
+            tags: tags.unwrap_or_default(),
+            targets: targets.unwrap_or_default(),
+            paths: paths.unwrap_or_default(),
+            body: body.unwrap_or_default(),
+        };
+        let entry = store.create(draft).map_err(|e| failed(&e))?;
+        return Ok(Answer::done(format!(
+            "created entry `{}` at revision {}",
+            entry.id, entry.revision
+        ))
+        .with_result(written(&entry, true)));
+    };
+    let revision = optional_u64(args, "revision")
+        .map_err(Answer::refused)?
+        .ok_or_else(|| {
+            Answer::refused(
+                "missing argument `revision`: pass the revision you last read (once_query_memory \
+                 with this `id` shows it), so a concurrent change is never overwritten",
+            )
+        })?;
+    let change = Change {
+        title,
+        kind,
+        tags,
+        targets,
+        paths,
+        body,
+    };
+    match store.update(id, Some(revision), change) {
+        Ok(entry) => Ok(Answer::done(format!(
+            "updated entry `{}` to revision {}",
+            entry.id, entry.revision
+        ))
+        .with_result(written(&entry, false))),
+        Err(once_memory::Error::StaleRevision { expected, current }) => {
+            Err(stale_revision(expected, &current, written(&current, false)))
+        }
+        Err(error) => Err(failed(&error)),
     }
 }
 
@@ -251,6 +295,7 @@ fn forget(live: &Arc<LiveWorkspace>) -> Tool {
             "properties": {
                 "id": {"type": "string", "description": "The deleted entry's id"},
                 "title": {"type": "string", "description": "Its title"},
+                "current": current_schema(),
             },
             "required": ["id", "title"],
             "additionalProperties": false,
@@ -262,23 +307,27 @@ fn forget(live: &Arc<LiveWorkspace>) -> Tool {
             open_world: false,
         },
         gate: Gate::Edit,
-        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
-            let run = || -> Result<Value, String> {
-                let id = crate::tool::required_str(&args, "id")?;
-                let revision = optional_u64(&args, "revision")?
-                    .ok_or_else(|| "Missing argument \"revision\" (an integer).".to_string())?;
-                match store(&live).forget(id, Some(revision)) {
-                    Ok(entry) => Ok(json!({
-                        "id": id,
-                        "title": entry.map(|e| e.title).unwrap_or_default(),
-                    })),
-                    Err(once_memory::Error::StaleRevision { expected, current }) => {
-                        Err(stale_revision(expected, &current))
-                    }
-                    Err(error) => Err(error.to_string()),
-                }
-            };
-            ToolResult::from(run())
+        handler: Handler::act(move |_: &CallContext, args: Map<String, Value>| {
+            forget_entry(&store(&live), &args).into()
         }),
+    }
+}
+
+fn forget_entry(store: &Store, args: &Map<String, Value>) -> Result<Answer, Answer> {
+    let id = crate::tool::required_str(args, "id").map_err(Answer::refused)?;
+    let revision = optional_u64(args, "revision")
+        .map_err(Answer::refused)?
+        .ok_or_else(|| Answer::refused("missing argument `revision` (an integer)"))?;
+    match store.forget(id, Some(revision)) {
+        Ok(entry) => Ok(Answer::done(format!("forgot entry `{id}`"))
+            .with_result(json!({"id": id, "title": entry.map(|e| e.title).unwrap_or_default()}))),
+        Err(once_memory::Error::NotFound { .. }) => Ok(Answer::none(format!(
+            "no memory entry with id `{id}`: nothing to forget"
+        ))),
+        Err(once_memory::Error::StaleRevision { expected, current }) => {
+            let value = json!({"id": current.id, "title": current.title});
+            Err(stale_revision(expected, &current, value))
+        }
+        Err(error) => Err(failed(&error)),
     }
 }

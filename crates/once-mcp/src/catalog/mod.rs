@@ -21,7 +21,7 @@ use crate::tool::Gates;
 
 pub use affected::affected_tools;
 pub use changes::change_tools;
-pub use eval::{DEFAULT_EVAL_DEADLINE, eval_tools, evaluator_spec};
+pub use eval::{DEFAULT_EVAL_DEADLINE, EvalPolicy, eval_tools, evaluator_spec};
 pub use examples::example_tools;
 pub use memory::memory_tools;
 pub use query::{Overview, query_tools};
@@ -116,6 +116,15 @@ pub fn instructions(root: &str, gates: Gates) -> String {
          Tell them the id it returns.\n"
     );
     text.push_str(
+        "\nOutcomes: every tool that acts (once_run, once_cancel, once_eval, once_eval_reset, \
+         once_change_set_propose, once_materialize_example, once_remember, once_forget) answers \
+         `outcome` and a one-line `message`, with its value under `result`: done (it did what \
+         was asked), refused (a gate, a stale revision, a path or an argument said no: fix and \
+         call again, or ask the person), busy (in use: the message says by whom; call again \
+         later), problem (it ran and failed: read the result), none (there was nothing to do). \
+         The text starts with the same word.\n",
+    );
+    text.push_str(
         "\nRuns: once_query_runs lists recent runs (status, duration, cached or not, exit \
          codes); with `run_id` it returns a run's report, and with `run_id` and `action` a page \
          of that action's log (`offset`, `limit`, then `next_offset`). Reports never carry \
@@ -134,8 +143,10 @@ pub fn instructions(root: &str, gates: Gates) -> String {
          Targets that declare an evaluator (once_query_target shows `evaluator`) run code with \
          once_eval in a persistent Python, Node.js or nREPL evaluator: definitions stay for the \
          next call. Give a `deadline` that fits; an interrupted evaluation keeps its state, and \
-         whenever state was lost the result says `state_lost: true` with a `notice`. \
-         once_eval_reset starts a target's evaluator afresh.\n"
+         whenever state was lost the result says `state_lost: true` with a `notice`. An \
+         evaluator runs one call at a time: another call meanwhile is answered `busy`. \
+         once_eval_reset starts a target's evaluator afresh (refused in a `once serve` session \
+         unless the person allowed it).\n"
     } else {
         "\nRunning capabilities (once_run, once_cancel) is disabled: the person must add \
          --allow-run to the server's command line in the client configuration.\n"

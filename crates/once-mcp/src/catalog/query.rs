@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::LiveWorkspace;
-use crate::tool::{Annotations, CallContext, Gate, Tool, ToolResult};
+use crate::tool::{Annotations, CallContext, Gate, Handler, Tool, ToolResult};
 
 /// The function that computes the workspace overview. The binary injects it, because the value
 /// joins the graph with project memory and must be the one `once query workspace` prints.
@@ -105,7 +105,7 @@ where
         output_schema: query::output_schema(name),
         annotations: Annotations::READ_ONLY,
         gate: Gate::Always,
-        handler: Arc::new(move |_: &CallContext, arguments: Map<String, Value>| {
+        handler: Handler::query(move |_: &CallContext, arguments: Map<String, Value>| {
             let q: Q = match serde_json::from_value(Value::Object(arguments)) {
                 Ok(q) => q,
                 Err(error) => {

@@ -14,6 +14,10 @@
 //! never compute or reshape that value, nor put a whole log, or every action of a run, into an
 //! answer.
 //!
+//! Both acting tools answer an outcome: a run whose actions all succeeded (ran or replayed from
+//! the cache) is `done`, one with a failed, timed-out or cancelled action `problem`, a request
+//! the plan refuses `refused`; cancelling a run that has ended is `none`.
+//!
 //! The runs in flight are a `once_exec::Runtime` of the registry: when the binary stops (a
 //! signal, the end of input), `stop_all` stops their processes and then waits, bounded, until
 //! each run has written its final record (`interrupted`, every action's state), so no run is
@@ -27,13 +31,16 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use once_exec::{Cancel, Registration, Registry, Runtime};
-use once_run::{Cache, Event, Options, Request, RunReport, RunStore, RunsQuery};
+use once_run::{
+    ActionStatus, Cache, Counts, Event, Options, Request, RunReport, RunStatus, RunStore,
+    RunSummary, RunsQuery,
+};
 use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
 use crate::tool::{
-    Annotations, CallContext, Gate, Tool, ToolResult, optional_bool, optional_str, optional_u64,
-    required_str,
+    Annotations, Answer, CallContext, Gate, Handler, Tool, ToolResult, optional_bool, optional_str,
+    optional_u64, required_str,
 };
 
 /// How long `once_run` waits for the report when `wait_seconds` is not given.
@@ -142,7 +149,7 @@ fn run(
             open_world: true,
         },
         gate: Gate::Run,
-        handler: Arc::new(move |ctx: &CallContext, args: Map<String, Value>| {
+        handler: Handler::act(move |ctx: &CallContext, args: Map<String, Value>| {
             let _registered = &registration;
             start(&live, &registry, &runs, ctx, &args).into()
         }),
@@ -155,34 +162,41 @@ fn start(
     runs: &LiveRuns,
     ctx: &CallContext,
     args: &Map<String, Value>,
-) -> Result<Value, String> {
-    let target = required_str(args, "target")?;
-    let action = match optional_str(args, "capability")? {
+) -> Result<Answer, Answer> {
+    let target = required_str(args, "target").map_err(Answer::refused)?;
+    let action = match optional_str(args, "capability").map_err(Answer::refused)? {
         Some(capability) if !target.contains(':') => format!("{target}:{capability}"),
         _ => target.to_owned(),
     };
-    let params: BTreeMap<String, Value> =
-        match args.get("params") {
-            None | Some(Value::Null) => BTreeMap::new(),
-            Some(Value::Object(map)) => map.clone().into_iter().collect(),
-            Some(_) => return Err(
-                "Argument \"params\" must be an object of parameter values. Call the tool again."
-                    .into(),
-            ),
-        };
-    let deadline = optional_str(args, "deadline")?
+    let params: BTreeMap<String, Value> = match args.get("params") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(Value::Object(map)) => map.clone().into_iter().collect(),
+        Some(_) => {
+            return Err(Answer::refused(
+                "argument `params` must be an object of parameter values: call the tool again",
+            ));
+        }
+    };
+    let deadline = optional_str(args, "deadline")
+        .map_err(Answer::refused)?
         .map(|text| {
             once_graph::duration::parse_duration(text).map_err(|e| {
-                format!("invalid deadline {text:?}: {e}; write it like 90s, 5m or 1h30m")
+                Answer::refused(format!(
+                    "invalid deadline {text:?}: {e}; write it like 90s, 5m or 1h30m"
+                ))
             })
         })
         .transpose()?;
-    let wait = optional_u64(args, "wait_seconds")?.map_or(DEFAULT_WAIT, |s| {
-        Duration::from_secs(s.min(MAX_WAIT_SECONDS))
-    });
-    let force = optional_bool(args, "force")?.unwrap_or(false);
+    let wait = optional_u64(args, "wait_seconds")
+        .map_err(Answer::refused)?
+        .map_or(DEFAULT_WAIT, |s| {
+            Duration::from_secs(s.min(MAX_WAIT_SECONDS))
+        });
+    let force = optional_bool(args, "force")
+        .map_err(Answer::refused)?
+        .unwrap_or(false);
     let request = Request {
-        actions: vec![action],
+        actions: vec![action.clone()],
         params,
         deadline,
         ..Request::default()
@@ -190,19 +204,33 @@ fn start(
     let (plan, root) = {
         let workspace = live.read();
         if workspace.has_errors() {
-            return Err(
-                "the manifest has errors, so nothing can run; once_query_workspace lists them"
-                    .into(),
-            );
+            return Err(Answer::refused(
+                "the manifest has errors, so nothing can run; once_query_workspace lists them",
+            ));
         }
-        let plan = once_run::plan(&workspace, &request).map_err(|e| {
-            format!("{e}. once_query_target shows a target's capabilities and their parameters.")
-        })?;
+        let plan = match once_run::plan(&workspace, &request) {
+            Ok(plan) => plan,
+            Err(once_run::Error::EmptyRequest) => {
+                return Ok(Answer::none(format!(
+                    "`{action}` selects no action: nothing to run"
+                )));
+            }
+            Err(e) => {
+                return Err(Answer::refused(format!(
+                    "{e}; once_query_target shows a target's capabilities and their parameters"
+                )));
+            }
+        };
         (plan, workspace.root().to_path_buf())
     };
+    if plan.steps.is_empty() {
+        return Ok(Answer::none(format!(
+            "`{action}` selects no action: nothing to run"
+        )));
+    }
     let run_dir = RunStore::new(&root)
         .create()
-        .map_err(|e| format!("cannot create the run's folder: {e}"))?;
+        .map_err(|e| Answer::problem(format!("cannot create the run's folder: {e}")))?;
     let run_id = run_dir.id.clone();
     // Readable before this call answers, however soon that is.
     once_run::announce(&plan, &run_dir);
@@ -245,7 +273,7 @@ fn start(
     };
     if let Err(error) = worker {
         lock(runs).remove(&run_id);
-        return Err(format!("cannot start the run: {error}"));
+        return Err(Answer::problem(format!("cannot start the run: {error}")));
     }
 
     // A client's cancellation of this call stops the run, for as long as the call lasts.
@@ -273,15 +301,19 @@ fn start(
                 progress += steps;
                 ctx.progress(progress as f64 / 2.0, Some(total as f64), Some(&text));
             }
-            Ok(Update::Done(report)) => {
-                break serde_json::to_value(report.summary())
-                    .map_err(|e| format!("cannot encode the report: {e}"));
-            }
+            Ok(Update::Done(report)) => break ended(&report.summary()),
             Err(RecvTimeoutError::Timeout) => {
-                break Ok(json!({"run_id": run_id, "status": "running"}));
+                break Ok(Answer::done(format!(
+                    "run `{run_id}` is still going after {} s; follow it with once_query_runs, \
+                     stop it with once_cancel",
+                    wait.as_secs()
+                ))
+                .with_result(json!({"run_id": run_id, "status": "running"})));
             }
             Err(RecvTimeoutError::Disconnected) => {
-                break Err("the run ended without a report; see once_query_runs".into());
+                break Err(Answer::problem(format!(
+                    "run `{run_id}` ended without a report; see once_query_runs"
+                )));
             }
         }
     };
@@ -290,6 +322,59 @@ fn start(
     released.store(true, Ordering::SeqCst);
     ctx.cancelled().cancel();
     answer
+}
+
+/// The answer for a run that has ended: `done` when every action succeeded (ran or replayed
+/// from the cache), else `problem` naming the first actions that did not.
+fn ended(summary: &RunSummary) -> Result<Answer, Answer> {
+    let value = serde_json::to_value(summary)
+        .map_err(|e| Answer::problem(format!("cannot encode the report: {e}")))?;
+    let Counts {
+        total,
+        ran,
+        cached,
+        failed,
+        skipped,
+    } = summary.counts;
+    let id = &summary.run_id;
+    let actions = if total == 1 { "action" } else { "actions" };
+    let answer = match summary.status {
+        RunStatus::Succeeded => Answer::done(format!(
+            "run `{id}`: {total} {actions} succeeded ({ran} ran, {cached} cached)"
+        )),
+        status => {
+            let named: Vec<String> = summary
+                .actions
+                .iter()
+                .filter(|a| !matches!(a.status, ActionStatus::Succeeded | ActionStatus::Skipped))
+                .take(3)
+                .map(|a| format!("`{}` {}", a.action, a.status.word()))
+                .collect();
+            let which = if named.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", named.join(", "))
+            };
+            Answer::problem(format!(
+                "run `{id}` {}: {failed} of {total} {actions} failed, {skipped} skipped{which}; \
+                 once_query_runs with this run_id and an action pages its log",
+                run_word(status)
+            ))
+        }
+    };
+    Ok(answer.with_result(value))
+}
+
+/// A run's status as its JSON spells it.
+fn run_word(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Running => "running",
+        RunStatus::Succeeded => "succeeded",
+        RunStatus::Failed => "failed",
+        RunStatus::Cancelled => "cancelled",
+        RunStatus::TimedOut => "timed_out",
+        RunStatus::Interrupted => "interrupted",
+    }
 }
 
 enum Update {
@@ -366,33 +451,53 @@ fn cancel(live: &Arc<LiveWorkspace>, runs: &LiveRuns) -> Tool {
             open_world: false,
         },
         gate: Gate::Run,
-        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
-            let result = (|| {
-                let id = required_str(&args, "run_id")?;
-                let store = RunStore::new(live.read().root());
-                let handle = lock(&runs).get(id).cloned();
-                let Some(handle) = handle else {
-                    return match store.read(id) {
-                        Ok(report) => {
-                            serde_json::to_value(report.summary()).map_err(|e| e.to_string())
-                        }
-                        Err(_) => Err(format!(
-                            "no run with id {id:?}; once_query_runs lists the recent runs"
-                        )),
-                    };
-                };
-                handle.cancel.cancel();
-                if !handle.ended.wait_timeout(CANCEL_WAIT) {
-                    return Ok(json!({"run_id": id, "status": "running"}));
-                }
-                store
-                    .read(id)
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| serde_json::to_value(r.summary()).map_err(|e| e.to_string()))
-            })();
-            result.into()
+        handler: Handler::act(move |_: &CallContext, args: Map<String, Value>| {
+            cancel_run(&live, &runs, &args).into()
         }),
     }
+}
+
+fn cancel_run(
+    live: &LiveWorkspace,
+    runs: &LiveRuns,
+    args: &Map<String, Value>,
+) -> Result<Answer, Answer> {
+    let id = required_str(args, "run_id").map_err(Answer::refused)?;
+    let store = RunStore::new(live.read().root());
+    let handle = lock(runs).get(id).cloned();
+    let Some(handle) = handle else {
+        let report = store.read(id).map_err(|_| {
+            Answer::refused(format!(
+                "no run with id {id:?}; once_query_runs lists the recent runs"
+            ))
+        })?;
+        let summary = report.summary();
+        let value = serde_json::to_value(&summary).map_err(|e| Answer::problem(e.to_string()))?;
+        return Ok(Answer::none(format!(
+            "run `{id}` already ended ({}): nothing to cancel",
+            run_word(summary.status)
+        ))
+        .with_result(value));
+    };
+    handle.cancel.cancel();
+    if !handle.ended.wait_timeout(CANCEL_WAIT) {
+        return Ok(Answer::done(format!(
+            "asked run `{id}` to stop; it has not ended within {} s, so follow it with \
+             once_query_runs",
+            CANCEL_WAIT.as_secs()
+        ))
+        .with_result(json!({"run_id": id, "status": "running"})));
+    }
+    let summary = store
+        .read(id)
+        .map_err(|e| Answer::problem(format!("cancelled run `{id}`, but {e}")))?
+        .summary();
+    let value = serde_json::to_value(&summary).map_err(|e| Answer::problem(e.to_string()))?;
+    Ok(Answer::done(format!(
+        "cancelled run `{id}`: it ended {}",
+        run_word(summary.status)
+    ))
+    .with_result(value))
 }
 
 /// A thin adapter: the arguments become a `RunsQuery`, and `once_run::query_runs` computes the
@@ -418,7 +523,7 @@ fn query_runs(live: &Arc<LiveWorkspace>) -> Tool {
         output_schema: once_run::runs_output_schema(),
         annotations: Annotations::READ_ONLY,
         gate: Gate::Always,
-        handler: Arc::new(move |_: &CallContext, args: Map<String, Value>| {
+        handler: Handler::query(move |_: &CallContext, args: Map<String, Value>| {
             let q: RunsQuery = match serde_json::from_value(Value::Object(args)) {
                 Ok(q) => q,
                 Err(error) => {

@@ -4,7 +4,8 @@
 //! evaluation happens there, through the session's `once_eval` / `once_eval_reset` tools, so the
 //! evaluator stays warm between commands and `--reset` resets it. Otherwise the command starts
 //! an evaluator of its own, which is stopped when the command ends. Either way the same value is
-//! printed the same way.
+//! printed the same way. An evaluator the session's agent (or another `once eval`) is using
+//! answers `busy` at once: the command prints who holds it and exits 1, never waiting.
 //!
 //! Signals are blocked before any thread starts; the first SIGINT, SIGTERM or SIGHUP interrupts
 //! the evaluation exactly as a deadline does (the evaluator then gets its grace before it is
@@ -149,7 +150,7 @@ fn in_session(
     let Some(code) = code else {
         let value = match session.call("once_eval_reset", json!({"target": args.target}))? {
             CallOutcome::Value(value) => value,
-            CallOutcome::Error(text) => bail!(text),
+            CallOutcome::Error(text) => bail!("{}", message_of(&text)),
         };
         if args.json {
             output::json(&value)?;
@@ -187,7 +188,16 @@ fn in_session(
     }
     let value = match answer? {
         CallOutcome::Value(value) => value,
-        CallOutcome::Error(text) => bail!(text),
+        CallOutcome::Error(text) if text.starts_with("busy: ") => {
+            // Another evaluation holds the evaluator: say who, and leave at once.
+            eprintln!("once: {}", message_of(&text));
+            return Ok(Outcome::Failure);
+        }
+        CallOutcome::Error(text) => match evaluation_of(&text) {
+            // The code ran and failed: the evaluation follows the message, printed as locally.
+            Some(value) => value,
+            None => bail!("{}", message_of(&text)),
+        },
     };
     if args.json {
         output::json(&value)?;
@@ -206,6 +216,24 @@ fn in_session(
     } else {
         Outcome::Failure
     })
+}
+
+/// The message of a tool's error text: its first line without the outcome word (`busy: …`).
+fn message_of(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or_default();
+    ["refused: ", "busy: ", "problem: "]
+        .iter()
+        .find_map(|word| line.strip_prefix(word))
+        .unwrap_or(line)
+}
+
+/// The evaluation a `problem` answer carries on the line after its message, if any.
+fn evaluation_of(text: &str) -> Option<serde_json::Value> {
+    let (first, rest) = text.split_once('\n')?;
+    first.starts_with("problem: ").then_some(())?;
+    serde_json::from_str::<serde_json::Value>(rest)
+        .ok()
+        .filter(|value| value.get("status").is_some())
 }
 
 /// The parts of an evaluation a person reads.
@@ -241,7 +269,16 @@ fn parse_deadline(text: &str) -> Result<std::time::Duration> {
         .map_err(|error| anyhow!("invalid `--deadline`: {error}"))
 }
 
+/// The code to evaluate; empty code is refused here, before any evaluator is asked.
 fn read_code(args: &EvalArgs) -> Result<String> {
+    let code = code_text(args)?;
+    if code.trim().is_empty() {
+        bail!("nothing to evaluate: the code is empty");
+    }
+    Ok(code)
+}
+
+fn code_text(args: &EvalArgs) -> Result<String> {
     match (&args.code, &args.file) {
         (Some(code), None) if code == "-" => {
             let mut code = String::new();
@@ -256,5 +293,26 @@ fn read_code(args: &EvalArgs) -> Result<String> {
         _ => Err(anyhow!(
             "give the code as an argument, with `-f FILE`, or `-` to read it from stdin"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_error_is_read_as_its_message_or_its_evaluation() {
+        let busy = "busy: the evaluator of `py` is evaluating another call (started 3 s ago); \
+                    call again when it finishes";
+        assert_eq!(
+            message_of(busy),
+            "the evaluator of `py` is evaluating another call (started 3 s ago); call again when \
+             it finishes"
+        );
+        assert_eq!(message_of("not a word: x"), "not a word: x");
+        assert_eq!(evaluation_of(busy), None);
+        let raised = "problem: the code raised in `py`: ZeroDivisionError\n{\"status\":\"error\"}";
+        assert_eq!(evaluation_of(raised), Some(json!({"status": "error"})));
+        assert_eq!(evaluation_of("refused: no\n{\"status\":\"x\"}"), None);
     }
 }

@@ -45,7 +45,11 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
         allow_edit: args.allow_edit,
         allow_run: args.allow_run,
     };
-    let config = server_config(&root, gates, &runtime)?;
+    // This process owns its evaluators: the agent may reset them.
+    let policy = once_mcp::EvalPolicy {
+        reset_allowed: true,
+    };
+    let config = server_config(&root, gates, policy, &runtime)?;
 
     tracing::info!("serving {} over stdio", root.display());
     // Kept until everything is stopped: its tools hold the registrations of the runs in flight
@@ -91,13 +95,15 @@ fn attach(dir: Option<&Path>) -> Result<Outcome> {
 
 /// The server both doors share: stdio (`once mcp`) and the live session (`once serve`) build
 /// their catalog, instructions and gates here, so an agent sees the same tools through either.
-/// Processes started by the run tools are registered in `runtime`.
+/// Processes started by the run tools are registered in `runtime`; `eval_policy` says what the
+/// evaluator tools may do to evaluators that may be the person's too.
 pub fn server_config(
     root: &Path,
     gates: Gates,
+    eval_policy: once_mcp::EvalPolicy,
     runtime: &once_exec::Registry,
 ) -> Result<ServerConfig> {
-    Ok(build_server(root, gates, runtime)?.config)
+    Ok(build_server(root, gates, eval_policy, runtime)?.config)
 }
 
 /// The server config and the parts of it that the window of `once serve` also reads.
@@ -109,7 +115,12 @@ pub struct Built {
 
 /// Builds the server both doors share (see [`server_config`]), keeping hold of its live graph
 /// and evaluators.
-pub fn build_server(root: &Path, gates: Gates, runtime: &once_exec::Registry) -> Result<Built> {
+pub fn build_server(
+    root: &Path,
+    gates: Gates,
+    eval_policy: once_mcp::EvalPolicy,
+    runtime: &once_exec::Registry,
+) -> Result<Built> {
     let loaded = Workspace::load(root)
         .with_context(|| format!("cannot load the workspace at `{}`", root.display()))?;
     if loaded.has_errors() {
@@ -139,7 +150,7 @@ pub fn build_server(root: &Path, gates: Gates, runtime: &once_exec::Registry) ->
         Arc::new(once_eval::Evaluators::new(runtime).context("cannot set up the evaluators")?);
     config
         .tools
-        .extend(once_mcp::eval_tools(&live, &evaluators));
+        .extend(once_mcp::eval_tools(&live, &evaluators, eval_policy));
     let refresh = Arc::clone(&live);
     config.before_request = Some(Arc::new(move || refresh.refresh()));
     Ok(Built {

@@ -44,17 +44,22 @@ pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
         allow_run: args.allow_run,
     };
     let runtime = once_exec::Registry::new();
-    let built = super::mcp::build_server(&root, gates, &runtime)?;
+    // The session's evaluators are the person's too: the agent resets one only if allowed.
+    let policy = once_mcp::EvalPolicy {
+        reset_allowed: args.allow_eval_reset,
+    };
+    let built = super::mcp::build_server(&root, gates, policy, &runtime)?;
     let mut config = built.config;
     // The window mode's own tools: they point the person's page at things.
     let hub = Arc::new(once_web::Hub::default());
     config
         .tools
         .extend(once_web::window_tools(&root, &built.live, &hub));
-    let evaluators = Arc::clone(&built.evaluators);
+    let (evaluators, stamped) = (Arc::clone(&built.evaluators), built.evaluators);
     let window = WindowSources {
         live: built.live,
         evaluators: Arc::new(move || evaluator_transcripts(&evaluators)),
+        evaluators_stamp: Arc::new(move || stamped.stamp()),
         hub,
     };
     let registry = Registry::open()?;
@@ -87,8 +92,7 @@ pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
 
 /// The evaluators' transcripts, as the window shows them.
 fn evaluator_transcripts(evaluators: &once_eval::Evaluators) -> serde_json::Value {
-    let _ = evaluators;
-    serde_json::Value::Array(Vec::new())
+    serde_json::to_value(evaluators.transcripts()).unwrap_or_default()
 }
 
 /// Opens `url` in the person's browser (`xdg-open`, or `open` on macOS), without waiting for it;

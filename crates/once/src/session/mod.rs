@@ -65,6 +65,7 @@ pub struct Session {
 pub struct WindowSources {
     pub live: Arc<once_mcp::LiveWorkspace>,
     pub evaluators: Arc<dyn Fn() -> serde_json::Value + Send + Sync>,
+    pub evaluators_stamp: Arc<dyn Fn() -> u64 + Send + Sync>,
     pub hub: Arc<once_web::Hub>,
 }
 
@@ -139,6 +140,7 @@ impl Session {
                 config: Arc::clone(&config),
                 live: window.live,
                 evaluators: window.evaluators,
+                evaluators_stamp: window.evaluators_stamp,
                 hub: window.hub,
                 claim: clients.claim_hook(),
             },

@@ -61,7 +61,11 @@ const MACHINE_PID: &str = "int(os.readlink('/proc/self'))";
 fn a_session_keeps_an_evaluator_across_clients_and_stops_it_with_itself() {
     let test = Test::new().manifest(MANIFEST);
     let state = TempDir::new();
-    let mut serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+    let mut serve = Serve::start(
+        test.root(),
+        state.path(),
+        &["--allow-run", "--allow-eval-reset"],
+    );
 
     let mut first = Mcp::attach(state.path(), None);
     first.initialize();
@@ -164,16 +168,26 @@ fn a_long_evaluation_sends_heartbeats_and_a_cancel_interrupts_it_keeping_state()
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 10}})
             .to_string(),
     );
-    // The interrupted evaluator is free again at once, with its state.
-    server.send(
-        &json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {
-            "name": "once_eval", "arguments": {"target": "py", "code": "kept"},
-        }})
-        .to_string(),
-    );
+    // The interrupted evaluator is free again as soon as the interrupt has landed (until then
+    // a call is answered `busy`), with its state.
+    let end = Instant::now() + PATIENCE;
+    let mut id = 10;
     let reply = loop {
-        let message = server.recv();
-        if message["id"] == 11 {
+        assert!(Instant::now() < end, "the evaluator stayed busy");
+        id += 1;
+        server.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "once_eval", "arguments": {"target": "py", "code": "kept"},
+            }})
+            .to_string(),
+        );
+        let message = loop {
+            let message = server.recv();
+            if message["id"] == id {
+                break message;
+            }
+        };
+        if message["result"]["structuredContent"]["outcome"] != "busy" {
             break message;
         }
     };
@@ -257,7 +271,11 @@ fn text(bytes: &[u8]) -> String {
 fn once_eval_uses_the_live_session_so_state_persists_between_commands() {
     let test = Test::new().manifest(MANIFEST);
     let state = TempDir::new();
-    let _serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+    let _serve = Serve::start(
+        test.root(),
+        state.path(),
+        &["--allow-run", "--allow-eval-reset"],
+    );
 
     let defined = eval_in(test.root(), state.path(), &["py", "x = 41"]);
     assert_eq!(defined.status.code(), Some(0), "{}", text(&defined.stderr));
@@ -287,6 +305,61 @@ fn once_eval_uses_the_live_session_so_state_persists_between_commands() {
         "{}",
         text(&gone.stderr)
     );
+}
+
+#[test]
+fn a_window_session_refuses_resets_unless_the_person_allowed_them() {
+    let test = Test::new().manifest(MANIFEST);
+    let state = TempDir::new();
+    let _serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+    let defined = eval_in(test.root(), state.path(), &["py", "x = 41"]);
+    assert_eq!(defined.status.code(), Some(0), "{}", text(&defined.stderr));
+
+    // From the command line: refused, and the evaluator and its state are untouched.
+    let reset = eval_in(test.root(), state.path(), &["--reset", "py"]);
+    assert_eq!(reset.status.code(), Some(1));
+    assert!(
+        text(&reset.stderr).contains("once serve --allow-run --allow-eval-reset"),
+        "{}",
+        text(&reset.stderr)
+    );
+    // From the agent: `refused`, saying how the person allows it.
+    let mut agent = Mcp::attach(state.path(), None);
+    agent.initialize();
+    let refused = agent.call(1, "once_eval_reset", json!({"target": "py"}));
+    let answer = &refused["result"]["structuredContent"];
+    assert_eq!(
+        (
+            answer["outcome"].as_str(),
+            refused["result"]["isError"].as_bool()
+        ),
+        (Some("refused"), Some(true)),
+        "{refused}"
+    );
+    assert!(
+        answer["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("once serve --allow-run --allow-eval-reset")),
+        "{refused}"
+    );
+    let kept = agent.call(2, "once_eval", json!({"target": "py", "code": "x + 1"}));
+    assert_eq!(evaluation(&kept)["value"], "42", "{kept}");
+
+    // `once mcp` owns its evaluators: there the agent resets them as before.
+    let mut stdio = Mcp::spawn(test.root(), &["--allow-run"]);
+    stdio.initialize();
+    let nothing = stdio.call(1, "once_eval_reset", json!({"target": "py"}));
+    assert_eq!(
+        nothing["result"]["structuredContent"]["outcome"], "none",
+        "{nothing}"
+    );
+    stdio.call(2, "once_eval", json!({"target": "py", "code": "y = 1"}));
+    let done = stdio.call(3, "once_eval_reset", json!({"target": "py"}));
+    assert_eq!(
+        done["result"]["structuredContent"]["outcome"], "done",
+        "{done}"
+    );
+    assert_eq!(evaluation(&done)["was_running"], true);
 }
 
 #[test]

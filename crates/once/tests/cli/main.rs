@@ -13,6 +13,7 @@ mod false_green;
 mod mcp;
 mod mcp_http;
 mod memory;
+mod outcomes;
 mod placeholders;
 mod query;
 mod run;

@@ -454,12 +454,20 @@ fn mcp_remember_query_and_forget_with_revisions() {
         serde_json::json!({"id": id, "revision": 1, "body": "lost?\n"}),
     );
     assert_eq!(stale["result"]["isError"], true);
-    let text = stale["result"]["content"][0]["text"]
-        .as_str()
-        .expect("text");
+    let refused = &stale["result"]["structuredContent"];
+    assert_eq!(refused["outcome"], "refused", "{stale}");
     assert!(
-        text.contains("revision 2, not 1") && text.contains("two\n"),
-        "{text}"
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("revision 2, not 1")),
+        "{stale}"
+    );
+    // The current text comes with the refusal, to merge into.
+    assert!(
+        refused["result"]["current"]
+            .as_str()
+            .is_some_and(|t| t.contains("two\n")),
+        "{stale}"
     );
     let overview = server.call(6, "once_query_workspace", serde_json::json!({}));
     assert_eq!(

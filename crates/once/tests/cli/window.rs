@@ -482,7 +482,7 @@ fn an_open_page_hears_what_changed_and_where_the_agent_points() {
         json!({"kind": "target", "id": "web"}),
     );
     assert_eq!(
-        unseen["result"]["structuredContent"]["result"]["outcome"], "none",
+        unseen["result"]["structuredContent"]["outcome"], "none",
         "{unseen}"
     );
 
@@ -510,7 +510,7 @@ fn an_open_page_hears_what_changed_and_where_the_agent_points() {
         json!({"kind": "target", "id": "web"}),
     );
     assert_eq!(
-        shown["result"]["structuredContent"]["result"]["outcome"], "done",
+        shown["result"]["structuredContent"]["outcome"], "done",
         "{shown}"
     );
     let (name, data) = events.next();
@@ -525,7 +525,7 @@ fn an_open_page_hears_what_changed_and_where_the_agent_points() {
         json!({"kind": "run", "id": "../../etc"}),
     );
     assert_eq!(
-        unknown["result"]["structuredContent"]["result"]["outcome"], "refused",
+        unknown["result"]["structuredContent"]["outcome"], "refused",
         "{unknown}"
     );
 
@@ -545,4 +545,48 @@ fn an_open_page_hears_what_changed_and_where_the_agent_points() {
         Some(3),
         "{graph}"
     );
+}
+
+#[test]
+fn the_evaluators_transcript_reaches_the_page_as_it_grows() {
+    let test = Test::new().manifest(
+        "[targets.py]\nkind = \"command\"\n[targets.py.evaluator]\nlanguage = \"python\"\n",
+    );
+    let state = TempDir::new();
+    let serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+    let page = Page::login(&serve);
+    assert_eq!(
+        page.get("/api/evaluators").json(),
+        json!({"evaluators": []})
+    );
+    let mut events = Events::open(&page);
+    assert_eq!(
+        events.next(),
+        ("changed".to_owned(), json!({"what": "all"}))
+    );
+    assert_eq!(
+        events.next(),
+        ("changed".to_owned(), json!({"what": "all"}))
+    );
+
+    let mut client = Mcp::attach(state.path(), Some(test.root()));
+    client.initialize();
+    let reply = client.call(
+        2,
+        "once_eval",
+        json!({"target": "py", "code": "print('hi')\n6 * 7"}),
+    );
+    assert_eq!(
+        reply["result"]["structuredContent"]["outcome"], "done",
+        "{reply}"
+    );
+    events.wait_for("changed", "what", "evaluators");
+    let shown = page.get("/api/evaluators").json();
+    let py = &shown["evaluators"][0];
+    assert_eq!(py["target"], "py", "{shown}");
+    assert_eq!(py["running"], true, "{shown}");
+    let entry = &py["entries"][0];
+    assert_eq!(entry["code"], "print('hi')\n6 * 7", "{shown}");
+    assert_eq!(entry["value"], "42", "{shown}");
+    assert_eq!(entry["output"], "hi\n", "{shown}");
 }
