@@ -19,7 +19,10 @@ pub use catalog::{
     DEFAULT_EVAL_DEADLINE, LiveWorkspace, Overview, affected_tools, change_tools, eval_tools,
     evaluator_spec, example_tools, instructions, memory_tools, query_tools, run_tools,
 };
-pub use server::{ServeOptions, ServerConfig, WORKSPACE_META_KEY, serve, serve_with};
+pub use server::{
+    DetachedCallError, ServeOptions, ServerConfig, WORKSPACE_META_KEY, call_read_only, serve,
+    serve_with,
+};
 pub use tool::{
     Annotations, CallContext, CancelToken, Gate, Gates, Handler, LogLevel, Tool,
     ToolDefinitionError, ToolResult, optional_bool, optional_str, optional_u64, required_str,

@@ -797,6 +797,74 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+/// Why [`call_read_only`] did not call a tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DetachedCallError {
+    /// No tool of the catalog has that name.
+    #[error("no tool is named `{0}`")]
+    Unknown(String),
+    /// The tool exists but may change something: only read-only, ungated tools are called
+    /// outside a connection.
+    #[error("`{0}` is not a read-only tool")]
+    NotReadOnly(String),
+    /// The arguments do not match the tool's input schema.
+    #[error("{0}")]
+    Arguments(String),
+    /// The worker could not be set up.
+    #[error("cannot call `{tool}`: {reason}")]
+    Internal {
+        /// The tool.
+        tool: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// Calls a read-only, ungated tool of `config` outside any connection, as another front end (the
+/// window page) reads the same answers agents read. The freshness hook runs first, as before a
+/// request; the handler gets a context that is never cancelled and whose notifications go
+/// nowhere. Refuses every tool that is gated or not marked read-only, so this door can never act.
+pub fn call_read_only(
+    config: &ServerConfig,
+    name: &str,
+    arguments: Map<String, Value>,
+) -> Result<ToolResult, DetachedCallError> {
+    let tool = config
+        .tools
+        .iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| DetachedCallError::Unknown(name.to_owned()))?;
+    if tool.gate != Gate::Always || !tool.annotations.read_only {
+        return Err(DetachedCallError::NotReadOnly(name.to_owned()));
+    }
+    check_arguments(tool, &arguments).map_err(DetachedCallError::Arguments)?;
+    if let Some(before) = &config.before_request {
+        before();
+    }
+    let internal = |reason: io::Error| DetachedCallError::Internal {
+        tool: name.to_owned(),
+        reason: reason.to_string(),
+    };
+    let writer = Writer::spawn(io::sink(), 64 * 1024).map_err(internal)?;
+    let context = CallContext::new(
+        tool.name,
+        RequestId::Integer(0),
+        CancelToken::new(),
+        None,
+        ProtocolVersion::LATEST,
+        writer.outbox(),
+        Arc::new(LogThreshold::off()),
+    );
+    let handler = Arc::clone(&tool.handler);
+    let result = catch_unwind(AssertUnwindSafe(|| handler(&context, arguments)));
+    drop(context);
+    writer.close().map_err(internal)?;
+    result.map_err(|panic| DetachedCallError::Internal {
+        tool: name.to_owned(),
+        reason: format!("the tool panicked: {}", panic_text(&panic)),
+    })
+}
+
 /// A `CallToolResult` for a tool-level failure. The text is cut at `ERROR_TEXT_BYTES`: every
 /// message quotes its arguments, and one quoting a huge argument must not make a huge answer.
 fn error_result(mut text: String) -> Value {

@@ -572,6 +572,9 @@ pub struct ServeArgs {
     /// Enable the tools that run and cancel capabilities
     #[arg(long)]
     pub allow_run: bool,
+    /// Open the window (the session's web page) in your browser
+    #[arg(long)]
+    pub open: bool,
     /// List the live sessions instead of starting one
     #[arg(long, conflicts_with_all = ["allow_edit", "allow_run"])]
     pub status: bool,
@@ -616,17 +619,21 @@ Examples:
         kind: Option<String>,
     },
 
-    /// Walk the dependency graph
+    /// Walk the dependency graph, or print all of it (as JSON, Graphviz dot or Mermaid)
     #[command(
-        subcommand,
+        subcommand_negates_reqs = true,
+        args_conflicts_with_subcommands = true,
         after_help = "\
 Examples:
+  once query graph --format dot | dot -Tsvg > graph.svg   The whole graph as a picture
+  once query graph --format mermaid           The whole graph for a Markdown page
+  once query graph                            Every target and edge, as JSON
   once query graph deps web                   What web needs, one step
   once query graph dependents core --transitive
   once query graph path web proto             How web comes to depend on proto
   once query graph order web:test             What `once run web:test` would run, in waves"
     )]
-    Graph(GraphQuery),
+    Graph(GraphArgs),
 
     /// Which targets own the changed files, and which actions must run again (dependents included)
     #[command(after_help = "\
@@ -743,6 +750,26 @@ pub struct PageArgs {
     /// How many rows per page
     #[arg(long)]
     pub limit: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    #[command(subcommand)]
+    pub walk: Option<GraphQuery>,
+    /// Without a subcommand: print every target and edge in this format
+    #[arg(long, value_enum, default_value_t = PictureFormat::Json)]
+    pub format: PictureFormat,
+}
+
+/// How `once query graph` prints the whole graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PictureFormat {
+    /// `{"targets": [...], "edges": [{"from", "to"}]}`: what the window page draws
+    Json,
+    /// Graphviz: `once query graph --format dot | dot -Tsvg > graph.svg`
+    Dot,
+    /// A Mermaid flowchart, for Markdown pages that render Mermaid
+    Mermaid,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@ mod affected;
 mod error;
 mod graph;
 mod page;
+mod picture;
 mod schema;
 mod schema_util;
 mod target;
@@ -25,6 +26,7 @@ pub use error::QueryError;
 pub use graph::{GraphAnswer, GraphMode, GraphNode, GraphQuery, graph};
 /// The largest page any list query returns.
 pub use page::MAX_LIMIT as MAX_PAGE_LIMIT;
+pub use picture::{Picture, PictureEdge, PictureNode, picture};
 pub use schema::{SchemaQuery, schema};
 pub use target::{CapabilityDetail, ManifestLocation, TargetDetail, TargetQuery, target};
 pub use targets::{TargetRow, TargetsPage, TargetsQuery, targets};

@@ -97,6 +97,19 @@ pub fn server_config(
     gates: Gates,
     runtime: &once_exec::Registry,
 ) -> Result<ServerConfig> {
+    Ok(build_server(root, gates, runtime)?.config)
+}
+
+/// The server config and the parts of it that the window of `once serve` also reads.
+pub struct Built {
+    pub config: ServerConfig,
+    pub live: Arc<LiveWorkspace>,
+    pub evaluators: Arc<once_eval::Evaluators>,
+}
+
+/// Builds the server both doors share (see [`server_config`]), keeping hold of its live graph
+/// and evaluators.
+pub fn build_server(root: &Path, gates: Gates, runtime: &once_exec::Registry) -> Result<Built> {
     let loaded = Workspace::load(root)
         .with_context(|| format!("cannot load the workspace at `{}`", root.display()))?;
     if loaded.has_errors() {
@@ -122,11 +135,16 @@ pub fn server_config(
     config.tools.extend(once_mcp::run_tools(&live, runtime));
     // Owned by the config, so they live as long as the server (in `once serve`, the session):
     // an agent that reconnects finds its evaluators, and their variables, where it left them.
-    let evaluators = once_eval::Evaluators::new(runtime).context("cannot set up the evaluators")?;
+    let evaluators =
+        Arc::new(once_eval::Evaluators::new(runtime).context("cannot set up the evaluators")?);
     config
         .tools
-        .extend(once_mcp::eval_tools(&live, &Arc::new(evaluators)));
+        .extend(once_mcp::eval_tools(&live, &evaluators));
     let refresh = Arc::clone(&live);
     config.before_request = Some(Arc::new(move || refresh.refresh()));
-    Ok(config)
+    Ok(Built {
+        config,
+        live,
+        evaluators,
+    })
 }

@@ -9,7 +9,7 @@ use once_graph::query::{self, GraphMode, GraphQuery, SchemaQuery, TargetQuery, T
 use once_run::{RunStore, RunsQuery};
 use serde::Serialize;
 
-use crate::cli::{self, GraphPages, NeighbourArgs, PageArgs, Query};
+use crate::cli::{self, GraphArgs, GraphPages, NeighbourArgs, PageArgs, PictureFormat, Query};
 use crate::exit::Outcome;
 use crate::output;
 
@@ -68,7 +68,18 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         }
         Query::Target { name } => print(query::target(&loaded, &TargetQuery { name })),
         Query::Schema { kind } => print(query::schema(&loaded, &SchemaQuery { kind })),
-        Query::Graph(graph) => {
+        Query::Graph(GraphArgs { walk: None, format }) => {
+            let picture = query::picture(&loaded);
+            match format {
+                PictureFormat::Json => output::json(&picture)?,
+                PictureFormat::Dot => output::text(&picture.to_dot())?,
+                PictureFormat::Mermaid => output::text(&picture.to_mermaid())?,
+            }
+            Ok(Outcome::Success)
+        }
+        Query::Graph(GraphArgs {
+            walk: Some(graph), ..
+        }) => {
             let (q, all) = graph_query(graph);
             if all {
                 print(all_nodes(&loaded, q))

@@ -14,7 +14,7 @@ use once_mcp::Gates;
 use crate::cli::ServeArgs;
 use crate::exit::Outcome;
 use crate::session::registry::Registry;
-use crate::session::{Session, Stopper};
+use crate::session::{Session, Stopper, WindowSources};
 use crate::signals;
 
 pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
@@ -44,11 +44,23 @@ pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
         allow_run: args.allow_run,
     };
     let runtime = once_exec::Registry::new();
-    let config = super::mcp::server_config(&root, gates, &runtime)?;
+    let built = super::mcp::build_server(&root, gates, &runtime)?;
+    let mut config = built.config;
+    // The window mode's own tools: they point the person's page at things.
+    let hub = Arc::new(once_web::Hub::default());
+    config
+        .tools
+        .extend(once_web::window_tools(&root, &built.live, &hub));
+    let evaluators = Arc::clone(&built.evaluators);
+    let window = WindowSources {
+        live: built.live,
+        evaluators: Arc::new(move || evaluator_transcripts(&evaluators)),
+        hub,
+    };
     let registry = Registry::open()?;
     let session = {
         let mut slot = stopper.lock().unwrap_or_else(PoisonError::into_inner);
-        let session = Session::start(&registry, &root, Arc::new(config), runtime)?;
+        let session = Session::start(&registry, &root, Arc::new(config), runtime, window)?;
         *slot = Some(session.stopper());
         session
     };
@@ -59,6 +71,42 @@ pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
         root.display(),
         session.entry_path().display()
     );
+    let url = session.login_url()?;
+    eprintln!("once serve: open the window at {url} (the link works once)");
+    if args.open {
+        open_browser(&url);
+    }
     session.serve()?;
     Ok(Outcome::Success)
+}
+
+/// The evaluators' transcripts, as the window shows them.
+fn evaluator_transcripts(evaluators: &once_eval::Evaluators) -> serde_json::Value {
+    let _ = evaluators;
+    serde_json::Value::Array(Vec::new())
+}
+
+/// Opens `url` in the person's browser (`xdg-open`, or `open` on macOS), without waiting for it;
+/// a missing opener only costs a warning, since the link is printed anyway.
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let started = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match started {
+        // Reaped by a thread of its own, so no zombie is left while the session runs.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(error) => {
+            eprintln!("once serve: cannot start `{opener}` ({error}); open the link above by hand")
+        }
+    }
 }

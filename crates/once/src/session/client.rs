@@ -19,7 +19,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
 use super::registry::{Entry, Registry};
-use super::token::Token;
+use once_web::Token;
 
 /// The protocol version [`Client`] asks for.
 const PROTOCOL_VERSION: &str = "2025-11-25";

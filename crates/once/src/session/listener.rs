@@ -4,7 +4,8 @@
 //! Every connection gets its own thread, which must read a complete first line within
 //! [`TOKEN_WAIT`] of the accept — one deadline for the whole line, not a timeout per read, so a
 //! peer that trickles a byte at a time is cut off as surely as a silent one. Something that looks
-//! like HTTP is answered `403` and closed (a web page cannot reach the session); anything but
+//! like HTTP goes to the window (`once_web`), which checks its own credentials (a login cookie, or
+//! the token as a bearer for MCP over HTTP) and never takes the MCP client slot here; anything but
 //! `{"once_token":"<hex>"}` with the session's token gets a JSON-RPC error line and is closed.
 //! Only then does the connection claim the single client slot; when it is taken, the newcomer
 //! gets a "busy" error naming the holder and is closed. The holder runs `once_mcp::serve_with`
@@ -36,7 +37,7 @@ use std::time::{Duration, Instant};
 use once_mcp::{ServeOptions, ServerConfig};
 
 use super::peer;
-use super::token::Token;
+use once_web::Token;
 
 /// How long a connection may take, from its accept, to send its whole first line.
 pub const TOKEN_WAIT: Duration = Duration::from_secs(3);
@@ -68,6 +69,8 @@ struct Holder {
 struct Door {
     token: Token,
     config: Arc<ServerConfig>,
+    /// The window: HTTP connections are handed to it after their first line.
+    web: once_web::Web,
     local: SocketAddr,
     holder: Mutex<Option<Holder>>,
     /// The connections waiting for their first line, oldest first, by a number of their own.
@@ -76,10 +79,16 @@ struct Door {
 }
 
 /// Accepts connections for the life of the process; returns only if accepting fails.
-pub fn run(listener: TcpListener, token: Token, config: Arc<ServerConfig>) -> io::Result<()> {
+pub fn run(
+    listener: TcpListener,
+    token: Token,
+    config: Arc<ServerConfig>,
+    web: once_web::Web,
+) -> io::Result<()> {
     let door = Arc::new(Door {
         token,
         config,
+        web,
         local: listener.local_addr()?,
         holder: Mutex::new(None),
         waiting: Mutex::new(VecDeque::new()),
@@ -123,10 +132,19 @@ fn is_transient(error: &io::Error) -> bool {
     )
 }
 
+/// How a connection got past the first line.
+enum Entered {
+    /// With the token: an MCP client, its reader positioned after the line.
+    Mcp(BufReader<TcpStream>),
+    /// With an HTTP request line: a request for the window, with the bytes read so far.
+    Http(BufReader<TcpStream>, Vec<u8>),
+}
+
 /// What the first line of a connection turned out to be.
 enum FirstLine {
     Token(Token),
-    Http,
+    /// An HTTP request line, with the bytes read so far.
+    Http(Vec<u8>),
     Other,
     /// The deadline passed before a whole line came.
     Late,
@@ -171,7 +189,18 @@ impl Door {
     ) {
         let accepted = self.authenticate(&stream, deadline);
         self.done_waiting(number);
-        let Some(reader) = accepted else { return };
+        let reader = match accepted {
+            Some(Entered::Mcp(reader)) => reader,
+            Some(Entered::Http(reader, carried)) => {
+                // The window's requests never take the MCP client slot.
+                let Ok(web_stream) = stream.try_clone() else {
+                    return;
+                };
+                self.web.serve_connection(web_stream, reader, carried);
+                return;
+            }
+            None => return,
+        };
         let Some(slot) = self.claim(peer) else {
             let message = self.busy_message();
             tracing::info!("refused {peer}: {message}");
@@ -190,8 +219,8 @@ impl Door {
     }
 
     /// Checks the first line, which must be complete by `deadline`; on success returns the
-    /// reader, positioned after it.
-    fn authenticate(&self, stream: &TcpStream, deadline: Instant) -> Option<BufReader<TcpStream>> {
+    /// reader, positioned after it, and what the connection is for.
+    fn authenticate(&self, stream: &TcpStream, deadline: Instant) -> Option<Entered> {
         let mut reader = stream
             .try_clone()
             .and_then(|clone| {
@@ -206,13 +235,10 @@ impl Door {
                     .set_read_timeout(None)
                     .map_err(|error| tracing::warn!("cannot clear the read timeout: {error}"))
                     .ok()
-                    .map(|()| reader);
+                    .map(|()| Entered::Mcp(reader));
             }
             FirstLine::Closed => return None,
-            FirstLine::Http => {
-                refuse_http(stream);
-                return None;
-            }
+            FirstLine::Http(carried) => return Some(Entered::Http(reader, carried)),
             FirstLine::Token(_) => "unauthorized: wrong session token",
             FirstLine::Other => "unauthorized: the first line must be {\"once_token\":\"…\"}",
             FirstLine::Late => "unauthorized: no session token in time",
@@ -311,7 +337,7 @@ fn first_line(
         }
     };
     if looks_like_http(&line) {
-        return FirstLine::Http;
+        return FirstLine::Http(line);
     }
     match ended {
         Ok(true) => {
@@ -366,18 +392,6 @@ fn refuse(stream: TcpStream, code: i64, message: &str) {
     let mut line = reply.to_string().into_bytes();
     line.push(b'\n');
     close_with(stream, &line);
-}
-
-fn refuse_http(stream: &TcpStream) {
-    let body = "once: this port speaks MCP to `once mcp --attach`, not HTTP\n";
-    let response = format!(
-        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    if let Ok(stream) = stream.try_clone() {
-        close_with(stream, response.as_bytes());
-    }
 }
 
 /// Writes `bytes`, ends our direction, and drains what the peer still sends for a moment: a

@@ -32,7 +32,6 @@ pub mod client;
 mod listener;
 mod peer;
 pub mod registry;
-mod token;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -42,8 +41,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use once_mcp::ServerConfig;
 
+use once_web::Token;
 use registry::{Entry, Published, Registry};
-use token::Token;
 
 /// How long runs get to stop after SIGTERM before SIGKILL, when the session stops.
 const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -54,9 +53,24 @@ pub struct Session {
     listener: TcpListener,
     token: Token,
     config: Arc<ServerConfig>,
+    web: once_web::Web,
     published: Arc<Published>,
     runtime: once_exec::Registry,
     port: u16,
+}
+
+/// What the window reads beyond the server config: the live graph, the evaluators' transcripts,
+/// and the hub its tools publish to.
+pub struct WindowSources {
+    pub live: Arc<once_mcp::LiveWorkspace>,
+    pub evaluators: Arc<dyn Fn() -> serde_json::Value + Send + Sync>,
+    pub hub: Arc<once_web::Hub>,
+}
+
+impl std::fmt::Debug for WindowSources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WindowSources").finish_non_exhaustive()
+    }
 }
 
 /// What the signal thread needs to stop the session; cheap to clone.
@@ -83,6 +97,7 @@ impl Session {
         workspace: &Path,
         config: Arc<ServerConfig>,
         runtime: once_exec::Registry,
+        window: WindowSources,
     ) -> Result<Session> {
         let pid = std::process::id();
         let start_time = registry::start_time(pid).context("cannot read our own /proc entry")?;
@@ -116,11 +131,24 @@ impl Session {
             token: token.to_hex(),
             started_at: unix_now(),
         };
+        let web = once_web::Web::new(
+            port,
+            token.clone(),
+            once_web::Sources {
+                root: workspace.to_path_buf(),
+                config: Arc::clone(&config),
+                live: window.live,
+                evaluators: window.evaluators,
+                hub: window.hub,
+            },
+        )
+        .context("cannot start the window")?;
         let published = Arc::new(registry.publish(&entry, &lock)?);
         Ok(Session {
             listener,
             token,
             config,
+            web,
             published,
             runtime,
             port,
@@ -129,6 +157,11 @@ impl Session {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// A new one-time link that opens the window in a browser.
+    pub fn login_url(&self) -> Result<String> {
+        self.web.login_url().context("cannot draw a login token")
     }
 
     pub fn entry_path(&self) -> PathBuf {
@@ -146,7 +179,7 @@ impl Session {
     /// error, after stopping everything and removing the entry.
     pub fn serve(self) -> Result<()> {
         let stopper = self.stopper();
-        let result = listener::run(self.listener, self.token, self.config);
+        let result = listener::run(self.listener, self.token, self.config, self.web);
         stopper.stop();
         result.context("the session's listener failed")
     }

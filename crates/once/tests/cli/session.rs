@@ -246,7 +246,7 @@ fn a_missing_or_wrong_token_is_refused_and_closed() {
 }
 
 #[test]
-fn http_is_refused() {
+fn http_without_credentials_is_forbidden() {
     let (test, state) = workspace();
     let serve = Serve::start(test.root(), state.path(), &[]);
     for request in [

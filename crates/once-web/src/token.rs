@@ -1,4 +1,5 @@
-//! The secret that proves a connection comes from the person who owns the session.
+//! The secrets of a session: its token, which proves a connection comes from the person who owns
+//! the session, and the window's login, cookie and CSRF secrets, drawn the same way.
 //!
 //! A session draws 128 bits from the kernel's CSPRNG when it starts and writes them, as hex, into
 //! its registry file, which only its owner can read. A client presents the token as the first
@@ -58,6 +59,7 @@ impl Token {
         Some(Token(bytes))
     }
 
+    /// The 32 lowercase hex digits.
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|byte| format!("{byte:02x}")).collect()
     }

@@ -1,0 +1,2 @@
+// The window page: filled in by the page's own module.
+"use strict";

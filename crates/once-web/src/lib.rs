@@ -1,0 +1,340 @@
+//! The window of a `once serve` session: a web page where the person sees the graph, runs,
+//! change sets, memory and evaluators and decides on change sets, served on the session's own
+//! loopback port beside its MCP door.
+//!
+//! # Theory of operation
+//!
+//! The session's door (`crates/once/src/session/listener.rs`) reads a connection's first line;
+//! when it is an HTTP request line, it hands the connection to [`Web::serve_connection`], which
+//! serves requests on it, kept alive, until the peer leaves or stays idle for
+//! [`http::IDLE_WAIT`]. Every request passes the access checks of `access.rs` (host, origin,
+//! cookie or bearer, CSRF) before anything is read on its behalf. Routes answer from the
+//! libraries (`api.rs`); `/api/events` holds a stream of Server-Sent Events that `events.rs`
+//! feeds, so a page learns within a fraction of a second what an agent did.
+//!
+//! Connections are bounded ([`MAX_CONNECTIONS`] at once, each with its own deadlines), so a
+//! flood of browsers or scripts costs a bounded number of threads and never the MCP client's
+//! access. This crate must never bind a socket (the door owns it), never serve a byte to a
+//! request that failed its checks, and never act for a page beyond a person's decision on a
+//! change set.
+
+mod access;
+mod api;
+mod assets;
+pub mod events;
+pub mod http;
+mod token;
+mod window;
+
+use std::io::BufReader;
+use std::net::{Shutdown, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use once_graph::query::Picture;
+use once_mcp::{LiveWorkspace, ServerConfig};
+use serde_json::Value;
+
+pub use events::{Event, Hub};
+pub use token::Token;
+pub use window::window_tools;
+
+use access::Access;
+use http::{ReadError, Request, Response};
+
+/// HTTP connections served at once; one more is answered 503 and closed.
+pub const MAX_CONNECTIONS: usize = 64;
+/// How often an idle event stream sends a comment, to notice a page that left.
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// What the window reads from the session.
+pub struct Sources {
+    /// The workspace root.
+    pub root: PathBuf,
+    /// The session's MCP server config: its read-only tools answer the page, its gates are shown.
+    pub config: Arc<ServerConfig>,
+    /// The session's live graph.
+    pub live: Arc<LiveWorkspace>,
+    /// The evaluators' transcripts, as JSON (an array).
+    pub evaluators: Arc<dyn Fn() -> Value + Send + Sync>,
+    /// The hub the window tools publish to (made before the tools, so they can hold it).
+    pub hub: Arc<Hub>,
+}
+
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sources")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every connection of one session's window shares.
+pub(crate) struct Shared {
+    pub(crate) root: PathBuf,
+    pub(crate) config: Arc<ServerConfig>,
+    pub(crate) live: Arc<LiveWorkspace>,
+    pub(crate) evaluators: Arc<dyn Fn() -> Value + Send + Sync>,
+    pub(crate) access: Access,
+    pub(crate) hub: Arc<Hub>,
+    connections: AtomicUsize,
+}
+
+impl Shared {
+    /// The whole graph, reloaded first if a manifest changed.
+    pub(crate) fn picture(&self) -> Picture {
+        self.live.refresh();
+        once_graph::query::picture(&self.live.read())
+    }
+}
+
+/// One session's window.
+#[derive(Clone)]
+pub struct Web {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Web {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Web")
+            .field("root", &self.shared.root)
+            .field("port", &self.shared.access.port())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Web {
+    /// The window of the session listening on `port` with token `session`; starts the watcher
+    /// that feeds the pages' events.
+    pub fn new(port: u16, session: Token, sources: Sources) -> std::io::Result<Web> {
+        let Sources {
+            root,
+            config,
+            live,
+            evaluators,
+            hub,
+        } = sources;
+        let shared = Arc::new(Shared {
+            root: root.clone(),
+            config,
+            live: Arc::clone(&live),
+            evaluators: Arc::clone(&evaluators),
+            access: Access::new(port, session)?,
+            hub: Arc::clone(&hub),
+            connections: AtomicUsize::new(0),
+        });
+        events::watch(
+            &hub,
+            events::Watched {
+                root,
+                graph: Box::new(move || {
+                    live.refresh();
+                    let picture = once_graph::query::picture(&live.read());
+                    serde_json::to_value(&picture)
+                        .map(|value| events::fingerprint(&value))
+                        .unwrap_or(0)
+                }),
+                evaluators: Box::new(move || events::fingerprint(&evaluators())),
+            },
+        )?;
+        Ok(Web { shared })
+    }
+
+    /// A new one-time link that logs a browser in.
+    pub fn login_url(&self) -> std::io::Result<String> {
+        self.shared.access.login_url()
+    }
+
+    /// Serves HTTP requests on a connection whose first bytes, `carried`, the door already read
+    /// (they belong to the first request), until the peer leaves or a request breaks a rule.
+    pub fn serve_connection(
+        &self,
+        stream: TcpStream,
+        reader: BufReader<TcpStream>,
+        carried: Vec<u8>,
+    ) {
+        let shared = &self.shared;
+        let open = shared.connections.fetch_add(1, Ordering::AcqRel);
+        let _count = Counted(&shared.connections);
+        let mut stream = stream;
+        if open >= MAX_CONNECTIONS {
+            let _ = Response::text(503, "too many connections to this session; try again")
+                .write(&mut stream, false);
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
+        let mut reader = reader;
+        let mut carried = Some(carried);
+        loop {
+            let request = http::read_request(
+                &mut reader,
+                http::IDLE_WAIT,
+                carried.take().unwrap_or_default(),
+            );
+            let request = match request {
+                Ok(request) => request,
+                Err(ReadError::Closed | ReadError::Io(_)) => break,
+                Err(ReadError::Bad { status, message }) => {
+                    let _ = Response::text(status, message).write(&mut stream, false);
+                    break;
+                }
+            };
+            let keep_alive = request.keep_alive;
+            match route(shared, &request) {
+                Routed::Answer(response) => {
+                    if response.write(&mut stream, keep_alive).is_err() || !keep_alive {
+                        break;
+                    }
+                }
+                Routed::Events => {
+                    stream_events(shared, &mut stream);
+                    break;
+                }
+            }
+        }
+        let _ = stream.shutdown(Shutdown::Both);
+    }
+}
+
+/// Decrements the connection count when a connection ends, however it ends.
+struct Counted<'a>(&'a AtomicUsize);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+enum Routed {
+    Answer(Response),
+    /// Hold the connection as an event stream.
+    Events,
+}
+
+const FORBIDDEN: &str =
+    "forbidden: open the link `once serve` printed, or run `once sessions --url` for a new one";
+
+fn route(shared: &Shared, request: &Request) -> Routed {
+    use Routed::Answer;
+    let access = &shared.access;
+    if !access.host_ok(request) {
+        return Answer(Response::text(
+            403,
+            "forbidden: the Host header does not name this session",
+        ));
+    }
+    if !access.origin_ok(request) {
+        return Answer(Response::text(
+            403,
+            "forbidden: requests from another origin are refused",
+        ));
+    }
+    let method = request.method.as_str();
+    let path = request.path.as_str();
+    // Logging in: the one route that takes neither cookie nor bearer.
+    if method == "GET"
+        && path == "/"
+        && let Some(login) = request.query("login")
+    {
+        return Answer(if access.redeem_login(login) {
+            Response::empty(303)
+                .with("Location", "/")
+                .with("Set-Cookie", access.set_cookie())
+        } else {
+            Response::text(
+                403,
+                "forbidden: this login link was already used or has expired; run `once sessions --url` for a new one",
+            )
+        });
+    }
+    // A new login link for `once sessions --url`, which holds the session token.
+    if path == "/session/login" {
+        if !access.bearer_ok(request) {
+            return Answer(Response::error(
+                401,
+                "unauthorized: send the session token as a bearer token",
+            ));
+        }
+        if method != "POST" {
+            return Answer(Response::error(405, "use POST").with("Allow", "POST"));
+        }
+        return Answer(match access.login_url() {
+            Ok(url) => Response::json(200, &serde_json::json!({ "url": url })),
+            Err(error) => Response::error(500, &format!("cannot draw a login token: {error}")),
+        });
+    }
+    if !access.has_cookie(request) {
+        return Answer(Response::text(403, FORBIDDEN));
+    }
+    if method != "GET" && method != "HEAD" {
+        if !access.csrf_ok(request) {
+            return Answer(Response::error(
+                403,
+                "forbidden: the X-Once-CSRF header is missing or wrong",
+            ));
+        }
+        let json = request.header("content-type").is_some_and(|t| {
+            t.trim()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+        if !json {
+            return Answer(Response::error(415, "send the body as application/json"));
+        }
+    }
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    Answer(match (method, segments.as_slice()) {
+        ("GET", [""] | ["index.html"]) => assets::page(),
+        ("GET", ["app.js"]) => assets::script(),
+        ("GET", ["app.css"]) => assets::style(),
+        ("GET", ["api", "session"]) => api::session(shared),
+        ("GET", ["api", "graph"]) => api::graph(shared),
+        ("GET", ["api", "changes"]) => api::changes(shared),
+        ("GET", ["api", "changes", id]) => api::change_set(shared, id),
+        ("POST", ["api", "changes", id, "apply"]) => {
+            api::decide(shared, id, api::Decision::Apply, request)
+        }
+        ("POST", ["api", "changes", id, "reject"]) => {
+            api::decide(shared, id, api::Decision::Reject, request)
+        }
+        ("GET", ["api", "evaluators"]) => api::evaluators(shared),
+        ("GET", ["api", "events"]) => return Routed::Events,
+        ("POST", ["api", "tool", name]) => api::tool(shared, name, request),
+        _ => Response::error(404, &format!("no route for {method} {path}")),
+    })
+}
+
+/// Holds an event stream open: events from the hub as they come, a comment when idle; ends when
+/// the page leaves, stops reading, or the hub drops it.
+fn stream_events(shared: &Shared, stream: &mut TcpStream) {
+    let Some(events) = shared.hub.subscribe() else {
+        let _ =
+            Response::error(503, "too many pages are open on this session").write(stream, false);
+        return;
+    };
+    // Tell the page it is connected, so it fetches everything once (it may have missed events
+    // while reconnecting).
+    let hello = Event::changed("all");
+    if http::start_event_stream(stream, &[]).is_err()
+        || http::write_event(stream, None, Some(hello.name), &hello.data).is_err()
+    {
+        return;
+    }
+    loop {
+        match events.recv_timeout(KEEPALIVE) {
+            Ok(event) => {
+                if http::write_event(stream, None, Some(event.name), &event.data).is_err() {
+                    return;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if http::write_keepalive(stream).is_err() {
+                    return;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
