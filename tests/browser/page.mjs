@@ -249,6 +249,28 @@ try {
         checks.ok('the focused target\'s details are shown');
     });
 
+    await checks.attempt('memory: a search finds entries and a stale one says why', async () => {
+        const schema = join(ws, 'proto', 'schema', 'messages.txt');
+        execFileSync(binary, ['-C', ws, 'memory', 'add', '--title', 'Schemas are concatenated', '--kind', 'gotcha',
+            '--path', schema, '--body', 'The proto build joins every schema file.'], { env, stdio: 'ignore' });
+        execFileSync(binary, ['-C', ws, 'memory', 'add', '--title', 'Reports are for people', '--kind', 'convention',
+            '--body', 'Keep the report short.'], { env, stdio: 'ignore' });
+        appendFileSync(schema, 'changed\n');
+        await page.evaluate(() => { location.hash = '#/memory'; });
+        await until('two entries listed', async () => (await page.locator('#memory li[data-entry]').count()) === 2, WAIT_MS);
+        await page.locator('input#memory-search').fill('schema');
+        await until('one entry found', async () => (await page.locator('#memory li[data-entry]').count()) === 1, WAIT_MS);
+        const item = page.locator('#memory li[data-entry]');
+        const stale = await item.getAttribute('data-stale');
+        const reason = await item.locator('.stale-reason').textContent();
+        checks.check('memory: a search finds entries and a stale one says why',
+            stale === 'true' && reason.includes('proto/schema/messages.txt') && reason.includes('changed'),
+            `data-stale ${stale}, reason ${JSON.stringify(reason)}`);
+        await item.press('Enter');
+        await until('the entry shown', async () => (await page.locator('#memory-entry').textContent()).includes('joins every schema file'), WAIT_MS);
+        checks.ok('memory: Enter on an entry shows it in full');
+    });
+
     await checks.attempt('keyboard: Tab reaches a node and Enter opens it', async () => {
         await page.evaluate(() => { location.hash = '#/graph'; });
         await page.locator('g.node[data-target="proto"]').focus();

@@ -230,12 +230,20 @@ function layoutGraph(targets, edges) {
     let maxDepth = 0;
     for (let i = 0; i < n; i++) maxDepth = Math.max(maxDepth, depth[i]);
     const row = new Int32Array(n);
+    for (let i = 0; i < n; i++) row[i] = maxDepth - depth[i];
+    // A target that depends on nothing would sit in the bottom layer however high its users are;
+    // it goes just below its lowest user instead, which keeps the bottom layer from holding
+    // every leaf of the workspace.
+    for (let i = 0; i < n; i++) {
+        if (deps[i].length === 0 && dependents[i].length > 0) {
+            let lowest = 0;
+            for (const up of dependents[i]) lowest = Math.max(lowest, row[up]);
+            row[i] = lowest + 1;
+        }
+    }
     const layers = Array.from({ length: maxDepth + 1 }, () => []);
     const byName = [...Array(n).keys()].sort((a, b) => (targets[a].name < targets[b].name ? -1 : 1));
-    for (const i of byName) {
-        row[i] = maxDepth - depth[i];
-        layers[row[i]].push(i);
-    }
+    for (const i of byName) layers[row[i]].push(i);
     const pos = new Float64Array(n);
     const place = (layer) => {
         const span = Math.max(1, layer.length - 1);
@@ -264,18 +272,29 @@ function layoutGraph(targets, edges) {
         if (pass % 2 === 0) for (let r = 1; r < layers.length; r++) sweep(r, true);
         else for (let r = layers.length - 2; r >= 0; r--) sweep(r, false);
     }
+    // A wide layer wraps onto several rows, so that a large graph fits a screen at a zoom where
+    // its nodes are still tiles rather than dust; the rows of one layer stay between the layers
+    // above and below, so every edge still points down.
+    const perRow = Math.max(12, Math.round(Math.sqrt(n) * 1.5));
     const x = new Float64Array(n);
     const y = new Float64Array(n);
-    for (const [r, layer] of layers.entries()) {
-        layer.forEach((i, k) => {
-            x[i] = (k - (layer.length - 1) / 2) * NODE.dx;
-            y[i] = r * NODE.dy;
-        });
+    let top = 0;
+    for (const layer of layers) {
+        if (!layer.length) continue;
+        const rows = Math.ceil(layer.length / perRow);
+        for (let part = 0; part < rows; part++) {
+            const slice = layer.slice(part * perRow, (part + 1) * perRow);
+            slice.forEach((i, k) => {
+                x[i] = (k - (slice.length - 1) / 2) * NODE.dx;
+                y[i] = top + part * NODE.wrapDy;
+            });
+        }
+        top += (rows - 1) * NODE.wrapDy + NODE.dy;
     }
     return { index, x, y, deps, layers: layers.length, key: graphKey(targets, edges) };
 }
 
-const NODE = { width: 150, height: 28, dx: 170, dy: 90, labelScale: 0.45 };
+const NODE = { width: 150, height: 28, dx: 170, dy: 90, wrapDy: 44, labelScale: 0.45 };
 
 /** What decides the layout: the names and the edges, not the statuses. */
 function graphKey(targets, edges) {
@@ -557,6 +576,12 @@ function legend() {
             ` ${names[status]}`)));
 }
 
+/** ", and N more" when a list is a first page of a longer one. */
+function more(shown, total) {
+    const left = (total ?? 0) - (shown?.length ?? 0);
+    return left > 0 ? h('span', { class: 'muted' }, `, and ${left} more`) : null;
+}
+
 /** The details panel of one target: the once_query_target value, with links to its neighbours. */
 function targetDetails(value, graphRow) {
     const link = (name) => h('a', { href: `#/target/${encodeURIComponent(name)}` }, name);
@@ -571,8 +596,8 @@ function targetDetails(value, graphRow) {
             h('dd', {}, h('span', { class: 'badge', 'data-status': status ?? 'none' }, status ?? 'not run yet'),
                 graphRow?.run ? [' in ', h('a', { href: `#/runs/${encodeURIComponent(graphRow.run)}` }, graphRow.run)] : null),
             h('dt', {}, 'Tags'), h('dd', {}, value.tags?.length ? value.tags.join(', ') : h('span', { class: 'muted' }, 'none')),
-            h('dt', {}, 'Depends on'), h('dd', {}, list(value.deps ?? [])),
-            h('dt', {}, 'Used by'), h('dd', {}, list(value.dependents ?? [])),
+            h('dt', {}, 'Depends on'), h('dd', {}, list(value.deps ?? []), more(value.deps, value.deps_total)),
+            h('dt', {}, 'Used by'), h('dd', {}, list(value.dependents ?? []), more(value.dependents, value.dependents_total)),
             value.manifest && [h('dt', {}, 'Declared in'), h('dd', {}, `${value.manifest.file}:${value.manifest.line}`)]),
         h('h3', {}, 'Capabilities'),
         h('ul', { class: 'capabilities' }, (value.capabilities ?? []).map((cap) => h('li', {},
@@ -638,7 +663,8 @@ function runDetail(detail, runId, view) {
     const timeline = h('div', { id: 'timeline', role: 'list', 'aria-label': 'Actions on a time axis' });
     const logTitle = h('h3', { id: 'log-title' }, 'Log');
     const log = h('pre', { id: 'log', tabindex: '0', 'aria-labelledby': 'log-title', 'aria-live': 'off' });
-    fill(detail, header, timeline, h('p', { class: 'hint' }, 'Pick an action to read its log.'), logTitle, log);
+    const pick = h('p', { class: 'hint' }, 'Pick an action to read its log.');
+    fill(detail, header, timeline, pick, logTitle, log);
     let run = null; // {status, started_at, actions}
     let logState = null; // {action, lines, committed, ended}
     let timer = null;
@@ -704,10 +730,14 @@ function runDetail(detail, runId, view) {
                 'aria-label': `${action.action}: ${action.cached ? 'cached' : action.status}, ${formatDuration(sp ? sp[1] - sp[0] : 0)}`,
                 title: `${action.action}: ${action.status}${action.cached ? ' (cached)' : ''}${action.exit_code !== null && action.exit_code !== undefined ? `, exit ${action.exit_code}` : ''}`,
             });
-            const left = sp ? ((sp[0] - t0) / total) * 100 : 0;
-            const width = sp ? Math.max(0.4, ((sp[1] - sp[0]) / total) * 100) : 0.4;
-            bar.style.left = `${Math.min(99.6, left)}%`;
-            bar.style.width = `${Math.min(width, 100 - Math.min(99.6, left))}%`;
+            if (sp) {
+                const left = Math.min(99.6, ((sp[0] - t0) / total) * 100);
+                bar.style.left = `${left}%`;
+                bar.style.width = `${Math.min(Math.max(0.4, ((sp[1] - sp[0]) / total) * 100), 100 - left)}%`;
+            } else {
+                // Pending or skipped: no time to show, a hollow mark at the start.
+                bar.classList.add('untimed');
+            }
             activatable(bar, () => openLog(action.action));
             return h('div', { class: 'lane', role: 'listitem' },
                 h('span', { class: 'lane-label' }, action.action),
@@ -721,7 +751,7 @@ function runDetail(detail, runId, view) {
                 return tick;
             }));
         const approximate = run.actions.some((a) => a.started_at === undefined);
-        fill(timeline, ...rows, axis,
+        fill(timeline, axis, ...rows,
             approximate ? h('p', { class: 'muted note' }, 'Start times are not recorded: bars show each action’s duration from the run’s start.') : null);
         if (!run.actions.length) timeline.append(h('p', { class: 'hint' }, 'No actions yet.'));
     }
@@ -729,6 +759,7 @@ function runDetail(detail, runId, view) {
     /** Shows an action's log from its first line, then follows it while the action runs. */
     async function openLog(action) {
         logState = { action, lines: [], committed: 0, ended: false };
+        pick.hidden = true;
         log.dataset.action = action;
         log.replaceChildren();
         logTitle.textContent = `Log of ${action}`;
