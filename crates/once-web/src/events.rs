@@ -28,6 +28,8 @@ pub const POLL: Duration = Duration::from_millis(200);
 pub const MAX_PAGES: usize = 16;
 /// Events queued for one page before it counts as not reading.
 const QUEUE: usize = 64;
+/// The graph is looked at every this many looks (once a second).
+const GRAPH_EVERY: u64 = 5;
 /// How many of the newest runs the watcher looks into.
 const RECENT_RUNS: usize = 8;
 
@@ -93,7 +95,8 @@ impl Hub {
     }
 }
 
-/// What the watcher compares between looks: a fingerprint per part of the state.
+/// What the watcher compares between looks: a fingerprint per part of the state (for the graph,
+/// the live workspace's reload count).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Seen {
     runs: u64,
@@ -107,7 +110,7 @@ struct Seen {
 pub struct Watched {
     /// The workspace root.
     pub root: PathBuf,
-    /// A fingerprint of the graph (after reloading it if a manifest changed).
+    /// The graph's reload count, after reloading it if a manifest changed.
     pub graph: Box<dyn Fn() -> u64 + Send + Sync>,
     /// A fingerprint of the evaluators' transcripts.
     pub evaluators: Box<dyn Fn() -> u64 + Send + Sync>,
@@ -132,6 +135,7 @@ pub fn watch(hub: &Arc<Hub>, watched: Watched) -> std::io::Result<()> {
 
 fn watch_loop(hub: &Weak<Hub>, watched: &Watched) {
     let mut seen: Option<Seen> = None;
+    let mut looks: u64 = 0;
     loop {
         std::thread::sleep(POLL);
         let Some(hub) = hub.upgrade() else { return };
@@ -140,8 +144,20 @@ fn watch_loop(hub: &Weak<Hub>, watched: &Watched) {
             seen = None;
             continue;
         }
-        let now = look(watched);
-        if let Some(before) = &seen {
+        looks += 1;
+        let graph = seen
+            .as_ref()
+            .filter(|_| !looks.is_multiple_of(GRAPH_EVERY))
+            .map(|seen| seen.graph);
+        let now = look(watched, graph);
+        let Some(before) = &seen else {
+            // The first look since a page opened: anything that changed between the page's
+            // first fetch and this look is in no fingerprint, so every page fetches again.
+            hub.publish(&Event::changed("all"));
+            seen = Some(now);
+            continue;
+        };
+        {
             for (what, changed) in [
                 ("runs", before.runs != now.runs),
                 ("changes", before.changes != now.changes),
@@ -158,13 +174,15 @@ fn watch_loop(hub: &Weak<Hub>, watched: &Watched) {
     }
 }
 
-fn look(watched: &Watched) -> Seen {
+/// Looks at everything; the graph only every [`GRAPH_EVERY`] looks (or when `graph` is `None`),
+/// since checking whether a manifest changed costs a walk of the workspace's manifests.
+fn look(watched: &Watched, graph: Option<u64>) -> Seen {
     let state = watched.root.join(".once");
     Seen {
         runs: runs_fingerprint(&state.join("runs")),
         changes: folder_fingerprint(&state.join("changes"), 2),
         memory: folder_fingerprint(&state.join("memory"), 1),
-        graph: (watched.graph)(),
+        graph: graph.unwrap_or_else(|| (watched.graph)()),
         evaluators: (watched.evaluators)(),
     }
 }

@@ -131,10 +131,7 @@ impl Web {
                 root,
                 graph: Box::new(move || {
                     live.refresh();
-                    let picture = once_graph::query::picture(&live.read());
-                    serde_json::to_value(&picture)
-                        .map(|value| events::fingerprint(&value))
-                        .unwrap_or(0)
+                    live.generation()
                 }),
                 evaluators: Box::new(move || events::fingerprint(&evaluators())),
             },

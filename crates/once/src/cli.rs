@@ -144,10 +144,19 @@ Examples:
 Examples:
   once sessions
   once sessions --json")]
+    #[command(after_help = "\
+Examples:
+  once sessions                    Every live session: pid, port, uptime, workspace
+  once sessions --url              A new one-time link to the window of this workspace's session
+  once -C ~/code/shop sessions --url   ...of that workspace's session")]
     Sessions {
         /// Print JSON
         #[arg(long)]
         json: bool,
+        /// Print a new one-time link that opens the session's window (the only session, or the
+        /// one of `-C DIR`)
+        #[arg(long)]
+        url: bool,
     },
 
     /// Run capabilities: dependencies first, in parallel, each once until its inputs change

@@ -12,6 +12,7 @@ mod memory;
 mod query;
 mod run;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use once_graph::Workspace;
@@ -30,13 +31,21 @@ pub use run::run_tools;
 #[derive(Debug)]
 pub struct LiveWorkspace {
     workspace: RwLock<Workspace>,
+    /// How many times it was reloaded: a watcher compares it instead of the whole graph.
+    generation: AtomicU64,
 }
 
 impl LiveWorkspace {
     pub fn new(workspace: Workspace) -> Self {
         LiveWorkspace {
             workspace: RwLock::new(workspace),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// Changes every time the graph is reloaded.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Reloads the workspace if any manifest changed since it was read. Called before each
@@ -50,10 +59,13 @@ impl LiveWorkspace {
             .write()
             .unwrap_or_else(PoisonError::into_inner);
         match workspace.reload_if_stale() {
-            Ok(true) => tracing::info!(
-                "manifest changed: graph reloaded ({} diagnostics)",
-                workspace.diagnostics().len()
-            ),
+            Ok(true) => {
+                self.generation.fetch_add(1, Ordering::AcqRel);
+                tracing::info!(
+                    "manifest changed: graph reloaded ({} diagnostics)",
+                    workspace.diagnostics().len()
+                );
+            }
             Ok(false) => {}
             // The old graph stays: a workspace that cannot be read now (a folder being
             // replaced, say) is better answered from the last good state than not at all.

@@ -37,7 +37,10 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Run(args) => run::run(cli.workspace.as_deref(), args),
         Command::Eval(args) => eval::run(cli.workspace.as_deref(), args),
         Command::Serve(args) => serve::run(cli.workspace.as_deref(), args),
-        Command::Sessions { json } => sessions::run(json),
+        Command::Sessions { json, url: false } => sessions::run(json),
+        Command::Sessions { json, url: true } => {
+            sessions::login_url(cli.workspace.as_deref(), json)
+        }
     };
     match result {
         Ok(outcome) => outcome,

@@ -1,14 +1,22 @@
 //! `once sessions` (and `once serve --status`): the live sessions on this machine for this user,
-//! as text or JSON. It reaps dead entries first; it must never print a session's token.
+//! as text or JSON; and `once sessions --url`, a new one-time link to a session's window. It
+//! reaps dead entries first; it must never print a session's token.
 
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::exit::Outcome;
 use crate::output;
+use crate::session::bridge;
 use crate::session::registry::{Entry, Registry};
+
+/// How long the session has to answer `--url`.
+const ASK_WAIT: Duration = Duration::from_secs(5);
 use crate::session::unix_now;
 
 /// One row of the listing: an entry without its token, plus its uptime.
@@ -64,6 +72,59 @@ pub fn run(json: bool) -> Result<Outcome> {
     }
     output::text(&text)?;
     Ok(Outcome::Success)
+}
+
+/// `once sessions --url`: asks the session (with its token, as the owner) for a new login link and
+/// prints it. The session to ask is the only live one, or the one serving `workspace`.
+pub fn login_url(workspace: Option<&Path>, json: bool) -> Result<Outcome> {
+    let registry = Registry::open()?;
+    registry.reap(&registry.lock()?)?;
+    let entry = bridge::choose(&registry.live()?, workspace)?;
+    let url = ask_login_url(&entry).with_context(|| {
+        format!(
+            "cannot get a login link from the session of `{}` (pid {}, port {})",
+            entry.workspace.display(),
+            entry.pid,
+            entry.port
+        )
+    })?;
+    if json {
+        output::json(&serde_json::json!({ "url": url, "workspace": entry.workspace }))?;
+    } else {
+        output::text(&url)?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// `POST /session/login` with the session token as a bearer; the answer is `{"url": …}`.
+fn ask_login_url(entry: &Entry) -> Result<String> {
+    let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, entry.port))?;
+    stream.set_read_timeout(Some(ASK_WAIT))?;
+    stream.set_write_timeout(Some(ASK_WAIT))?;
+    write!(
+        stream,
+        "POST /session/login HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n\
+         Content-Length: 0\r\nConnection: close\r\n\r\n",
+        entry.port, entry.token
+    )?;
+    let mut response = Vec::new();
+    stream.take(64 * 1024).read_to_end(&mut response)?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .context("the session's answer is not HTTP")?;
+    if !head.starts_with("HTTP/1.1 200 ") {
+        bail!(
+            "the session answered `{}`: {}",
+            head.lines().next().unwrap_or_default(),
+            body.trim()
+        );
+    }
+    let answer: serde_json::Value = serde_json::from_str(body)?;
+    answer["url"]
+        .as_str()
+        .map(str::to_owned)
+        .context("the session's answer has no `url`")
 }
 
 /// `42s`, `3m12s`, `5h03m`, `2d04h`: two units are enough to recognise a session.

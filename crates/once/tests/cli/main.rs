@@ -20,3 +20,4 @@ mod run_output;
 mod run_record;
 mod session;
 mod support;
+mod window;

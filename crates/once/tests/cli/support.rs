@@ -416,6 +416,23 @@ impl Serve {
         }
     }
 
+    /// The one-time window link `once serve` prints right after its ready line.
+    pub fn login_url(&self) -> String {
+        loop {
+            let line = self
+                .stderr
+                .recv_timeout(PATIENCE)
+                .expect("once serve prints the window's link");
+            if let Some(at) = line.find("http://") {
+                return line[at..]
+                    .split_whitespace()
+                    .next()
+                    .expect("a link")
+                    .to_owned();
+            }
+        }
+    }
+
     pub fn pid(&self) -> i32 {
         let child = self.child.as_ref().expect("still running");
         i32::try_from(child.id()).expect("a pid fits in i32")

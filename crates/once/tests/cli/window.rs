@@ -1,0 +1,586 @@
+//! The window of `once serve`, attacked over real loopback HTTP: the one-time login, the cookie,
+//! Host, Origin and CSRF checks, oversized and slow requests, the person's decisions on change
+//! sets, live events, and `once_window_show`.
+//!
+//! Requests are written by hand on a `TcpStream`, so a test controls every byte a hostile page or
+//! script could send. Every wait is bounded by `PATIENCE`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Mcp, PATIENCE, Serve, TempDir, Test, once_binary, output_within};
+
+const MANIFEST: &str = "[targets.core]\nkind = \"command\"\n\n[targets.core.capabilities.build]\ncommand = \"true\"\n\n[targets.web]\nkind = \"command\"\ndeps = [\"core\"]\n\n[targets.web.capabilities.build]\ncommand = \"true\"\n";
+
+/// A status, the headers (names lowercased) and the body of one answer.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|_| panic!("not JSON ({}): {}", self.status, self.body))
+    }
+}
+
+/// Sends `raw` on a new connection and reads the answer until the session closes it.
+fn exchange(port: u16, raw: &[u8]) -> Answer {
+    let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).expect("connects");
+    stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    stream.write_all(raw).expect("writes");
+    let mut bytes = Vec::new();
+    stream
+        .read_to_end(&mut bytes)
+        .expect("the session answers and closes in time");
+    parse(&String::from_utf8_lossy(&bytes))
+}
+
+fn parse(text: &str) -> Answer {
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {text:?}"));
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+/// A request from our own page: right Host, the cookie, and for a POST the CSRF token and JSON.
+struct Page {
+    port: u16,
+    cookie: String,
+    csrf: String,
+}
+
+impl Page {
+    /// Logs in with the link `once serve` printed.
+    fn login(serve: &Serve) -> Page {
+        let url = serve.login_url();
+        let port = serve.port;
+        let target = &url[url.find("/?").expect("a path")..];
+        let answer = get(port, target, &[]);
+        assert_eq!(answer.status, 303, "{}", answer.body);
+        assert_eq!(answer.header("location"), Some("/"));
+        let cookie = answer.header("set-cookie").expect("a cookie").to_owned();
+        assert!(cookie.contains("HttpOnly"), "{cookie}");
+        assert!(cookie.contains("SameSite=Strict"), "{cookie}");
+        let cookie = cookie.split(';').next().expect("name=value").to_owned();
+        let mut page = Page {
+            port,
+            cookie,
+            csrf: String::new(),
+        };
+        page.csrf = page.get("/api/session").json()["csrf"]
+            .as_str()
+            .expect("a csrf token")
+            .to_owned();
+        page
+    }
+
+    fn get(&self, path: &str) -> Answer {
+        get(self.port, path, &[("Cookie", &self.cookie)])
+    }
+
+    fn post(&self, path: &str, body: &Value) -> Answer {
+        post(
+            self.port,
+            path,
+            &[
+                ("Cookie", &self.cookie),
+                ("X-Once-CSRF", &self.csrf),
+                ("Content-Type", "application/json"),
+                ("Origin", &format!("http://127.0.0.1:{}", self.port)),
+            ],
+            &body.to_string(),
+        )
+    }
+}
+
+fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> Answer {
+    exchange(port, request("GET", path, port, headers, "").as_bytes())
+}
+
+fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    exchange(port, request("POST", path, port, headers, body).as_bytes())
+}
+
+fn request(method: &str, path: &str, port: u16, headers: &[(&str, &str)], body: &str) -> String {
+    let mut text = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        text.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+    }
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    text
+}
+
+fn session() -> (Test, TempDir, Serve) {
+    let test = Test::new().manifest(MANIFEST);
+    let state = TempDir::new();
+    let serve = Serve::start(test.root(), state.path(), &["--allow-edit", "--allow-run"]);
+    (test, state, serve)
+}
+
+#[test]
+fn the_window_opens_only_with_a_login_link_that_works_once() {
+    let (_test, state, serve) = session();
+    let url = serve.login_url();
+    let target = &url[url.find("/?").expect("a path")..];
+    assert_eq!(get(serve.port, "/", &[]).status, 403, "no cookie");
+    assert_eq!(get(serve.port, "/api/graph", &[]).status, 403, "no cookie");
+    assert_eq!(
+        get(serve.port, "/?login=00112233445566778899aabbccddeeff", &[]).status,
+        403
+    );
+    let first = get(serve.port, target, &[]);
+    assert_eq!(first.status, 303);
+    let second = get(serve.port, target, &[]);
+    assert_eq!(second.status, 403, "a login link works once");
+    assert!(
+        second.body.contains("once sessions --url"),
+        "{}",
+        second.body
+    );
+
+    // `once sessions --url` asks the session for a new link, which works.
+    let mut command = std::process::Command::new(once_binary());
+    command
+        .args(["sessions", "--url"])
+        .env("XDG_STATE_HOME", state.path());
+    let asked = output_within(command);
+    assert!(asked.status.success(), "{asked:?}");
+    let fresh = String::from_utf8(asked.stdout).expect("utf-8");
+    let fresh = fresh.trim();
+    assert!(
+        fresh.starts_with(&format!("http://127.0.0.1:{}/?login=", serve.port)),
+        "{fresh}"
+    );
+    assert_eq!(
+        get(serve.port, &fresh[fresh.find("/?").expect("path")..], &[]).status,
+        303
+    );
+
+    let cookie = first.header("set-cookie").expect("cookie");
+    let cookie = cookie.split(';').next().expect("pair");
+    let page = get(serve.port, "/", &[("Cookie", cookie)]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<html"), "{}", page.body);
+    let policy = page.header("content-security-policy").expect("a CSP");
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+}
+
+#[test]
+fn foreign_hosts_origins_and_posts_without_the_csrf_token_are_refused() {
+    let (_test, _state, serve) = session();
+    let page = Page::login(&serve);
+    let port = serve.port;
+    let cookie = page.cookie.as_str();
+    let rebinding = get(
+        port,
+        "/api/graph",
+        &[("Host", "evil.example"), ("Cookie", cookie)],
+    );
+    assert_eq!(rebinding.status, 403, "DNS rebinding: {}", rebinding.body);
+    let other_port = get(
+        port,
+        "/api/graph",
+        &[("Host", "127.0.0.1:1"), ("Cookie", cookie)],
+    );
+    assert_eq!(other_port.status, 403);
+    let foreign = get(
+        port,
+        "/api/graph",
+        &[("Origin", "http://evil.example"), ("Cookie", cookie)],
+    );
+    assert_eq!(foreign.status, 403);
+    let body = json!({}).to_string();
+    let no_csrf = post(
+        port,
+        "/api/tool/once_query_workspace",
+        &[("Cookie", cookie), ("Content-Type", "application/json")],
+        &body,
+    );
+    assert_eq!(no_csrf.status, 403, "{}", no_csrf.body);
+    let wrong_csrf = post(
+        port,
+        "/api/tool/once_query_workspace",
+        &[
+            ("Cookie", cookie),
+            ("Content-Type", "application/json"),
+            ("X-Once-CSRF", "00112233445566778899aabbccddeeff"),
+        ],
+        &body,
+    );
+    assert_eq!(wrong_csrf.status, 403);
+    let form = post(
+        port,
+        "/api/tool/once_query_workspace",
+        &[
+            ("Cookie", cookie),
+            ("X-Once-CSRF", &page.csrf),
+            ("Content-Type", "text/plain"),
+        ],
+        &body,
+    );
+    assert_eq!(form.status, 415, "a form post is not JSON");
+    // A tool that acts is never reachable from the page, even with the gate open.
+    let run = page.post("/api/tool/once_run", &json!({"target": "web"}));
+    assert_eq!(run.status, 403, "{}", run.body);
+    let fine = page.post("/api/tool/once_query_workspace", &json!({}));
+    assert_eq!(fine.status, 200, "{}", fine.body);
+    assert_eq!(
+        fine.json()["result"]["counts"]["targets"],
+        2,
+        "{}",
+        fine.body
+    );
+}
+
+#[test]
+fn the_graph_has_every_target_and_edge() {
+    let (_test, _state, serve) = session();
+    let page = Page::login(&serve);
+    let graph = page.get("/api/graph").json();
+    let names: Vec<&str> = graph["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["core", "web"]);
+    assert_eq!(graph["edges"], json!([{"from": "web", "to": "core"}]));
+}
+
+#[test]
+fn oversized_malformed_and_chunked_requests_get_a_status_and_a_close() {
+    let (test, state, serve) = session();
+    let port = serve.port;
+    let huge_head = format!(
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    assert_eq!(exchange(port, huge_head.as_bytes()).status, 431);
+    let huge_body = format!(
+        "POST /api/tool/x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 999999999\r\n\r\n"
+    );
+    assert_eq!(exchange(port, huge_body.as_bytes()).status, 413);
+    let chunked = format!(
+        "POST /api/tool/x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    );
+    assert_eq!(exchange(port, chunked.as_bytes()).status, 411);
+    let garbage = "GET /\u{0}\u{1} HTTP/1.1\r\n\r\n";
+    assert_eq!(exchange(port, garbage.as_bytes()).status, 400);
+    // The MCP door still serves its owner.
+    let mut client = Mcp::attach(state.path(), Some(test.root()));
+    client.initialize();
+}
+
+#[test]
+fn a_request_that_trickles_is_cut_at_its_deadline_and_the_owner_still_gets_in() {
+    let (test, state, serve) = session();
+    let mut slow = TcpStream::connect((Ipv4Addr::LOCALHOST, serve.port)).expect("connects");
+    slow.set_read_timeout(Some(PATIENCE * 2)).expect("timeout");
+    slow.write_all(b"GET / HTTP/1.1\r\nHost: ").expect("writes");
+    let started = Instant::now();
+    // Meanwhile the owner attaches and is served.
+    let mut client = Mcp::attach(state.path(), Some(test.root()));
+    client.initialize();
+    // One byte at a time, never finishing the head: the session answers 408 and closes.
+    let mut answer = Vec::new();
+    loop {
+        if slow.write_all(b"x").is_err() {
+            break;
+        }
+        let mut buffer = [0u8; 256];
+        slow.set_read_timeout(Some(Duration::from_millis(500)))
+            .expect("timeout");
+        match slow.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buffer[..n]),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break,
+        }
+        assert!(
+            started.elapsed() < PATIENCE * 2,
+            "the trickling request was never cut"
+        );
+    }
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408 "), "{text:?}");
+}
+
+/// Proposes a change set over MCP; returns its id.
+fn propose(client: &mut Mcp, id: u64, path: &str, content: &str, base: Option<&str>) -> String {
+    let mut change = json!({"action": if base.is_some() { "replace" } else { "create" }, "path": path, "content": content});
+    if let Some(base) = base {
+        change["base_blake3"] = json!(base);
+    }
+    let reply = client.call(
+        id,
+        "once_change_set_propose",
+        json!({"title": format!("change {path}"), "rationale": "a test", "changes": [change]}),
+    );
+    reply["result"]["structuredContent"]["result"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a change set id in {reply}"))
+        .to_owned()
+}
+
+fn blake3_hex(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+#[test]
+fn the_person_applies_and_rejects_change_sets_with_the_rules_of_once_changes() {
+    let (test, state, serve) = session();
+    std::fs::write(test.root().join("notes.txt"), "old\n").expect("writes");
+    let mut client = Mcp::attach(state.path(), Some(test.root()));
+    client.initialize();
+    let applied = propose(&mut client, 2, "new.txt", "made\n", None);
+    let rejected = propose(&mut client, 3, "other.txt", "never\n", None);
+    let moved = propose(
+        &mut client,
+        4,
+        "notes.txt",
+        "new\n",
+        Some(&blake3_hex(b"old\n")),
+    );
+    let page = Page::login(&serve);
+
+    let list = page.get("/api/changes").json();
+    assert_eq!(
+        list["change_sets"].as_array().map(Vec::len),
+        Some(3),
+        "{list}"
+    );
+    let shown = page.get(&format!("/api/changes/{applied}")).json();
+    assert!(
+        shown["diff"].as_str().is_some_and(|d| d.contains("+made")),
+        "{shown}"
+    );
+
+    let done = page.post(&format!("/api/changes/{applied}/apply"), &json!({}));
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert_eq!(done.json()["outcome"], "done");
+    assert_eq!(
+        std::fs::read_to_string(test.root().join("new.txt")).expect("applied"),
+        "made\n"
+    );
+    let again = page.post(&format!("/api/changes/{applied}/apply"), &json!({}));
+    assert_eq!(again.status, 409, "applied twice: {}", again.body);
+
+    let no = page.post(
+        &format!("/api/changes/{rejected}/reject"),
+        &json!({"reason": "not needed"}),
+    );
+    assert_eq!(no.status, 200, "{}", no.body);
+    assert!(!test.root().join("other.txt").exists());
+    let record = page.get(&format!("/api/changes/{rejected}")).json();
+    assert_eq!(record["set"]["status"], "rejected", "{record}");
+    assert!(record.to_string().contains("not needed"), "{record}");
+
+    std::fs::write(test.root().join("notes.txt"), "someone else\n").expect("writes");
+    let refused = page.post(&format!("/api/changes/{moved}/apply"), &json!({}));
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.json()["outcome"], "refused");
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("notes.txt")),
+        "{}",
+        refused.body
+    );
+    assert_eq!(
+        std::fs::read_to_string(test.root().join("notes.txt")).expect("still there"),
+        "someone else\n",
+        "a refused set writes nothing"
+    );
+    assert_eq!(page.get("/api/changes/no-such-set").status, 404);
+}
+
+/// An open event stream: reads `event:`/`data:` pairs with a deadline.
+struct Events {
+    reader: BufReader<TcpStream>,
+}
+
+impl Events {
+    fn open(page: &Page) -> Events {
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, page.port)).expect("connects");
+        stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
+        let raw = request(
+            "GET",
+            "/api/events",
+            page.port,
+            &[("Cookie", &page.cookie)],
+            "",
+        );
+        stream.write_all(raw.as_bytes()).expect("writes");
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("a status line");
+        assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+        loop {
+            line.clear();
+            reader.read_line(&mut line).expect("a header");
+            if line == "\r\n" {
+                break;
+            }
+        }
+        Events { reader }
+    }
+
+    /// The next event, skipping comments.
+    fn next(&mut self) -> (String, Value) {
+        let (mut name, mut data) = (String::new(), String::new());
+        loop {
+            let mut line = String::new();
+            let read = self.reader.read_line(&mut line).expect("an event in time");
+            assert!(read > 0, "the stream ended");
+            let line = line.trim_end();
+            if line.is_empty() && !data.is_empty() {
+                return (name, serde_json::from_str(&data).expect("JSON data"));
+            }
+            if let Some(rest) = line.strip_prefix("event: ") {
+                name = rest.to_owned();
+            } else if let Some(rest) = line.strip_prefix("data: ") {
+                data.push_str(rest);
+            }
+        }
+    }
+
+    /// Waits for the event `name` whose data has `key` = `value`.
+    fn wait_for(&mut self, name: &str, key: &str, value: &str) -> Duration {
+        let started = Instant::now();
+        loop {
+            assert!(
+                started.elapsed() < PATIENCE,
+                "no {name} {key}={value} in time"
+            );
+            let (event, data) = self.next();
+            if event == name && data[key] == value {
+                return started.elapsed();
+            }
+        }
+    }
+}
+
+fn memory_add(root: &Path, title: &str) {
+    let mut command = std::process::Command::new(once_binary());
+    command.arg("-C").arg(root).args([
+        "memory",
+        "add",
+        "--title",
+        title,
+        "--body",
+        "from the terminal",
+    ]);
+    let added = output_within(command);
+    assert!(added.status.success(), "{added:?}");
+}
+
+#[test]
+fn an_open_page_hears_what_changed_and_where_the_agent_points() {
+    let (test, state, serve) = session();
+    let mut client = Mcp::attach(state.path(), Some(test.root()));
+    client.initialize();
+    // No page yet: the agent learns the person saw nothing.
+    let unseen = client.call(
+        2,
+        "once_window_show",
+        json!({"kind": "target", "id": "web"}),
+    );
+    assert_eq!(
+        unseen["result"]["structuredContent"]["result"]["outcome"], "none",
+        "{unseen}"
+    );
+
+    let page = Page::login(&serve);
+    let mut events = Events::open(&page);
+    assert_eq!(
+        events.next(),
+        ("changed".to_owned(), json!({"what": "all"}))
+    );
+
+    // The watcher's first look after a page opens tells it to fetch everything again (a change
+    // may have slipped between the page's first fetch and that look); from then on it names
+    // what changed.
+    assert_eq!(
+        events.next(),
+        ("changed".to_owned(), json!({"what": "all"}))
+    );
+    memory_add(test.root(), "A note from the terminal");
+    let took = events.wait_for("changed", "what", "memory");
+    eprintln!("memory entry -> page event: {took:?}");
+
+    let shown = client.call(
+        3,
+        "once_window_show",
+        json!({"kind": "target", "id": "web"}),
+    );
+    assert_eq!(
+        shown["result"]["structuredContent"]["result"]["outcome"], "done",
+        "{shown}"
+    );
+    let (name, data) = events.next();
+    assert_eq!(
+        (name.as_str(), &data),
+        ("focus", &json!({"kind": "target", "id": "web"}))
+    );
+
+    let unknown = client.call(
+        4,
+        "once_window_show",
+        json!({"kind": "run", "id": "../../etc"}),
+    );
+    assert_eq!(
+        unknown["result"]["structuredContent"]["result"]["outcome"], "refused",
+        "{unknown}"
+    );
+
+    let ran = client.call(5, "once_run", json!({"target": "web"}));
+    assert!(ran["result"].is_object(), "{ran}");
+    let took = events.wait_for("changed", "what", "runs");
+    eprintln!("run over MCP -> page event: {took:?}");
+
+    let grown = format!(
+        "{MANIFEST}\n[targets.docs]\nkind = \"command\"\n\n[targets.docs.capabilities.build]\ncommand = \"true\"\n"
+    );
+    std::fs::write(test.root().join("once.toml"), grown).expect("writes");
+    events.wait_for("changed", "what", "graph");
+    let graph = page.get("/api/graph").json();
+    assert_eq!(
+        graph["targets"].as_array().map(Vec::len),
+        Some(3),
+        "{graph}"
+    );
+}
