@@ -1203,7 +1203,7 @@ function markFocused() {
 const refresher = { timer: null, running: false, again: false };
 function onChanged(what) {
     const view = state.view;
-    if (!view?.refresh || !view.spec.refreshOn.includes(what)) return;
+    if (!view?.refresh || (what !== 'all' && !view.spec.refreshOn.includes(what))) return;
     if (refresher.running) {
         refresher.again = true;
         return;
