@@ -51,6 +51,13 @@ description = "Prints a line, waits for a file, prints another"
 
 [targets.slow.capabilities.build]
 command = "echo first line; n=0; while [ ! -e '${release}' ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done; echo second line"
+
+[targets.broken]
+kind = "command"
+description = "Always fails"
+
+[targets.broken.capabilities.build]
+command = "echo about to fail; exit 3"
 `);
 const env = { ...process.env, XDG_STATE_HOME: state, NO_COLOR: '1' };
 
@@ -113,7 +120,7 @@ try {
         }, WAIT_MS);
         const path = new URL(page.url()).pathname;
         checks.check('the login link opens the page with one node per target',
-            response.ok() && path === '/' && count === total && total === 5,
+            response.ok() && path === '/' && count === total && total === 6,
             `status ${response.status()}, at ${page.url()}, ${count} nodes for ${total} targets`);
         const header = await page.locator('#workspace').textContent();
         checks.check('the header names the workspace', header === ws, `header: ${header}`);
@@ -271,8 +278,36 @@ try {
         checks.ok('memory: Enter on an entry shows it in full');
     });
 
+    await checks.attempt('a run from MCP recolours its node on the open graph', async () => {
+        await page.evaluate(() => { location.hash = '#/graph'; });
+        const node = page.locator('g.node[data-target="broken"]');
+        await node.waitFor();
+        const before = await node.getAttribute('data-status');
+        const ended = await call(client, 'once_run', { target: 'broken:build', wait_seconds: 60 });
+        const answered = Date.now();
+        await until('the node to turn failed', async () => (await node.getAttribute('data-status')) === 'failed', WAIT_MS, 10);
+        figures.push(['run ended over MCP → its node failed on the open graph', Date.now() - answered]);
+        checks.check('a run from MCP recolours its node on the open graph',
+            before === 'none' && ended.status === 'failed',
+            `before ${before}, run ${JSON.stringify(ended).slice(0, 200)}`);
+    });
+
     await checks.attempt('keyboard: Tab reaches a node and Enter opens it', async () => {
         await page.evaluate(() => { location.hash = '#/graph'; });
+        await page.locator('g.node').first().waitFor();
+        // From the top of the page, Tab walks the nav, the filters, the zoom buttons and the nodes.
+        await page.evaluate(() => document.activeElement?.blur());
+        const reached = new Set();
+        for (let i = 0; i < 30; i++) {
+            await page.keyboard.press('Tab');
+            reached.add(await page.evaluate(() => {
+                const el = document.activeElement;
+                return el?.id || el?.dataset?.view || (el?.classList?.contains('node') ? `node:${el.dataset.target}` : el?.tagName);
+            }));
+        }
+        const wanted = ['graph', 'runs', 'changes', 'memory', 'evaluators', 'graph-filter', 'graph-kind', 'graph-tag', 'zoom-in', 'zoom-out', 'zoom-fit', 'node:proto'];
+        const missed = wanted.filter((w) => !reached.has(w));
+        checks.check('keyboard: Tab reaches the nav, the filters, the zoom and every node', missed.length === 0, `not reached: ${missed.join(', ')}; reached ${[...reached].join(', ')}`);
         await page.locator('g.node[data-target="proto"]').focus();
         await page.keyboard.press('Enter');
         await until('the details of proto', async () => (await page.locator('#details h2').textContent()) === 'proto', WAIT_MS);
