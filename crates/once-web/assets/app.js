@@ -332,6 +332,7 @@ async function renderGraphView(container, selected, view) {
     container.append(h('div', { class: 'graph-view' }, toolbar, legend(), h('div', { class: 'graph-body' }, svgEl, details)));
 
     let nodes = new Map(); // name → g.node
+    let matched = new Set(); // names the filters match, empty when no filter is set
 
     function applyZoom() {
         viewport.setAttribute('transform', `translate(${zoom.x},${zoom.y}) scale(${zoom.k})`);
@@ -347,12 +348,14 @@ async function renderGraphView(container, selected, view) {
         zoom.k = k;
         applyZoom();
     }
+    /** Fits the graph to the screen: the targets the filters match, or all of them. */
     function fit() {
         const layout = state.layout;
         const box = svgEl.getBoundingClientRect();
         if (!layout || !box.width || !layout.x.length) return;
+        const shown = matched.size ? [...matched].map((name) => layout.index.get(name)) : layout.x.keys();
         let minX = Infinity, maxX = -Infinity, minY = Infinity, maxY = -Infinity;
-        for (let i = 0; i < layout.x.length; i++) {
+        for (const i of shown) {
             minX = Math.min(minX, layout.x[i]);
             maxX = Math.max(maxX, layout.x[i]);
             minY = Math.min(minY, layout.y[i]);
@@ -422,6 +425,7 @@ async function renderGraphView(container, selected, view) {
         const wantTag = tag.value;
         let shown = 0;
         const dimmed = new Set();
+        matched = new Set();
         for (const target of state.graph.targets) {
             const match = (!text || target.name.toLowerCase().includes(text))
                 && (!wantKind || target.kind === wantKind)
@@ -429,6 +433,7 @@ async function renderGraphView(container, selected, view) {
             nodes.get(target.name)?.classList.toggle('dim', !match);
             if (match) shown++;
             else dimmed.add(target.name);
+            if (match && (text || wantKind || wantTag)) matched.add(target.name);
         }
         for (const path of viewport.querySelectorAll('path.edge')) {
             path.classList.toggle('dim', dimmed.has(path.dataset.from) || dimmed.has(path.dataset.to));
