@@ -1,5 +1,6 @@
-//! Fuzzing of the four parsers of `once` that take hostile input: the MCP line codec with the
-//! serve loop, the manifest parser, the memory front matter and the change-set validator.
+//! Fuzzing of the five parsers of `once` that take hostile input: the MCP line codec with the
+//! serve loop, the manifest parser, the memory front matter, the change-set validator and the
+//! window's HTTP request reader.
 //!
 //! This is a test-only crate (`publish = false`): no product crate may ever depend on it. Each
 //! target is a `pub fn NAME(data: &[u8])` that feeds `data` to the product code and panics when a
@@ -10,6 +11,7 @@
 //! temporary directory, and never depend on anything but its input (so a saved input replays).
 
 pub mod changes;
+pub mod http;
 pub mod manifest;
 pub mod mcp;
 pub mod memory;
@@ -22,7 +24,7 @@ use std::path::{Path, PathBuf};
 /// the tokens the mutator inserts into its inputs.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
-    /// `mcp`, `manifest`, `memory` or `changes`.
+    /// `mcp`, `manifest`, `memory`, `changes` or `http`.
     pub name: &'static str,
     /// Panics when a property is violated.
     pub run: fn(&[u8]),
@@ -33,7 +35,7 @@ pub struct Target {
 }
 
 /// Every target, in the order `once-fuzz all` runs them.
-pub const TARGETS: [Target; 4] = [
+pub const TARGETS: [Target; 5] = [
     Target {
         name: "mcp",
         run: mcp::mcp,
@@ -57,6 +59,12 @@ pub const TARGETS: [Target; 4] = [
         run: changes::changes,
         dictionary: changes::DICTIONARY,
         max_len: 8 * 1024,
+    },
+    Target {
+        name: "http",
+        run: http::http,
+        dictionary: http::DICTIONARY,
+        max_len: 32 * 1024,
     },
 ];
 

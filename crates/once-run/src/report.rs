@@ -100,6 +100,10 @@ pub struct ActionReport {
     pub cached: bool,
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
+    /// When it started, in milliseconds after its run started; absent for an action that never
+    /// started (and in records written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
     /// The full log: written as the command prints (readable while it runs), and for a cached
     /// action the log of the run that was recorded.
     pub log: Option<PathBuf>,
@@ -395,7 +399,8 @@ pub(crate) fn action_schema() -> Value {
             "status": {"type": "string", "enum": ["succeeded", "failed", "timed_out", "cancelled", "skipped", "pending", "running", "interrupted"]},
             "cached": {"type": "boolean", "description": "Replayed from the cache: nothing ran"},
             "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
-            "duration_ms": {"type": "integer"},
+            "duration_ms": {"type": "integer", "description": "How long it ran; for a cached action, how long the run it replays took"},
+            "started_ms": {"type": "integer", "description": "When it started, in milliseconds after its run started (absent if it never started)"},
             "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log: written as the command prints, replayed with a cached result"},
             "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
         },
@@ -416,6 +421,7 @@ mod tests {
             cached,
             exit_code: failed.then_some(1),
             duration_ms: 1,
+            started_ms: Some(0),
             log: None,
             tail: failed.then(|| vec!["boom".to_owned()]),
         }

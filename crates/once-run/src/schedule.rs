@@ -95,7 +95,7 @@ pub fn execute(
             ready: (0..total).filter(|&i| pending[i] == 0).collect(),
             pending,
             reports: vec![None; total],
-            started: vec![false; total],
+            started: vec![None; total],
             keys: vec![None; total],
             running: 0,
             idle: 0,
@@ -107,6 +107,7 @@ pub fn execute(
         wake: Condvar::new(),
         dependents,
         keep_going: options.keep_going,
+        start,
     };
     let record = Record {
         run,
@@ -296,6 +297,8 @@ struct Board<'o> {
     wake: Condvar,
     dependents: Vec<Vec<usize>>,
     keep_going: bool,
+    /// When the run started: actions record their start relative to it.
+    start: Instant,
 }
 
 struct State<'o> {
@@ -303,8 +306,9 @@ struct State<'o> {
     /// Dependencies of each action that have not succeeded yet.
     pending: Vec<usize>,
     reports: Vec<Option<ActionReport>>,
-    /// Handed to a worker (and not necessarily ended).
-    started: Vec<bool>,
+    /// When each action was handed to a worker (and not necessarily ended), in milliseconds
+    /// after the run started.
+    started: Vec<Option<u64>>,
     keys: Vec<Option<Key>>,
     running: usize,
     /// Workers waiting for an action to become ready; only they need waking.
@@ -335,8 +339,9 @@ impl<'o> Board<'o> {
                 None => ActionReport {
                     // The log a command writes as it runs; a cache hit in progress has none
                     // yet, and its page reads as empty until it has.
-                    log: state.started[i].then(|| run.log_path(&step.action)),
-                    status: if state.started[i] {
+                    log: state.started[i].map(|_| run.log_path(&step.action)),
+                    started_ms: state.started[i],
+                    status: if state.started[i].is_some() {
                         ActionStatus::Running
                     } else {
                         ActionStatus::Pending
@@ -379,7 +384,9 @@ impl<'o> Board<'o> {
             total,
             log: finished.report.log.as_deref(),
         });
-        state.reports[i] = Some(finished.report);
+        let mut report = finished.report;
+        report.started_ms = state.started[i];
+        state.reports[i] = Some(report);
         state.keys[i] = finished.key;
         if status == ActionStatus::Succeeded {
             for &j in &self.dependents[i] {
@@ -432,6 +439,7 @@ fn skipped(step: &Step) -> ActionReport {
         cached: false,
         exit_code: None,
         duration_ms: 0,
+        started_ms: None,
         log: None,
         tail: None,
     }
@@ -488,7 +496,7 @@ impl Worker<'_> {
             };
             if let Some(i) = next {
                 state.running += 1;
-                state.started[i] = true;
+                state.started[i] = Some(millis(board.start.elapsed()));
                 state.changed = true;
                 // More is ready than this worker takes: wake one that waits, and it will wake
                 // the next if there is still more.
@@ -704,6 +712,7 @@ impl Worker<'_> {
                 cached: false,
                 exit_code: None,
                 duration_ms: millis(start.elapsed()),
+                started_ms: None,
                 log: None,
                 tail: Some(vec![message]),
             },
@@ -723,6 +732,7 @@ impl Worker<'_> {
                         cached: true,
                         exit_code: Some(hit.exit_code),
                         duration_ms: hit.duration_ms,
+                        started_ms: None,
                         log: self.cache.replay_log(&hit),
                         tail: None,
                     },
@@ -819,6 +829,7 @@ impl Worker<'_> {
                 cached: false,
                 exit_code,
                 duration_ms,
+                started_ms: None,
                 log: Some(outcome.log_path),
                 tail: failure.then_some(tail),
             },

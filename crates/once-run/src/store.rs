@@ -304,6 +304,7 @@ mod tests {
                 cached: false,
                 exit_code: Some(1),
                 duration_ms: 1,
+                started_ms: Some(0),
                 log: Some(log),
                 tail: None,
             }],
@@ -340,6 +341,7 @@ mod tests {
             cached: false,
             exit_code: None,
             duration_ms: 0,
+            started_ms: None,
             log: None,
             tail: None,
         };

@@ -9,7 +9,7 @@
 //! read past the request it was asked for, nor write a response without a length or a
 //! `Connection: close`.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -88,10 +88,33 @@ fn bad(status: u16, message: &'static str) -> ReadError {
     ReadError::Bad { status, message }
 }
 
+/// Where requests are read from: a buffered socket whose reads can be bounded by a deadline.
+pub trait Wire: BufRead {
+    /// Makes reads fail with a timeout once `deadline` has passed.
+    fn set_deadline(&mut self, deadline: Instant) -> io::Result<()>;
+}
+
+impl Wire for BufReader<TcpStream> {
+    fn set_deadline(&mut self, deadline: Instant) -> io::Result<()> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        self.get_ref().set_read_timeout(Some(left))
+    }
+}
+
+/// Bytes in memory, read as a peer that sends them all and then closes: for tests and fuzzing.
+impl Wire for io::Cursor<Vec<u8>> {
+    fn set_deadline(&mut self, _deadline: Instant) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Reads one request, whose first bytes may already have been read (`carried`). The first byte
 /// may take `idle` to come; from then on the whole request has [`REQUEST_WAIT`].
 pub fn read_request(
-    reader: &mut BufReader<TcpStream>,
+    reader: &mut impl Wire,
     idle: Duration,
     carried: Vec<u8>,
 ) -> Result<Request, ReadError> {
@@ -100,7 +123,7 @@ pub fn read_request(
     let mut head = carried;
     head.truncate(HEAD_LIMIT);
     let head_end = loop {
-        set_deadline(reader.get_ref(), deadline)?;
+        reader.set_deadline(deadline)?;
         let available = match reader.fill_buf() {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
@@ -189,14 +212,14 @@ pub fn read_request(
 }
 
 fn read_body(
-    reader: &mut BufReader<TcpStream>,
+    reader: &mut impl Wire,
     length: usize,
     deadline: Instant,
 ) -> Result<Vec<u8>, ReadError> {
     let mut body = vec![0; length];
     let mut filled = 0;
     while filled < length {
-        set_deadline(reader.get_ref(), deadline)?;
+        reader.set_deadline(deadline)?;
         match reader.read(&mut body[filled..]) {
             Ok(0) => return Err(bad(400, "the connection closed in the middle of the body")),
             Ok(n) => filled += n,
@@ -220,15 +243,6 @@ fn wants_keep_alive(request: &Request, version: u8) -> bool {
     }
 }
 
-/// Sets the socket's read timeout to what is left before `deadline`.
-fn set_deadline(stream: &TcpStream, deadline: Instant) -> io::Result<()> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(io::ErrorKind::TimedOut.into());
-    }
-    stream.set_read_timeout(Some(left))
-}
-
 fn is_timeout(error: &io::Error) -> bool {
     matches!(
         error.kind(),
@@ -240,9 +254,13 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Splits an origin-form target into its decoded path and query pairs; `None` for any other
-/// form (absolute URLs, `*`) or bad escapes.
+/// Splits an origin-form target into its decoded path and query pairs (`*` stays `*`); `None`
+/// for any other form (absolute URLs) or bad escapes.
 fn split_target(target: &str) -> Option<(String, Vec<(String, String)>)> {
+    // `OPTIONS *` asks about the server as a whole; it goes through the checks like any request.
+    if target == "*" {
+        return Some(("*".to_owned(), Vec::new()));
+    }
     if !target.starts_with('/') {
         return None;
     }
@@ -484,7 +502,7 @@ mod tests {
             ]
         );
         assert_eq!(split_target("http://evil/"), None);
-        assert_eq!(split_target("*"), None);
+        assert_eq!(split_target("*"), Some(("*".to_owned(), Vec::new())));
         assert_eq!(split_target("/%zz"), None);
         assert_eq!(split_target("/%ff"), None, "not UTF-8");
         assert_eq!(split_target("/%4"), None);

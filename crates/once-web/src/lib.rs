@@ -180,6 +180,11 @@ impl Web {
             };
             let keep_alive = request.keep_alive;
             match route(shared, &request) {
+                Routed::Answer(response) if matches!(response.status, 401 | 403) => {
+                    // A refused peer gets its answer and the connection closed, never held.
+                    let _ = response.write(&mut stream, false);
+                    break;
+                }
                 Routed::Answer(response) => {
                     if response.write(&mut stream, keep_alive).is_err() || !keep_alive {
                         break;

@@ -124,7 +124,7 @@ Examples:
 Exit status: 0 when the code ran to the end, 1 otherwise (an exception, a deadline, a crash).")]
     Eval(EvalArgs),
 
-    /// Keep a live session of the workspace and serve it over MCP on 127.0.0.1
+    /// Keep a live session of the workspace, with its window (a web page), and serve it over MCP on 127.0.0.1
     #[command(after_help = "\
 The session loads the graph once and keeps it fresh, holds the runs it starts, and serves one MCP
 client at a time on a loopback port the OS picks. Clients reach it through `once mcp --attach`,
@@ -132,9 +132,13 @@ which finds it in `$XDG_STATE_HOME/once/mcp/` (else `~/.local/state/once/mcp/`) 
 secret token. A ready line `listening on 127.0.0.1:PORT` goes to stderr. It stops on SIGTERM,
 SIGINT or SIGHUP, stopping every run it started and removing its entry.
 
+The same port serves the window: a page where you watch the graph, runs, change sets, memory and
+evaluators, and apply or reject change sets. Open it with the one-time link printed on stderr
+(`--open` opens it for you; `once sessions --url` prints a new one).
+
 Examples:
   once -C ~/code/shop serve                 Read-only: query the graph
-  once serve --allow-run                    Also let the attached agent run capabilities
+  once serve --allow-run --open             Let the agent run capabilities; watch in your browser
   once serve --status                       The live sessions (same as `once sessions`)
   claude mcp add once -- once mcp --attach \"$PWD\"")]
     Serve(ServeArgs),

@@ -82,6 +82,41 @@ fn paging_through_targets_with_the_cursor() {
 }
 
 #[test]
+fn the_whole_graph_as_json_dot_and_mermaid() {
+    let json = shop().args(["query", "graph"]).run();
+    assert_eq!(json.code(), 0, "{}", json.transcript());
+    let value = json.json();
+    assert_eq!(
+        value["targets"].as_array().map(Vec::len),
+        Some(3),
+        "{value}"
+    );
+    assert_eq!(
+        value["edges"],
+        serde_json::json!([{"from": "core", "to": "proto"}, {"from": "web", "to": "core"}])
+    );
+    assert_snapshot!(
+        "graph_dot",
+        shop()
+            .args(["query", "graph", "--format", "dot"])
+            .run()
+            .transcript()
+    );
+    assert_snapshot!(
+        "graph_mermaid",
+        shop()
+            .args(["query", "graph", "--format", "mermaid"])
+            .run()
+            .transcript()
+    );
+    // A walk answers JSON pages; a format with it is a wrong command line.
+    let both = shop()
+        .args(["query", "graph", "--format", "dot", "deps", "web"])
+        .run();
+    assert_eq!(both.code(), 2, "{}", both.transcript());
+}
+
+#[test]
 fn graph_order() {
     let run = shop().args(["query", "graph", "order", "web:build"]).run();
     assert_snapshot!(run.transcript());

@@ -133,6 +133,18 @@ command = "echo app >> ../runs"
     let first = report(&first);
     assert_eq!(first["status"], "succeeded");
     assert_eq!(first["counts"]["ran"], 2);
+    // Each action says when it started, after its run did: the dependent after its dependency
+    // ended, so a timeline can be drawn from the report alone.
+    let lib = &first["actions"][0];
+    let app = &first["actions"][1];
+    let (lib_start, app_start) = (
+        lib["started_ms"].as_u64().expect("lib started"),
+        app["started_ms"].as_u64().expect("app started"),
+    );
+    assert!(
+        app_start >= lib_start + lib["duration_ms"].as_u64().expect("a duration"),
+        "{first}"
+    );
 
     let second = run(ws.path(), &["app", "--json"]);
     assert_eq!(second.status.code(), Some(0));
