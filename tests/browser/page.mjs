@@ -175,6 +175,8 @@ try {
         await until('the second line in pre#log', async () => (await page.locator('pre#log').textContent())?.includes('second line'), WAIT_MS);
         await until('the bar to say succeeded', async () => (await bar.getAttribute('data-status')) === 'succeeded', WAIT_MS);
         checks.ok('the rest of the log and the end of the run show without a reload');
+        const notes = await page.locator('#timeline .note').count();
+        checks.check('the timeline places bars by their recorded start', notes === 0, 'it says start times are not recorded');
         const runItem = await until('the run listed as succeeded', async () =>
             (await page.locator(`#runs li[data-run="${runId}"]`).getAttribute('data-status')) === 'succeeded', WAIT_MS);
         checks.check('the runs list follows the run', runItem, 'not succeeded');

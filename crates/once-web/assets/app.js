@@ -709,16 +709,18 @@ function runDetail(detail, runId, view) {
                 countsText(run.counts)));
     }
 
-    /** Each action's [start, end] in ms since the epoch, as far as the record tells. */
+    /** Each action's [start, end] in ms since the epoch, from its `started_ms` (after the run's
+     *  start) and duration; null for one that never started. A record written before start
+     *  times were kept has none: its bars start with the run, and a note says so. */
     function span(action, now) {
         const t0 = run.started_at ?? now;
-        const started = action.started_at ?? (action.status === 'running'
-            ? state.firstSeenRunning.get(`${runId} ${action.action}`) ?? t0
-            : null);
-        if (action.status === 'running') return [started, now];
+        let started = null;
+        if (action.started_ms !== undefined && action.started_ms !== null) started = t0 + action.started_ms;
+        else if (action.status === 'running') started = state.firstSeenRunning.get(`${runId} ${action.action}`) ?? t0;
+        if (action.status === 'running') return [started, Math.max(started, now)];
         if (action.status === 'pending' || action.status === 'skipped') return null;
-        const end = action.ended_at ?? (started !== null ? started + action.duration_ms : t0 + action.duration_ms);
-        return [end - action.duration_ms, end];
+        started ??= t0;
+        return [started, started + action.duration_ms];
     }
 
     function drawTimeline() {
@@ -755,7 +757,7 @@ function runDetail(detail, runId, view) {
                 tick.style.left = `${f * 100}%`;
                 return tick;
             }));
-        const approximate = run.actions.some((a) => a.started_at === undefined);
+        const approximate = run.actions.some((a) => a.started_ms === undefined && a.status !== 'pending' && a.status !== 'skipped');
         fill(timeline, axis, ...rows,
             approximate ? h('p', { class: 'muted note' }, 'Start times are not recorded: bars show each action’s duration from the run’s start.') : null);
         if (!run.actions.length) timeline.append(h('p', { class: 'hint' }, 'No actions yet.'));
