@@ -635,7 +635,7 @@ async function renderRunsView(container, runId, view) {
         h('span', { class: 'muted' }, `${formatTime(run.started_at)} · ${formatDuration(run.duration_ms)} · ${countsText(run.counts)}`),
         run.failed_actions?.length ? h('span', { class: 'failed-list' }, `failed: ${run.failed_actions.join(', ')}`) : null),
         () => { location.hash = `#/runs/${encodeURIComponent(run.run_id)}`; })));
-        if (!runs.length) list.append(h('li', { class: 'empty' }, 'No runs yet: start one with `once run` or the once_run tool.'));
+        if (!runs.length) list.append(h('li', { class: 'empty' }, 'No runs yet: start one with ', h('code', {}, 'once run'), ' or the once_run tool.'));
         markFocused();
     }
 
@@ -1037,7 +1037,7 @@ async function renderMemoryView(container, _id, view) {
         const entries = value.entries ?? [];
         total.textContent = query ? `${entries.length} of ${value.total} matching “${query}”` : `${plural(value.total, 'entry', 'entries')}, newest first`;
         fill(list, ...entries.map((entry) => memoryRow(entry, () => showEntry(entry.id))));
-        if (!entries.length) list.append(h('li', { class: 'empty' }, query ? 'Nothing matches.' : 'No entries yet: `once memory add` writes one.'));
+        if (!entries.length) list.append(h('li', { class: 'empty' }, query ? 'Nothing matches.' : ['No entries yet: ', h('code', {}, 'once memory add'), ' writes one.']));
         markFocused();
     }
 
@@ -1117,7 +1117,7 @@ async function renderEvaluatorsView(container, _id, view) {
         if (!current(view.seq)) return;
         const evaluators = value.evaluators ?? [];
         fill(root, ...evaluators.map(evaluatorSection));
-        if (!evaluators.length) root.append(h('p', { class: 'hint' }, 'No evaluator has started: `once eval` or the once_eval tool starts one per target.'));
+        if (!evaluators.length) root.append(h('p', { class: 'hint wide' }, 'No evaluator has started: ', h('code', {}, 'once eval'), ' or the once_eval tool starts one per target.'));
     }
     view.refresh = load;
     await load();
