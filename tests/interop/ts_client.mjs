@@ -2,9 +2,12 @@
 // Interop test of `once mcp` with the official TypeScript SDK client (@modelcontextprotocol/sdk 1.x).
 //
 //   node ts_client.mjs <absolute path to once> <workspace dir>
+//   ONCE_INTEROP_BEARER=<token> node ts_client.mjs --http http://127.0.0.1:PORT/mcp
 //
 // Spawns the server the way a real host does (StdioClientTransport, which hands the child only a small
-// whitelist of environment variables), then runs the checks of calls.json. The SDK's own Client does the
+// whitelist of environment variables), or, with --http, reaches a running `once serve` through the
+// SDK's StreamableHTTPClientTransport with the session token as a bearer; then runs the checks of
+// calls.json. The SDK's own Client does the
 // protocol work: its callTool() validates structuredContent against the tool's outputSchema with Ajv
 // (dist/esm/client/index.js, Client.callTool -> getToolOutputValidator), using validators that
 // listTools() caches. listTools() replaces that cache with each page it reads, so after following
@@ -15,34 +18,44 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { Checks, coverageProblems, describeCall, loadTable, mismatch, resultShapeProblem, textOf, withTimeout } from './lib.mjs';
 
-const [binary, workspace] = process.argv.slice(2);
-if (!binary || !workspace) {
+const [first, second] = process.argv.slice(2);
+const http = first === '--http';
+if (!first || !second || (http && !process.env.ONCE_INTEROP_BEARER)) {
     console.error('usage: node ts_client.mjs <absolute path to once> <workspace dir>');
+    console.error('       ONCE_INTEROP_BEARER=<token> node ts_client.mjs --http <url of /mcp>');
     process.exit(2);
 }
 
 const table = loadTable();
-const checks = new Checks('[ts]');
+const checks = new Checks(http ? '[ts-http]' : '[ts]');
 const REQUEST_MS = 30_000;
 
-const transport = new StdioClientTransport({
-    command: binary,
-    args: ['--workspace', workspace, 'mcp'],
-    stderr: 'pipe',
-});
+const transport = http
+    ? new StreamableHTTPClientTransport(new URL(second), {
+          requestInit: { headers: { Authorization: `Bearer ${process.env.ONCE_INTEROP_BEARER}` } },
+      })
+    : new StdioClientTransport({
+          command: first,
+          args: ['--workspace', second, 'mcp'],
+          stderr: 'pipe',
+      });
 let serverStderr = '';
 transport.stderr?.on('data', (chunk) => {
     serverStderr += chunk.toString();
 });
 
 // The SDK calls setProtocolVersion(version) on its transport, when the transport has one, with the
-// version the server chose in its initialize answer: the one place the negotiated version shows.
+// version the server chose in its initialize answer: the one place the negotiated version shows. The
+// HTTP transport sends it as the MCP-Protocol-Version header, so its own method still runs.
 let negotiated;
+const ownSetProtocolVersion = transport.setProtocolVersion?.bind(transport);
 transport.setProtocolVersion = (version) => {
     negotiated = version;
+    ownSetProtocolVersion?.(version);
 };
 
 const client = new Client({ name: 'once-interop-ts', version: '0.0.0' }, { capabilities: {} });
@@ -94,7 +107,7 @@ async function main() {
     });
     if (!listed) return;
     const names = tools.map((t) => t.name);
-    console.log(`[ts] info tools: ${names.join(', ')}`);
+    console.log(`${checks.prefix} info tools: ${names.join(', ')}`);
     const queryTools = tools.filter((t) => t.name.startsWith(table.query_tool_prefix));
     checks.check('the server lists query tools', queryTools.length > 0, `no tool starts with ${table.query_tool_prefix}`);
     const gaps = coverageProblems(table, names);
@@ -174,6 +187,26 @@ try {
     await withTimeout(main(), 240_000, 'the whole ts client run');
 } catch (err) {
     checks.fail('run', err?.message ?? err);
+}
+
+// Over HTTP: the session has an id, and DELETE ends it, after which the id is unknown (404).
+if (http) {
+    const id = transport.sessionId;
+    checks.check('the server gave an Mcp-Session-Id', typeof id === 'string' && id.length > 0, () => `got ${id}`);
+    await checks.attempt('DELETE ends the session', async () => {
+        await transport.terminateSession();
+        const after = await fetch(second, {
+            method: 'POST',
+            headers: {
+                Authorization: `Bearer ${process.env.ONCE_INTEROP_BEARER}`,
+                'Content-Type': 'application/json',
+                Accept: 'application/json, text/event-stream',
+                'Mcp-Session-Id': id,
+            },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'ping' }),
+        });
+        checks.check('DELETE ends the session', after.status === 404, () => `a ping after DELETE got HTTP ${after.status}`);
+    });
 }
 
 // Closing the client ends the server's stdin: the server must exit on its own, promptly and with 0

@@ -23,11 +23,12 @@ mod api;
 mod assets;
 pub mod events;
 pub mod http;
+mod mcp;
 mod token;
 mod window;
 
 use std::io::BufReader;
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,7 +62,18 @@ pub struct Sources {
     pub evaluators: Arc<dyn Fn() -> Value + Send + Sync>,
     /// The hub the window tools publish to (made before the tools, so they can hold it).
     pub hub: Arc<Hub>,
+    /// Takes the door's one client slot for an MCP session over HTTP.
+    pub claim: Claim,
 }
+
+/// Takes the session's one client slot for the client at the address: a guard that holds it
+/// until dropped, or the busy message to answer with. The [`Evict`] is what a later claimant
+/// calls when the slot is taken.
+pub type Claim = Arc<dyn Fn(SocketAddr, Evict) -> Result<Box<dyn Send>, String> + Send + Sync>;
+
+/// Ends the slot's holder if it has been idle long enough to be replaced; whether it did (and
+/// so dropped its guard).
+pub type Evict = Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl std::fmt::Debug for Sources {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,6 +91,8 @@ pub(crate) struct Shared {
     pub(crate) evaluators: Arc<dyn Fn() -> Value + Send + Sync>,
     pub(crate) access: Access,
     pub(crate) hub: Arc<Hub>,
+    pub(crate) claim: Claim,
+    pub(crate) mcp: Arc<mcp::Sessions>,
     connections: AtomicUsize,
 }
 
@@ -115,6 +129,7 @@ impl Web {
             live,
             evaluators,
             hub,
+            claim,
         } = sources;
         let shared = Arc::new(Shared {
             root: root.clone(),
@@ -123,6 +138,8 @@ impl Web {
             evaluators: Arc::clone(&evaluators),
             access: Access::new(port, session)?,
             hub: Arc::clone(&hub),
+            claim,
+            mcp: Arc::default(),
             connections: AtomicUsize::new(0),
         });
         events::watch(
@@ -194,6 +211,11 @@ impl Web {
                     stream_events(shared, &mut stream);
                     break;
                 }
+                Routed::Mcp => {
+                    if !mcp::serve(shared, &request, &mut stream) {
+                        break;
+                    }
+                }
             }
         }
         let _ = stream.shutdown(Shutdown::Both);
@@ -213,6 +235,8 @@ enum Routed {
     Answer(Response),
     /// Hold the connection as an event stream.
     Events,
+    /// MCP over HTTP, which checks its own bearer (`mcp.rs`).
+    Mcp,
 }
 
 const FORBIDDEN: &str =
@@ -235,6 +259,9 @@ fn route(shared: &Shared, request: &Request) -> Routed {
     }
     let method = request.method.as_str();
     let path = request.path.as_str();
+    if path == "/mcp" {
+        return Routed::Mcp;
+    }
     // Logging in: the one route that takes neither cookie nor bearer.
     if method == "GET"
         && path == "/"

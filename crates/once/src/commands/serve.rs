@@ -71,6 +71,11 @@ pub fn run(workspace: Option<&Path>, args: ServeArgs) -> Result<Outcome> {
         root.display(),
         session.entry_path().display()
     );
+    eprintln!(
+        "once serve: MCP clients connect to http://127.0.0.1:{}/mcp with `Authorization: Bearer` \
+         and the entry's `token`, or through `once mcp --attach`",
+        session.port()
+    );
     let url = session.login_url()?;
     eprintln!("once serve: open the window at {url} (the link works once)");
     if args.open {

@@ -5,7 +5,8 @@
 //! [`TOKEN_WAIT`] of the accept — one deadline for the whole line, not a timeout per read, so a
 //! peer that trickles a byte at a time is cut off as surely as a silent one. Something that looks
 //! like HTTP goes to the window (`once_web`), which checks its own credentials (a login cookie, or
-//! the token as a bearer for MCP over HTTP) and never takes the MCP client slot here; anything but
+//! the token as a bearer for MCP over HTTP); only an MCP session over HTTP takes the client slot,
+//! through [`Clients::claim_hook`], so one MCP client is served at a time by either door. Anything but
 //! `{"once_token":"<hex>"}` with the session's token gets a JSON-RPC error line and is closed.
 //! Only then does the connection claim the single client slot; when it is taken, the newcomer
 //! gets a "busy" error naming the holder and is closed. The holder runs `once_mcp::serve_with`
@@ -60,10 +61,95 @@ pub fn bind() -> io::Result<TcpListener> {
 }
 
 /// Who holds the client slot.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 struct Holder {
     peer: SocketAddr,
     since: Instant,
+    /// Ends the holder when it has been idle long enough (an MCP session over HTTP whose client
+    /// may have crashed); socket clients have none, their connection is their liveness.
+    evict: Option<once_web::Evict>,
+}
+
+/// The one client slot, shared by the socket clients and the window's MCP sessions over HTTP.
+pub struct Clients {
+    /// The session's address, to name a holder's process by its connection.
+    local: SocketAddr,
+    holder: Mutex<Option<Holder>>,
+}
+
+impl std::fmt::Debug for Clients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Clients")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clients {
+    pub fn new(local: SocketAddr) -> Arc<Clients> {
+        Arc::new(Clients {
+            local,
+            holder: Mutex::new(None),
+        })
+    }
+
+    /// The window's way to take the slot for an MCP session over HTTP.
+    pub fn claim_hook(self: &Arc<Self>) -> once_web::Claim {
+        let clients = Arc::clone(self);
+        Arc::new(move |peer, evict| {
+            clients
+                .claim(peer, Some(evict))
+                .map(|slot| Box::new(slot) as Box<dyn Send>)
+                .ok_or_else(|| clients.busy_message())
+        })
+    }
+
+    /// Takes the slot for `peer`; when it is taken, first asks the holder to leave if it is
+    /// idle (outside the lock: leaving drops the holder's slot, which takes the lock).
+    fn claim(self: &Arc<Self>, peer: SocketAddr, evict: Option<once_web::Evict>) -> Option<Slot> {
+        for _ in 0..2 {
+            let stale = {
+                let mut holder = self.holder.lock().unwrap_or_else(PoisonError::into_inner);
+                match holder.as_ref() {
+                    None => {
+                        *holder = Some(Holder {
+                            peer,
+                            since: Instant::now(),
+                            evict,
+                        });
+                        return Some(Slot(Arc::clone(self)));
+                    }
+                    Some(current) => current.evict.clone(),
+                }
+            };
+            if !stale.is_some_and(|evict| evict()) {
+                return None;
+            }
+        }
+        None
+    }
+
+    fn busy_message(&self) -> String {
+        let holder = self
+            .holder
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|holder| (holder.peer, holder.since));
+        let Some((peer, since)) = holder else {
+            // The holder left between the claim and now; the client may simply retry.
+            return "busy: this session was serving another client; try again".into();
+        };
+        let who = match peer::owner(peer, self.local) {
+            Some((pid, name)) => format!("pid {pid} `{name}`"),
+            None => "pid unknown".into(),
+        };
+        format!(
+            "busy: this session already serves a client ({who}, from {peer}, connected {}s ago); \
+             close that client, or run `once mcp` on stdio for a second one",
+            since.elapsed().as_secs()
+        )
+    }
 }
 
 struct Door {
@@ -71,8 +157,7 @@ struct Door {
     config: Arc<ServerConfig>,
     /// The window: HTTP connections are handed to it after their first line.
     web: once_web::Web,
-    local: SocketAddr,
-    holder: Mutex<Option<Holder>>,
+    clients: Arc<Clients>,
     /// The connections waiting for their first line, oldest first, by a number of their own.
     waiting: Mutex<VecDeque<(u64, TcpStream)>>,
     next: AtomicU64,
@@ -84,13 +169,13 @@ pub fn run(
     token: Token,
     config: Arc<ServerConfig>,
     web: once_web::Web,
+    clients: Arc<Clients>,
 ) -> io::Result<()> {
     let door = Arc::new(Door {
         token,
         config,
         web,
-        local: listener.local_addr()?,
-        holder: Mutex::new(None),
+        clients,
         waiting: Mutex::new(VecDeque::new()),
         next: AtomicU64::new(0),
     });
@@ -192,7 +277,8 @@ impl Door {
         let reader = match accepted {
             Some(Entered::Mcp(reader)) => reader,
             Some(Entered::Http(reader, carried)) => {
-                // The window's requests never take the MCP client slot.
+                // The window's requests take the client slot only for an MCP session, through
+                // the claim hook.
                 let Ok(web_stream) = stream.try_clone() else {
                     return;
                 };
@@ -201,8 +287,8 @@ impl Door {
             }
             None => return,
         };
-        let Some(slot) = self.claim(peer) else {
-            let message = self.busy_message();
+        let Some(slot) = self.clients.claim(peer, None) else {
+            let message = self.clients.busy_message();
             tracing::info!("refused {peer}: {message}");
             refuse(stream, BUSY, &message);
             return;
@@ -250,40 +336,10 @@ impl Door {
         );
         None
     }
-
-    fn claim(self: &Arc<Self>, peer: SocketAddr) -> Option<Slot> {
-        let mut holder = self.holder.lock().unwrap_or_else(PoisonError::into_inner);
-        if holder.is_some() {
-            return None;
-        }
-        *holder = Some(Holder {
-            peer,
-            since: Instant::now(),
-        });
-        Some(Slot(Arc::clone(self)))
-    }
-
-    fn busy_message(&self) -> String {
-        let holder = *self.holder.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(holder) = holder else {
-            // The holder left between the claim and now; the client may simply retry.
-            return "busy: this session was serving another client; try again".into();
-        };
-        let who = match peer::owner(holder.peer, self.local) {
-            Some((pid, name)) => format!("pid {pid} `{name}`"),
-            None => "pid unknown".into(),
-        };
-        format!(
-            "busy: this session already serves a client ({who}, from {}, connected {}s ago); \
-             close that client, or run `once mcp` on stdio for a second one",
-            holder.peer,
-            holder.since.elapsed().as_secs()
-        )
-    }
 }
 
 /// The client slot, held while a client is served; dropping it frees the slot.
-struct Slot(Arc<Door>);
+struct Slot(Arc<Clients>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -416,6 +472,47 @@ fn close_with(mut stream: TcpStream, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+    }
+
+    #[test]
+    fn a_holder_gives_way_only_when_its_evict_ends_it() {
+        let clients = Clients::new(addr(1));
+        // The holder keeps its guard where its evict can drop it, as an HTTP session does.
+        let held: Arc<Mutex<Option<Box<dyn Send>>>> = Arc::default();
+        let idle = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let evict: once_web::Evict = {
+            let (held, idle) = (Arc::clone(&held), Arc::clone(&idle));
+            Arc::new(move || {
+                idle.load(Ordering::Acquire)
+                    && held
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take()
+                        .is_some()
+            })
+        };
+        let claim = clients.claim_hook();
+        let guard = claim(addr(2), evict).expect("the slot is free");
+        *held.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+
+        let busy = clients.claim(addr(3), None);
+        assert!(busy.is_none(), "a holder that is not idle keeps the slot");
+        assert!(clients.busy_message().starts_with("busy: "));
+
+        idle.store(true, Ordering::Release);
+        let socket = clients
+            .claim(addr(3), None)
+            .expect("the idle holder gave way");
+        assert!(
+            claim(addr(4), Arc::new(|| false)).is_err(),
+            "a socket client cannot be evicted"
+        );
+        drop(socket);
+        assert!(claim(addr(4), Arc::new(|| false)).is_ok(), "freed on drop");
+    }
 
     #[test]
     fn http_is_recognised_in_any_case() {

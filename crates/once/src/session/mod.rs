@@ -57,6 +57,7 @@ pub struct Session {
     published: Arc<Published>,
     runtime: once_exec::Registry,
     port: u16,
+    clients: Arc<listener::Clients>,
 }
 
 /// What the window reads beyond the server config: the live graph, the evaluators' transcripts,
@@ -117,10 +118,9 @@ impl Session {
             );
         }
         let listener = listener::bind().context("cannot listen on 127.0.0.1")?;
-        let port = listener
-            .local_addr()
-            .context("cannot read our port")?
-            .port();
+        let local = listener.local_addr().context("cannot read our port")?;
+        let port = local.port();
+        let clients = listener::Clients::new(local);
         let token = Token::generate().context("cannot draw a session token")?;
         let entry = Entry {
             pid,
@@ -140,6 +140,7 @@ impl Session {
                 live: window.live,
                 evaluators: window.evaluators,
                 hub: window.hub,
+                claim: clients.claim_hook(),
             },
         )
         .context("cannot start the window")?;
@@ -152,6 +153,7 @@ impl Session {
             published,
             runtime,
             port,
+            clients,
         })
     }
 
@@ -179,7 +181,13 @@ impl Session {
     /// error, after stopping everything and removing the entry.
     pub fn serve(self) -> Result<()> {
         let stopper = self.stopper();
-        let result = listener::run(self.listener, self.token, self.config, self.web);
+        let result = listener::run(
+            self.listener,
+            self.token,
+            self.config,
+            self.web,
+            self.clients,
+        );
         stopper.stop();
         result.context("the session's listener failed")
     }

@@ -11,6 +11,7 @@ mod eval;
 mod examples;
 mod false_green;
 mod mcp;
+mod mcp_http;
 mod memory;
 mod placeholders;
 mod query;

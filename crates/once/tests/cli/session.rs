@@ -429,7 +429,7 @@ fn start_slow_run(client: &mut Mcp, serve_pid: i32) {
 }
 
 /// Polls `condition` until it holds, failing the test after [`PATIENCE`].
-fn wait_until(what: &str, condition: impl Fn() -> bool) {
+pub(crate) fn wait_until(what: &str, condition: impl Fn() -> bool) {
     let end = std::time::Instant::now() + PATIENCE;
     while !condition() {
         assert!(
@@ -442,7 +442,7 @@ fn wait_until(what: &str, condition: impl Fn() -> bool) {
 
 /// The running processes of the session other than `once serve` itself (zombies excluded, as
 /// in the SIGTERM test).
-fn children_of_session(serve_pid: i32) -> Vec<i32> {
+pub(crate) fn children_of_session(serve_pid: i32) -> Vec<i32> {
     let mut pids = processes_in_session(serve_pid);
     pids.retain(|pid| {
         *pid != serve_pid

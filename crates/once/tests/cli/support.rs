@@ -423,7 +423,9 @@ impl Serve {
                 .stderr
                 .recv_timeout(PATIENCE)
                 .expect("once serve prints the window's link");
-            if let Some(at) = line.find("http://") {
+            if line.contains("?login=")
+                && let Some(at) = line.find("http://")
+            {
                 return line[at..]
                     .split_whitespace()
                     .next()
