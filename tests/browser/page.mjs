@@ -1,0 +1,334 @@
+// The window's browser tests: `once serve --allow-run --allow-edit` on a copy of examples/starter,
+// its page in headless chromium, and an MCP client attached to the same session (the TypeScript
+// SDK through `once mcp --attach`), so every check is what a person would see while an agent works.
+//
+//   node tests/browser/page.mjs [path to once, default target/debug/once]
+//
+// Prints one line per check and closes with `N passed, N failed`; also prints three figures, the
+// time from an MCP call's answer to the page showing its effect (each must be under a second).
+// Every wait has a deadline, and the server, the MCP bridge and chromium are stopped at the end,
+// whatever happened.
+
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import { Checks } from '../interop/lib.mjs';
+import { CHROMIUM, launchChromium, root, startServe, stopChild, until } from './browser.mjs';
+
+const require = createRequire(join(root, 'tests', 'interop', 'package.json'));
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+
+const binary = resolve(process.argv[2] ?? join(root, 'target', 'debug', 'once'));
+const WAIT_MS = 10000;
+const checks = new Checks('browser');
+
+if (!existsSync(binary)) {
+    console.log(`browser: no once binary at ${binary}: build it with cargo build -p once`);
+    checks.fail('setup', 'no binary');
+    process.exit(checks.summary());
+}
+if (!existsSync(CHROMIUM)) {
+    console.log(`browser: ${CHROMIUM} is missing: run scripts/install-test-deps (as root) or apt-get install chromium`);
+    checks.fail('setup', 'no chromium');
+    process.exit(checks.summary());
+}
+
+// A private copy of the starter workspace, plus a target whose command prints a line, waits for
+// a file (at most 30 s), then prints another: the log must show the first line while it waits.
+const scratch = mkdtempSync(join(tmpdir(), 'once-page-'));
+const ws = join(scratch, 'ws');
+const state = join(scratch, 'state');
+const release = join(scratch, 'release');
+cpSync(join(root, 'examples', 'starter'), ws, { recursive: true, filter: (src) => !src.includes('/.once') });
+appendFileSync(join(ws, 'once.toml'), `
+[targets.slow]
+kind = "command"
+description = "Prints a line, waits for a file, prints another"
+
+[targets.slow.capabilities.build]
+command = "echo first line; n=0; while [ ! -e '${release}' ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); done; echo second line"
+
+[targets.broken]
+kind = "command"
+description = "Always fails"
+
+[targets.broken.capabilities.build]
+command = "echo about to fail; exit 3"
+`);
+const env = { ...process.env, XDG_STATE_HOME: state, NO_COLOR: '1' };
+
+function once(...args) {
+    return JSON.parse(execFileSync(binary, ['-C', ws, ...args], { env, encoding: 'utf8' }));
+}
+
+/** A plain HTTP request from Node, with exactly the headers given (Host included). */
+function rawRequest(port, { method = 'GET', path = '/', headers = {}, body = null }) {
+    return new Promise((resolvePromise, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, method, path, headers, timeout: WAIT_MS }, (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk) => (text += chunk));
+            res.on('end', () => resolvePromise({ status: res.statusCode, headers: res.headers, text }));
+        });
+        req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within ${WAIT_MS} ms`)));
+        req.on('error', reject);
+        if (body !== null) req.setHeader('Content-Length', Buffer.byteLength(body));
+        if (body !== null) req.write(body);
+        req.end();
+    });
+}
+
+/** The structured result of an MCP tool call, or a thrown error with its text. */
+async function call(client, name, args) {
+    const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 30000 });
+    if (result.isError) throw new Error(`${name}: ${result.content?.map((c) => c.text).join(' ')}`);
+    return result.structuredContent?.result ?? JSON.parse(result.content[0].text);
+}
+
+function manifestHash(path) {
+    return once('query', 'workspace').manifests.find((m) => m.path === path)?.blake3;
+}
+
+let server = null;
+let browser = null;
+let client = null;
+const figures = [];
+try {
+    // The session's registry entry goes to the private state folder, where the bridge finds it.
+    server = await startServe(binary, ws, ['--allow-run', '--allow-edit'], { env });
+    browser = await launchChromium();
+    browser.context.setDefaultTimeout(WAIT_MS);
+    const page = await browser.context.newPage();
+    const pageErrors = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+
+    // 1. No way in without the login link; with it, one node per target.
+    await checks.attempt('without the login token the page is refused (403)', async () => {
+        const response = await page.goto(`${server.origin}/`);
+        checks.check('without the login token the page is refused (403)', response.status() === 403, `status ${response.status()}`);
+    });
+    await checks.attempt('the login link opens the page with one node per target', async () => {
+        const response = await page.goto(server.url);
+        const total = once('query', 'targets').total;
+        const count = await until('every target drawn', async () => {
+            const n = await page.locator('svg#graph g.node').count();
+            return n === total ? n : 0;
+        }, WAIT_MS);
+        const path = new URL(page.url()).pathname;
+        checks.check('the login link opens the page with one node per target',
+            response.ok() && path === '/' && count === total && total === 6,
+            `status ${response.status()}, at ${page.url()}, ${count} nodes for ${total} targets`);
+        const header = await page.locator('#workspace').textContent();
+        checks.check('the header names the workspace', header === ws, `header: ${header}`);
+    });
+
+    // 4. Plain HTTP: the session's cookie alone does not let another origin or host in, nor a
+    //    POST without the CSRF token.
+    await checks.attempt('foreign Origin, foreign Host and a POST without CSRF get 403', async () => {
+        const cookies = await browser.context.cookies(server.origin);
+        const cookie = cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+        const host = `127.0.0.1:${server.port}`;
+        const own = await rawRequest(server.port, { path: '/api/session', headers: { Host: host, Cookie: cookie } });
+        const csrf = JSON.parse(own.text).csrf;
+        checks.check('with the cookie and its own Host, /api/session answers', own.status === 200 && typeof csrf === 'string', `status ${own.status}`);
+        const origin = await rawRequest(server.port, { path: '/api/session', headers: { Host: host, Cookie: cookie, Origin: 'http://evil.example' } });
+        checks.check('a foreign Origin gets 403', origin.status === 403, `status ${origin.status}`);
+        const foreignHost = await rawRequest(server.port, { path: '/api/session', headers: { Host: `evil.example:${server.port}`, Cookie: cookie } });
+        checks.check('a foreign Host gets 403', foreignHost.status === 403, `status ${foreignHost.status}`);
+        const post = (headers) => rawRequest(server.port, {
+            method: 'POST', path: '/api/tool/once_query_targets', body: '{}',
+            headers: { Host: host, Cookie: cookie, Origin: server.origin, 'Content-Type': 'application/json', ...headers },
+        });
+        const noCsrf = await post({});
+        checks.check('a POST without the CSRF token gets 403', noCsrf.status === 403, `status ${noCsrf.status}`);
+        const withCsrf = await post({ 'X-Once-CSRF': csrf });
+        checks.check('the same POST with the CSRF token answers', withCsrf.status === 200, `status ${withCsrf.status}: ${withCsrf.text.slice(0, 200)}`);
+    });
+
+    client = new Client({ name: 'once-browser-tests', version: '0.0.0' }, { capabilities: {} });
+    await client.connect(new StdioClientTransport({
+        command: binary, args: ['mcp', '--attach', ws], env, stderr: 'pipe',
+    }), { timeout: WAIT_MS });
+
+    // 2. A running action's output shows while it still runs.
+    await checks.attempt('a running action\'s first line shows in pre#log while it runs', async () => {
+        const started = await call(client, 'once_run', { target: 'slow:build', wait_seconds: 0, force: true });
+        const runId = started.run_id;
+        checks.check('once_run let the run go on', started.status === 'running' && runId, JSON.stringify(started));
+        await page.evaluate((id) => { location.hash = `#/runs/${id}`; }, runId);
+        const bar = page.locator('#timeline .action[data-action="slow:build"]');
+        await bar.waitFor();
+        await bar.click();
+        await until('the first line in pre#log', async () => (await page.locator('pre#log[data-action="slow:build"]').textContent())?.includes('first line'), WAIT_MS);
+        const during = await call(client, 'once_query_runs', { run_id: runId });
+        const logText = await page.locator('pre#log').textContent();
+        checks.check('a running action\'s first line shows in pre#log while it runs',
+            during.status === 'running' && !existsSync(release) && !logText.includes('second line'),
+            `run ${during.status}, log ${JSON.stringify(logText)}`);
+        await until('its bar to say running', async () => (await bar.getAttribute('data-status')) === 'running', WAIT_MS);
+        checks.check('its bar says running while the command waits', !existsSync(release), 'released early');
+        writeFileSync(release, '');
+        await until('the second line in pre#log', async () => (await page.locator('pre#log').textContent())?.includes('second line'), WAIT_MS);
+        await until('the bar to say succeeded', async () => (await bar.getAttribute('data-status')) === 'succeeded', WAIT_MS);
+        checks.ok('the rest of the log and the end of the run show without a reload');
+        const notes = await page.locator('#timeline .note').count();
+        checks.check('the timeline places bars by their recorded start', notes === 0, 'it says start times are not recorded');
+        const runItem = await until('the run listed as succeeded', async () =>
+            (await page.locator(`#runs li[data-run="${runId}"]`).getAttribute('data-status')) === 'succeeded', WAIT_MS);
+        checks.check('the runs list follows the run', runItem, 'not succeeded');
+    });
+
+    // 3. Change sets: Apply writes the file; Reject keeps the record with its reason; a set whose
+    //    base moved is refused and writes nothing.
+    await checks.attempt('change sets from MCP are applied and rejected from the page', async () => {
+        await page.evaluate(() => { location.hash = '#/changes'; });
+        await page.locator('#changes').waitFor();
+        const packageJson = join(ws, 'web', 'package.json');
+        const original = readFileSync(packageJson, 'utf8');
+        const applied = original.replace('"private": true,', '"private": true,\n  "description": "applied from the page",');
+        const proposed = await call(client, 'once_change_set_propose', {
+            title: 'Describe the web package', rationale: 'So the registry says what it is',
+            changes: [{ action: 'replace', path: 'web/package.json', content: applied, base_blake3: manifestHash('web/package.json') }],
+        });
+        const answered = Date.now();
+        const item = page.locator(`#changes li[data-change-set="${proposed.id}"]`);
+        await item.waitFor();
+        figures.push(['change set proposed over MCP → listed on the page', Date.now() - answered]);
+        await item.click();
+        await page.locator('pre.diff').waitFor();
+        const diffText = await page.locator('pre.diff').textContent();
+        checks.check('the diff shows the added line', diffText.includes('+  "description": "applied from the page",'), diffText.slice(0, 400));
+        const added = await page.locator('pre.diff span.add').count();
+        checks.check('added lines are marked', added >= 1, `${added} added lines`);
+        await page.locator('button#apply').click();
+        await until('the outcome of Apply', async () => (await page.locator('#change-result').textContent()).startsWith('Done'), WAIT_MS);
+        checks.check('Apply changes the file on disk', readFileSync(packageJson, 'utf8') === applied, readFileSync(packageJson, 'utf8'));
+        await until('the set listed as applied', async () => (await item.getAttribute('data-status')) === 'applied', WAIT_MS);
+        checks.check('an applied set has no buttons', (await page.locator('button#apply').count()) === 0, 'Apply still shown');
+
+        const other = await call(client, 'once_change_set_propose', {
+            title: 'Add notes', rationale: 'A place for notes',
+            changes: [{ action: 'create', path: 'NOTES.md', content: 'notes\n' }],
+        });
+        await page.evaluate((id) => { location.hash = `#/changes/${id}`; }, other.id);
+        await page.locator('input#reject-reason').fill('notes belong in memory');
+        await page.locator('button#reject').click();
+        await until('the outcome of Reject', async () => (await page.locator('#change-result').textContent()).startsWith('Done'), WAIT_MS);
+        const rejected = once('changes', 'show', other.id, '--json');
+        checks.check('a rejected set keeps its record with the reason',
+            rejected.status === 'rejected' && rejected.reason === 'notes belong in memory' && !existsSync(join(ws, 'NOTES.md')),
+            JSON.stringify({ status: rejected.status, reason: rejected.reason }));
+        await until('the set listed as rejected', async () =>
+            (await page.locator(`#changes li[data-change-set="${other.id}"]`).getAttribute('data-status')) === 'rejected', WAIT_MS);
+        const shownReason = await page.locator('#change-detail').textContent();
+        checks.check('the page shows the reason', shownReason.includes('notes belong in memory'), shownReason.slice(0, 300));
+
+        const stale = await call(client, 'once_change_set_propose', {
+            title: 'Rename the web package', rationale: 'A clearer name',
+            changes: [{ action: 'replace', path: 'web/package.json', content: applied.replace('starter-web', 'shop-web'), base_blake3: manifestHash('web/package.json') }],
+        });
+        const edited = `${applied.trimEnd()}\n\n`;
+        writeFileSync(packageJson, edited);
+        await page.evaluate((id) => { location.hash = `#/changes/${id}`; }, stale.id);
+        await page.locator('button#apply').click();
+        await until('the refusal', async () => (await page.locator('#change-result').textContent()).startsWith('Refused'), WAIT_MS);
+        const refusal = await page.locator('#change-result').textContent();
+        checks.check('a set whose base changed is refused, with the reason shown, and writes nothing',
+            refusal.length > 'Refused: '.length && readFileSync(packageJson, 'utf8') === edited
+                && once('changes', 'show', stale.id, '--json').status === 'pending',
+            `${refusal}; file ${readFileSync(packageJson, 'utf8') === edited ? 'unchanged' : 'changed'}`);
+    });
+
+    // 5. An agent points at something: the page goes there and marks it.
+    await checks.attempt('once_window_show moves the page and marks the target', async () => {
+        const shown = await call(client, 'once_window_show', { kind: 'target', id: 'core' });
+        const answered = Date.now();
+        await page.locator('g.node.focused[data-target="core"]').waitFor();
+        const ms = Date.now() - answered;
+        figures.push(['once_window_show answered → target marked on the page', ms]);
+        const note = await page.locator('#focus-note').textContent();
+        checks.check('once_window_show moves the page and marks the target',
+            shown.pages >= 1 && page.url().includes('#/target/core') && note.includes('core'),
+            `${JSON.stringify(shown)}, at ${page.url()}, note ${JSON.stringify(note)}, ${ms} ms`);
+        await page.locator('#details h2').filter({ hasText: 'core' }).waitFor();
+        checks.ok('the focused target\'s details are shown');
+    });
+
+    await checks.attempt('memory: a search finds entries and a stale one says why', async () => {
+        const schema = join(ws, 'proto', 'schema', 'messages.txt');
+        execFileSync(binary, ['-C', ws, 'memory', 'add', '--title', 'Schemas are concatenated', '--kind', 'gotcha',
+            '--path', schema, '--body', 'The proto build joins every schema file.'], { env, stdio: 'ignore' });
+        execFileSync(binary, ['-C', ws, 'memory', 'add', '--title', 'Reports are for people', '--kind', 'convention',
+            '--body', 'Keep the report short.'], { env, stdio: 'ignore' });
+        appendFileSync(schema, 'changed\n');
+        await page.evaluate(() => { location.hash = '#/memory'; });
+        await until('two entries listed', async () => (await page.locator('#memory li[data-entry]').count()) === 2, WAIT_MS);
+        await page.locator('input#memory-search').fill('schema');
+        await until('one entry found', async () => (await page.locator('#memory li[data-entry]').count()) === 1, WAIT_MS);
+        const item = page.locator('#memory li[data-entry]');
+        const stale = await item.getAttribute('data-stale');
+        const reason = await item.locator('.stale-reason').textContent();
+        checks.check('memory: a search finds entries and a stale one says why',
+            stale === 'true' && reason.includes('proto/schema/messages.txt') && reason.includes('changed'),
+            `data-stale ${stale}, reason ${JSON.stringify(reason)}`);
+        await item.press('Enter');
+        await until('the entry shown', async () => (await page.locator('#memory-entry').textContent()).includes('joins every schema file'), WAIT_MS);
+        checks.ok('memory: Enter on an entry shows it in full');
+    });
+
+    await checks.attempt('a run from MCP recolours its node on the open graph', async () => {
+        await page.evaluate(() => { location.hash = '#/graph'; });
+        const node = page.locator('g.node[data-target="broken"]');
+        await node.waitFor();
+        const before = await node.getAttribute('data-status');
+        const ended = await call(client, 'once_run', { target: 'broken:build', wait_seconds: 60 });
+        const answered = Date.now();
+        await until('the node to turn failed', async () => (await node.getAttribute('data-status')) === 'failed', WAIT_MS, 10);
+        figures.push(['run ended over MCP → its node failed on the open graph', Date.now() - answered]);
+        checks.check('a run from MCP recolours its node on the open graph',
+            before === 'none' && ended.status === 'failed',
+            `before ${before}, run ${JSON.stringify(ended).slice(0, 200)}`);
+    });
+
+    await checks.attempt('keyboard: Tab reaches a node and Enter opens it', async () => {
+        await page.evaluate(() => { location.hash = '#/graph'; });
+        await page.locator('g.node').first().waitFor();
+        // From the top of the page, Tab walks the nav, the filters, the zoom buttons and the nodes.
+        await page.evaluate(() => document.activeElement?.blur());
+        const reached = new Set();
+        for (let i = 0; i < 30; i++) {
+            await page.keyboard.press('Tab');
+            reached.add(await page.evaluate(() => {
+                const el = document.activeElement;
+                return el?.id || el?.dataset?.view || (el?.classList?.contains('node') ? `node:${el.dataset.target}` : el?.tagName);
+            }));
+        }
+        const wanted = ['graph', 'runs', 'changes', 'memory', 'evaluators', 'graph-filter', 'graph-kind', 'graph-tag', 'zoom-in', 'zoom-out', 'zoom-fit', 'node:proto'];
+        const missed = wanted.filter((w) => !reached.has(w));
+        checks.check('keyboard: Tab reaches the nav, the filters, the zoom and every node', missed.length === 0, `not reached: ${missed.join(', ')}; reached ${[...reached].join(', ')}`);
+        await page.locator('g.node[data-target="proto"]').focus();
+        await page.keyboard.press('Enter');
+        await until('the details of proto', async () => (await page.locator('#details h2').textContent()) === 'proto', WAIT_MS);
+        checks.ok('keyboard: a node opens with Enter');
+    });
+
+    checks.check('what MCP calls do shows on the page within a second',
+        figures.length === 3 && figures.every(([, ms]) => ms < 1000),
+        figures.map(([what, ms]) => `${what}: ${ms} ms`).join('; '));
+    checks.check('no script error on the page', pageErrors.length === 0, pageErrors.join(' | '));
+} catch (error) {
+    checks.fail('the browser tests ran to the end', error?.stack ?? error);
+} finally {
+    await client?.close().catch(() => {});
+    await browser?.close().catch(() => {});
+    if (server) await stopChild(server.child);
+    rmSync(scratch, { recursive: true, force: true });
+}
+
+for (const [what, ms] of figures) console.log(`browser: figure: ${what}: ${ms} ms`);
+process.exit(checks.summary());

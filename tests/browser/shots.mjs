@@ -1,0 +1,168 @@
+// Screenshots and figures of the window at 1,000 targets, run by hand (not in CI):
+//
+//   node tests/browser/shots.mjs [path to once, default target/debug/once]
+//
+// Writes a 1,000-target workspace with bench/gen_workspace.py (cheap shell commands, one source
+// file each) into target/screenshots/ws, runs its builds once (one package's source is removed, so
+// that build fails and its dependents are skipped) and its tests once, adds two memory entries
+// (one stale) and proposes a change set. Then it starts `once serve` on it, opens the page in
+// headless chromium and saves a PNG of every view into target/screenshots/, and prints the page
+// load time (navigation start to the graph drawn, first load and three reloads without cache),
+// the graph layout time, and the page weight (bytes transferred, by kind).
+
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+
+import { launchChromium, root, startServe, stopChild, until } from './browser.mjs';
+
+const require = createRequire(join(root, 'tests', 'interop', 'package.json'));
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+
+const binary = resolve(process.argv[2] ?? join(root, 'target', 'debug', 'once'));
+const out = join(root, 'target', 'screenshots');
+const ws = join(out, 'ws');
+const state = join(out, 'state');
+const env = { ...process.env, XDG_STATE_HOME: state, NO_COLOR: '1' };
+const TARGETS = 1000;
+
+function once(args, { json = true, check = true } = {}) {
+    try {
+        const text = execFileSync(binary, ['-C', ws, ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 26 });
+        return json ? JSON.parse(text) : text;
+    } catch (error) {
+        if (check) throw error;
+        return null;
+    }
+}
+
+function log(text) {
+    console.log(`shots: ${text}`);
+}
+
+// --- the workspace ------------------------------------------------------------------------------
+rmSync(out, { recursive: true, force: true });
+mkdirSync(state, { recursive: true });
+execFileSync('python3', [join(root, 'bench', 'gen_workspace.py'), ws, '--targets', String(TARGETS), '--commands-only', '--files', '1'], { stdio: 'ignore' });
+rmSync(join(ws, 'packages', 'pkg-00700', 'src'), { recursive: true, force: true });
+log('running every build, then every test (a minute at most)');
+once(['run', '--all', 'build'], { json: false, check: false });
+once(['run', '--all', 'test'], { json: false, check: false });
+once(['memory', 'add', '--title', 'Every package bundles its sources', '--kind', 'convention', '--tag', 'build',
+    '--target', 'pkg-00000', '--body', 'The build concatenates src/ into out/bundle.txt; tests check that it is not empty.'], { json: false });
+once(['memory', 'add', '--title', 'pkg-00010 reads a fixture', '--kind', 'gotcha', '--path', join(ws, 'packages', 'pkg-00010', 'src', 'file0.txt'),
+    '--target', 'pkg-00010', '--body', 'Its test depends on the first source file; keep it non-empty.'], { json: false });
+writeFileSync(join(ws, 'packages', 'pkg-00010', 'src', 'file0.txt'), 'changed after the note was written\n');
+
+let server = null;
+let browser = null;
+let client = null;
+try {
+    server = await startServe(binary, ws, ['--allow-run', '--allow-edit'], { env });
+    client = new Client({ name: 'once-shots', version: '0.0.0' }, { capabilities: {} });
+    await client.connect(new StdioClientTransport({ command: binary, args: ['mcp', '--attach', ws], env, stderr: 'pipe' }), { timeout: 10000 });
+    const manifest = readFileSync(join(ws, 'once.toml'), 'utf8');
+    const base = once(['query', 'workspace']).manifests.find((m) => m.path === 'once.toml').blake3;
+    const proposed = await client.callTool({
+        name: 'once_change_set_propose',
+        arguments: {
+            title: 'Give pkg-00000 a description',
+            rationale: 'The foundation package is used by most others; say what it holds.',
+            changes: [{ action: 'replace', path: 'once.toml', base_blake3: base,
+                content: manifest.replace('[targets.pkg-00000]\nkind = "command"', '[targets.pkg-00000]\nkind = "command"\ndescription = "Shared foundation: types every package uses"') }],
+        },
+    });
+    const changeId = proposed.structuredContent.result.id;
+    const runs = once(['query', 'runs']).runs;
+    const failedRun = runs.find((r) => r.status === 'failed')?.run_id ?? runs[0].run_id;
+
+    browser = await launchChromium();
+    browser.context.setDefaultTimeout(30000);
+    const page = await browser.context.newPage();
+    const errors = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+
+    // --- load time and weight -------------------------------------------------------------------
+    await page.goto(server.url);
+    const drawn = async () => {
+        await until('the graph drawn', () => page.evaluate(() => document.documentElement.dataset.graphDrawnMs), 60000);
+        return page.evaluate(() => {
+            const entries = [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')];
+            const bytes = {};
+            for (const entry of entries) {
+                const path = new URL(entry.name).pathname;
+                const kind = path.startsWith('/api/') ? path : 'page (html, js, css)';
+                bytes[kind] = (bytes[kind] ?? 0) + entry.transferSize;
+            }
+            return {
+                ms: Number(document.documentElement.dataset.graphDrawnMs),
+                layoutMs: Number(document.getElementById('graph').dataset.layoutMs),
+                nodes: document.querySelectorAll('g.node').length,
+                bytes,
+            };
+        });
+    };
+    const first = await drawn();
+    const cdp = await browser.context.newCDPSession(page);
+    await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
+    const reloads = [];
+    for (let i = 0; i < 3; i++) {
+        await page.goto(`${server.origin}/#/graph`);
+        await page.reload();
+        reloads.push(await drawn());
+    }
+    const total = Object.values(first.bytes).reduce((a, b) => a + b, 0);
+    log(`${first.nodes} nodes`);
+    log(`load (navigation start → graph drawn): first ${first.ms} ms; reloads without cache ${reloads.map((r) => r.ms).join(', ')} ms`);
+    log(`graph layout: ${first.layoutMs} ms (reloads ${reloads.map((r) => r.layoutMs).join(', ')} ms)`);
+    log(`page weight (bytes transferred): ${total} in all; ${Object.entries(first.bytes).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+
+    // --- one picture per view -------------------------------------------------------------------
+    const shot = async (name) => {
+        await page.waitForTimeout(400); // the last frame painted; pictures only, nothing asserted
+        await page.screenshot({ path: join(out, `${name}.png`) });
+        log(`wrote target/screenshots/${name}.png`);
+    };
+    const go = (hash) => page.evaluate((h) => { location.hash = h; }, hash);
+
+    await go('#/graph');
+    await page.locator('#zoom-fit').click();
+    await shot('graph-fit');
+    await go('#/target/pkg-00700');
+    await page.locator('#details h2').filter({ hasText: 'pkg-00700' }).waitFor();
+    await shot('graph-target');
+    await go('#/graph');
+    await page.locator('#graph-tag').selectOption('data');
+    await page.locator('#graph-filter').fill('pkg-009');
+    await page.locator('#zoom-fit').click();
+    await shot('graph-filtered');
+    await page.locator('#graph-filter').fill('');
+    await page.locator('#graph-tag').selectOption('');
+
+    await go(`#/runs/${failedRun}`);
+    await page.locator('#timeline .action[data-action="pkg-00700:build"]').click();
+    await page.locator('pre#log[data-action="pkg-00700:build"]').waitFor();
+    await shot('runs');
+    await go(`#/changes/${changeId}`);
+    await page.locator('pre.diff').waitFor();
+    await shot('changes');
+    await go('#/memory');
+    await page.locator('#memory li[data-stale="true"]').click();
+    await page.locator('#memory-entry h2').waitFor();
+    await shot('memory');
+    await go('#/evaluators');
+    await page.locator('#evaluators').waitFor();
+    await shot('evaluators');
+
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await go('#/target/pkg-00010');
+    await page.locator('#details h2').filter({ hasText: 'pkg-00010' }).waitFor();
+    await shot('graph-dark');
+    if (errors.length) log(`script errors on the page: ${errors.join(' | ')}`);
+} finally {
+    await client?.close().catch(() => {});
+    await browser?.close().catch(() => {});
+    if (server) await stopChild(server.child);
+}
