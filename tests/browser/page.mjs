@@ -4,7 +4,7 @@
 //
 //   node tests/browser/page.mjs [path to once, default target/debug/once]
 //
-// Prints one line per check and closes with `N passed, N failed`; also prints three figures, the
+// Prints one line per check and closes with `N passed, N failed`; also prints four figures, the
 // time from an MCP call's answer to the page showing its effect (each must be under a second).
 // Every wait has a deadline, and the server, the MCP bridge and chromium are stopped at the end,
 // whatever happened.
@@ -59,6 +59,13 @@ description = "Always fails"
 
 [targets.broken.capabilities.build]
 command = "echo about to fail; exit 3"
+
+[targets.py]
+kind = "command"
+description = "A Python evaluator"
+
+[targets.py.evaluator]
+language = "python"
 `);
 const env = { ...process.env, XDG_STATE_HOME: state, NO_COLOR: '1' };
 
@@ -88,6 +95,12 @@ async function call(client, name, args) {
     const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 30000 });
     if (result.isError) throw new Error(`${name}: ${result.content?.map((c) => c.text).join(' ')}`);
     return result.structuredContent?.result ?? JSON.parse(result.content[0].text);
+}
+
+/** What a tool that acts answered, whatever the outcome: `{outcome, message, result}`. */
+async function act(client, name, args) {
+    const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 30000 });
+    return result.structuredContent;
 }
 
 function manifestHash(path) {
@@ -121,7 +134,7 @@ try {
         }, WAIT_MS);
         const path = new URL(page.url()).pathname;
         checks.check('the login link opens the page with one node per target',
-            response.ok() && path === '/' && count === total && total === 6,
+            response.ok() && path === '/' && count === total && total === 7,
             `status ${response.status()}, at ${page.url()}, ${count} nodes for ${total} targets`);
         const header = await page.locator('#workspace').textContent();
         checks.check('the header names the workspace', header === ws, `header: ${header}`);
@@ -286,13 +299,27 @@ try {
         const node = page.locator('g.node[data-target="broken"]');
         await node.waitFor();
         const before = await node.getAttribute('data-status');
-        const ended = await call(client, 'once_run', { target: 'broken:build', wait_seconds: 60 });
+        const ended = await act(client, 'once_run', { target: 'broken:build', wait_seconds: 60 });
         const answered = Date.now();
         await until('the node to turn failed', async () => (await node.getAttribute('data-status')) === 'failed', WAIT_MS, 10);
         figures.push(['run ended over MCP → its node failed on the open graph', Date.now() - answered]);
         checks.check('a run from MCP recolours its node on the open graph',
-            before === 'none' && ended.status === 'failed',
+            before === 'none' && ended.outcome === 'problem' && ended.result.status === 'failed',
             `before ${before}, run ${JSON.stringify(ended).slice(0, 200)}`);
+    });
+
+    await checks.attempt('an evaluation over MCP shows in the evaluators view', async () => {
+        await page.evaluate(() => { location.hash = '#/evaluators'; });
+        await page.locator('#evaluators').waitFor();
+        const evaluated = await act(client, 'once_eval', { target: 'py', code: "print('from the agent')\n6 * 7" });
+        const answered = Date.now();
+        const entry = page.locator('#evaluators section[data-target="py"] .entry');
+        await until('the entry to show', async () => (await entry.count()) === 1, WAIT_MS, 10);
+        figures.push(['evaluation answered over MCP → its entry on the page', Date.now() - answered]);
+        const text = await entry.textContent();
+        checks.check('an evaluation over MCP shows in the evaluators view',
+            evaluated.outcome === 'done' && text.includes('6 * 7') && text.includes('42') && text.includes('from the agent'),
+            `${JSON.stringify(evaluated).slice(0, 200)}; shown ${JSON.stringify(text)}`);
     });
 
     await checks.attempt('keyboard: Tab reaches a node and Enter opens it', async () => {
@@ -318,7 +345,7 @@ try {
     });
 
     checks.check('what MCP calls do shows on the page within a second',
-        figures.length === 3 && figures.every(([, ms]) => ms < 1000),
+        figures.length === 4 && figures.every(([, ms]) => ms < 1000),
         figures.map(([what, ms]) => `${what}: ${ms} ms`).join('; '));
     checks.check('no script error on the page', pageErrors.length === 0, pageErrors.join(' | '));
 } catch (error) {

@@ -1128,9 +1128,10 @@ function evaluatorSection(evaluator) {
     return h('section', { 'data-target': evaluator.target, class: 'evaluator', 'aria-label': `Evaluator of ${evaluator.target}` },
         h('h3', {}, evaluator.target, ' ', h('span', { class: 'muted' }, evaluator.language ?? '')),
         h('p', {}, h('span', { class: 'badge', 'data-status': evaluator.running ? 'running' : 'none' }, evaluator.running ? 'running' : 'stopped'),
-            evaluator.pid ? ` pid ${evaluator.pid}` : ''),
+            evaluator.evaluating ? ' · evaluating now' : '',
+            evaluator.pid ? ` · pid ${evaluator.pid}` : ''),
         entries.length ? h('ol', { class: 'entries' }, entries.map((entry) => h('li', { class: 'entry', 'data-outcome': entry.outcome },
-            h('p', { class: 'muted' }, `${entry.at ?? ''} · ${entry.outcome}`),
+            h('p', { class: 'muted' }, `${typeof entry.at === 'number' ? new Date(entry.at).toLocaleString() : ''} · ${entry.outcome}`),
             h('pre', { class: 'code' }, entry.code ?? ''),
             entry.error !== undefined && entry.error !== null
                 ? h('pre', { class: 'error-value' }, String(entry.error))
