@@ -5,13 +5,13 @@
 // Writes a 1,000-target workspace with bench/gen_workspace.py (cheap shell commands, one source
 // file each) into target/screenshots/ws, runs its builds once (one package's source is removed, so
 // that build fails and its dependents are skipped) and its tests once, adds two memory entries
-// (one stale) and proposes a change set. Then it starts `once serve` on it, opens the page in
+// (one stale), proposes a change set and evaluates twice in a Python evaluator. Then it starts `once serve` on it, opens the page in
 // headless chromium and saves a PNG of every view into target/screenshots/, and prints the page
 // load time (navigation start to the graph drawn, first load and three reloads without cache),
 // the graph layout time, and the page weight (bytes transferred, by kind).
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 
@@ -55,6 +55,8 @@ once(['memory', 'add', '--title', 'Every package bundles its sources', '--kind',
 once(['memory', 'add', '--title', 'pkg-00010 reads a fixture', '--kind', 'gotcha', '--path', join(ws, 'packages', 'pkg-00010', 'src', 'file0.txt'),
     '--target', 'pkg-00010', '--body', 'Its test depends on the first source file; keep it non-empty.'], { json: false });
 writeFileSync(join(ws, 'packages', 'pkg-00010', 'src', 'file0.txt'), 'changed after the note was written\n');
+// One target with a Python evaluator, so the evaluators view has a transcript to show.
+appendFileSync(join(ws, 'once.toml'), '\n[targets.analysis]\nkind = "command"\n\n[targets.analysis.evaluator]\nlanguage = "python"\n');
 
 let server = null;
 let browser = null;
@@ -75,6 +77,9 @@ try {
         },
     });
     const changeId = proposed.structuredContent.result.id;
+    for (const code of ['sizes = [len(p) for p in ["pkg-00000", "pkg-00700"]]\nsum(sizes)', 'print("first", sizes[0])\nmax(sizes) / 0']) {
+        await client.callTool({ name: 'once_eval', arguments: { target: 'analysis', code } });
+    }
     const runs = once(['query', 'runs']).runs;
     const failedRun = runs.find((r) => r.status === 'failed')?.run_id ?? runs[0].run_id;
 

@@ -1242,15 +1242,27 @@ function setLive(text) {
     byId('live').textContent = text;
 }
 
-/** Listens to the session's events; EventSource reconnects by itself after a dropped stream. */
-function listen() {
+/** Listens to the session's events; EventSource reconnects by itself after a dropped stream.
+ *  The session takes its baseline when a stream opens, so what the page fetches after `open` is
+ *  what later events are measured against: `connected` runs on the first open, and every later
+ *  open (a reconnection, which may have missed events) refetches the view. */
+function listen(connected) {
     const events = new EventSource('/api/events');
-    events.addEventListener('open', () => setLive('live'));
+    let opened = false;
+    events.addEventListener('open', () => {
+        setLive('live');
+        if (!opened && connected) {
+            opened = true;
+            connected();
+        } else {
+            onChanged('all');
+        }
+    });
     events.addEventListener('error', () => {
         if (events.readyState === EventSource.CLOSED) {
             // Refused (the session ended or the cookie is gone): try again later, not in a loop.
             setLive('disconnected: retrying');
-            setTimeout(listen, 3000);
+            setTimeout(() => listen(null), 3000);
         } else {
             setLive('reconnecting…');
         }
@@ -1286,9 +1298,17 @@ async function start() {
         return;
     }
     window.addEventListener('hashchange', route);
-    listen();
     if (!location.hash) history.replaceState(null, '', '#/graph');
-    await route();
+    // The first view is drawn once the event stream is open (a few milliseconds on loopback), or
+    // after two seconds without it, so the page shows something even with no live updates.
+    let drawn = false;
+    const draw = () => {
+        if (drawn) return;
+        drawn = true;
+        route();
+    };
+    listen(draw);
+    setTimeout(draw, 2000);
 }
 
 document.addEventListener('DOMContentLoaded', start);

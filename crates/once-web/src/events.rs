@@ -124,24 +124,60 @@ impl std::fmt::Debug for Watched {
     }
 }
 
-/// Starts the watcher thread; it ends once `hub` is dropped.
-pub fn watch(hub: &Arc<Hub>, watched: Watched) -> std::io::Result<()> {
-    let hub = Arc::downgrade(hub);
-    std::thread::Builder::new()
-        .name("once-web-watcher".into())
-        .spawn(move || watch_loop(&hub, &watched))?;
-    Ok(())
+/// The watcher: what it looks at, what it saw last, and the hub it tells.
+pub struct Watcher {
+    hub: Arc<Hub>,
+    watched: Watched,
+    /// The last look, `None` while no page is open. Held while looking, so a page that opens
+    /// never races the thread's comparison.
+    seen: Mutex<Option<Seen>>,
 }
 
-fn watch_loop(hub: &Weak<Hub>, watched: &Watched) {
-    let mut seen: Option<Seen> = None;
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher")
+            .field("watched", &self.watched)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watcher {
+    /// Starts the watcher thread for `hub`; the thread ends once the watcher is dropped.
+    pub fn start(hub: &Arc<Hub>, watched: Watched) -> std::io::Result<Arc<Watcher>> {
+        let watcher = Arc::new(Watcher {
+            hub: Arc::clone(hub),
+            watched,
+            seen: Mutex::new(None),
+        });
+        let weak = Arc::downgrade(&watcher);
+        std::thread::Builder::new()
+            .name("once-web-watcher".into())
+            .spawn(move || watch_loop(&weak))?;
+        Ok(watcher)
+    }
+
+    /// A new page's events. When it is the first page, the watcher looks now, before the page
+    /// hears it is connected: everything that changes after the page's first fetch (which it makes
+    /// once connected) differs from this look, so no change can slip between the two.
+    pub fn subscribe(&self) -> Option<Receiver<Event>> {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let events = self.hub.subscribe()?;
+        if seen.is_none() {
+            *seen = Some(look(&self.watched, None));
+        }
+        Some(events)
+    }
+}
+
+fn watch_loop(watcher: &Weak<Watcher>) {
     let mut looks: u64 = 0;
     loop {
         std::thread::sleep(POLL);
-        let Some(hub) = hub.upgrade() else { return };
-        if hub.open() == 0 {
+        let Some(watcher) = watcher.upgrade() else { return };
+        let mut seen = watcher.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if watcher.hub.open() == 0 {
             // Nobody to tell: look again from scratch when a page opens.
-            seen = None;
+            *seen = None;
             continue;
         }
         looks += 1;
@@ -149,15 +185,8 @@ fn watch_loop(hub: &Weak<Hub>, watched: &Watched) {
             .as_ref()
             .filter(|_| !looks.is_multiple_of(GRAPH_EVERY))
             .map(|seen| seen.graph);
-        let now = look(watched, graph);
-        let Some(before) = &seen else {
-            // The first look since a page opened: anything that changed between the page's
-            // first fetch and this look is in no fingerprint, so every page fetches again.
-            hub.publish(&Event::changed("all"));
-            seen = Some(now);
-            continue;
-        };
-        {
+        let now = look(&watcher.watched, graph);
+        if let Some(before) = seen.as_ref() {
             for (what, changed) in [
                 ("runs", before.runs != now.runs),
                 ("changes", before.changes != now.changes),
@@ -166,11 +195,11 @@ fn watch_loop(hub: &Weak<Hub>, watched: &Watched) {
                 ("evaluators", before.evaluators != now.evaluators),
             ] {
                 if changed {
-                    hub.publish(&Event::changed(what));
+                    watcher.hub.publish(&Event::changed(what));
                 }
             }
         }
-        seen = Some(now);
+        *seen = Some(now);
     }
 }
 

@@ -93,7 +93,6 @@ pub(crate) struct Shared {
     pub(crate) live: Arc<LiveWorkspace>,
     pub(crate) evaluators: Arc<dyn Fn() -> Value + Send + Sync>,
     pub(crate) access: Access,
-    pub(crate) hub: Arc<Hub>,
     pub(crate) claim: Claim,
     pub(crate) mcp: Arc<mcp::Sessions>,
     connections: AtomicUsize,
@@ -111,6 +110,7 @@ impl Shared {
 #[derive(Clone)]
 pub struct Web {
     shared: Arc<Shared>,
+    watcher: Arc<events::Watcher>,
 }
 
 impl std::fmt::Debug for Web {
@@ -141,12 +141,11 @@ impl Web {
             live: Arc::clone(&live),
             evaluators,
             access: Access::new(port, session)?,
-            hub: Arc::clone(&hub),
             claim,
             mcp: Arc::default(),
             connections: AtomicUsize::new(0),
         });
-        events::watch(
+        let watcher = events::Watcher::start(
             &hub,
             events::Watched {
                 root,
@@ -157,7 +156,7 @@ impl Web {
                 evaluators: Box::new(move || evaluators_stamp()),
             },
         )?;
-        Ok(Web { shared })
+        Ok(Web { shared, watcher })
     }
 
     /// A new one-time link that logs a browser in.
@@ -212,7 +211,7 @@ impl Web {
                     }
                 }
                 Routed::Events => {
-                    stream_events(shared, &mut stream);
+                    stream_events(&self.watcher, &mut stream);
                     break;
                 }
                 Routed::Mcp => {
@@ -340,19 +339,16 @@ fn route(shared: &Shared, request: &Request) -> Routed {
 }
 
 /// Holds an event stream open: events from the hub as they come, a comment when idle; ends when
-/// the page leaves, stops reading, or the hub drops it.
-fn stream_events(shared: &Shared, stream: &mut TcpStream) {
-    let Some(events) = shared.hub.subscribe() else {
+/// the page leaves, stops reading, or the hub drops it. The page fetches what it shows once the
+/// stream is open (and again whenever it reopens), so the watcher's look at subscription is the
+/// baseline every later change is compared with.
+fn stream_events(watcher: &events::Watcher, stream: &mut TcpStream) {
+    let Some(events) = watcher.subscribe() else {
         let _ =
             Response::error(503, "too many pages are open on this session").write(stream, false);
         return;
     };
-    // Tell the page it is connected, so it fetches everything once (it may have missed events
-    // while reconnecting).
-    let hello = Event::changed("all");
-    if http::start_event_stream(stream, &[]).is_err()
-        || http::write_event(stream, None, Some(hello.name), &hello.data).is_err()
-    {
+    if http::start_event_stream(stream, &[]).is_err() {
         return;
     }
     loop {
