@@ -173,7 +173,9 @@ fn watch_loop(watcher: &Weak<Watcher>) {
     let mut looks: u64 = 0;
     loop {
         std::thread::sleep(POLL);
-        let Some(watcher) = watcher.upgrade() else { return };
+        let Some(watcher) = watcher.upgrade() else {
+            return;
+        };
         let mut seen = watcher.seen.lock().unwrap_or_else(PoisonError::into_inner);
         if watcher.hub.open() == 0 {
             // Nobody to tell: look again from scratch when a page opens.
