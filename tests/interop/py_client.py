@@ -2,6 +2,7 @@
 """Interop test of `once mcp` with the official Python SDK (PyPI `mcp`, 2.x).
 
     python py_client.py <absolute path to once> <workspace dir>
+    ONCE_INTEROP_BEARER=<token> python py_client.py --http <url of a once serve's /mcp>
 
 Several connections, each spawning the server over stdio the way a real host does (stdio_client hands the
 child only a whitelist of environment variables, mcp/client/stdio.py DEFAULT_INHERITED_ENV_VARS):
@@ -15,6 +16,9 @@ child only a whitelist of environment variables, mcp/client/stdio.py DEFAULT_INH
    2026-07-28 era; mcp/client/_probe.py `negotiate_auto`) and falls back to `initialize` on any
    JSON-RPC error. The probe waits DISCOVER_TIMEOUT_SECONDS (10 s) for an answer, so a server that
    ignored it would connect only after 10 s: the check asserts a prompt connection and a -32601 answer.
+
+With `--http`, the call table of 1 runs once more, through the SDK's Streamable HTTP transport
+against a running `once serve`, with the session token as a bearer.
 
 Prints one line per check and ends with `N passed, N failed`; exits 1 on any failure.
 """
@@ -32,6 +36,8 @@ from typing import Any
 
 import anyio
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.client import session as session_module
 from mcp.shared.exceptions import MCPError
 
@@ -181,146 +187,160 @@ async def classic_session(binary: str, workspace: str, errlog: Any) -> None:
     """ClientSession over stdio_client: the whole call table."""
     async with stdio_client(server_params(binary, workspace), errlog=errlog) as (read, write):
         async with ClientSession(read, write) as session:
-            try:
-                with anyio.fail_after(REQUEST_S):
-                    init = await session.initialize()
-            except Exception as err:  # noqa: BLE001
-                checks.fail("connect and initialize", explain(err))
-                return
-            checks.ok("connect and initialize")
-            preferred = TABLE["protocol_versions"][0]
+            await call_table(session)
+
+
+async def http_session(url: str, token: str) -> None:
+    """ClientSession over the SDK's Streamable HTTP transport, with the session token as a bearer:
+    the same call table as over stdio, then the session ended with DELETE when the client closes."""
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with client, streamable_http_client(url, http_client=client) as (read, write, *_):
+        async with ClientSession(read, write) as session:
+            await call_table(session)
+
+
+async def call_table(session: ClientSession) -> None:
+    """Every check of calls.json through one session, from its `initialize` on."""
+    try:
+        with anyio.fail_after(REQUEST_S):
+            init = await session.initialize()
+    except Exception as err:  # noqa: BLE001
+        checks.fail("connect and initialize", explain(err))
+        return
+    checks.ok("connect and initialize")
+    preferred = TABLE["protocol_versions"][0]
+    checks.check(
+        f"negotiated protocol version is {preferred}",
+        init.protocol_version == preferred == session.protocol_version,
+        lambda: f"server chose {init.protocol_version}",
+    )
+    checks.check(
+        f"serverInfo.name is {TABLE['server_name']}",
+        init.server_info.name == TABLE["server_name"],
+        lambda: f"got {init.server_info!r}",
+    )
+    checks.check(
+        "server declares the tools capability",
+        init.capabilities.tools is not None,
+        lambda: f"capabilities: {init.capabilities!r}",
+    )
+    # A server that declares the logging capability must accept logging/setLevel.
+    if init.capabilities.logging is not None:
+        try:
+            with anyio.fail_after(REQUEST_S), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated only from 2026-07-28 on
+                await session.set_logging_level("warning")
+            checks.ok("logging/setLevel (the server declares logging)")
+        except Exception as err:  # noqa: BLE001
+            checks.fail("logging/setLevel (the server declares logging)", explain(err))
+    try:
+        with anyio.fail_after(REQUEST_S):
+            await session.send_ping()
+        checks.ok("ping")
+    except Exception as err:  # noqa: BLE001
+        checks.fail("ping", explain(err))
+
+    # tools/list, following nextCursor.
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    try:
+        for _ in range(50):
+            with anyio.fail_after(REQUEST_S):
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await session.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except Exception as err:  # noqa: BLE001
+        checks.fail("tools/list", explain(err))
+        return
+    checks.check("tools/list", tools and not cursor, lambda: f"tools: {len(tools)}, cursor left: {cursor}")
+    names = [t.name for t in tools]
+    print(f"[py] info tools: {', '.join(names)}", flush=True)
+    prefix = TABLE["query_tool_prefix"]
+    query_tools = [t for t in tools if t.name.startswith(prefix)]
+    checks.check("the server lists query tools", query_tools, f"no tool starts with {prefix}")
+    called = {c["tool"] for c in TABLE["calls"] + TABLE["errors"]}
+    gaps = [f"listed tool {t.name} has no call in calls.json" for t in query_tools if t.name not in called]
+    gaps += [f"calls.json names {n}, which the server does not list" for n in sorted(called) if n not in names]
+    checks.check("calls.json covers exactly the listed query tools", not gaps, lambda: "; ".join(gaps))
+    for tool in query_tools:
+        checks.check(
+            f"{tool.name} has an outputSchema the SDK validates with",
+            isinstance(tool.output_schema, dict),
+            lambda: f"outputSchema: {tool.output_schema!r}",
+        )
+
+    for entry in TABLE["calls"]:
+        tool, args = entry["tool"], dict(entry["args"])
+        pages = 0
+        seen: set[str] = set()
+        while True:
+            name = describe(tool, args)
+            result = await call(session, name, tool, args)
+            if result is None:
+                break
+            problem = shape_problem(result)
+            if not checks.check(name, problem is None, problem):
+                break
+            if "expect" in entry and pages == 0:
+                wrong = mismatch(entry["expect"], result.structured_content["result"])
+                checks.check(f"{name} answers as calls.json expects", wrong is None, wrong)
+            pages += 1
+            key = entry.get("follow_cursor")
+            if not key:
+                break
+            value = result.structured_content["result"]
+            nxt = value.get(key) if isinstance(value, dict) else None
+            if nxt is None:
+                need = entry.get("min_pages", 1)
+                checks.check(f"{tool} paging gives at least {need} pages", pages >= need, f"only {pages}")
+                break
+            if not checks.check(
+                f"{tool} {key} is a new string", isinstance(nxt, str) and nxt not in seen, f"got {nxt!r}"
+            ):
+                break
+            seen.add(nxt)
+            args = {**entry["args"], "cursor": nxt}
+            if pages > 50:
+                checks.fail(f"{tool} paging ends", "more than 50 pages")
+                break
+
+    for entry in TABLE["errors"]:
+        name = f"{describe(entry['tool'], entry['args'])} is a tool error"
+        result = await call(session, name, entry["tool"], entry["args"])
+        if result is not None:
+            text = text_of(result)
             checks.check(
-                f"negotiated protocol version is {preferred}",
-                init.protocol_version == preferred == session.protocol_version,
-                lambda: f"server chose {init.protocol_version}",
+                name,
+                result.is_error and entry["expect_text"] in text,
+                lambda: f"isError: {result.is_error}, text: {text[:300]}",
             )
-            checks.check(
-                f"serverInfo.name is {TABLE['server_name']}",
-                init.server_info.name == TABLE["server_name"],
-                lambda: f"got {init.server_info!r}",
-            )
-            checks.check(
-                "server declares the tools capability",
-                init.capabilities.tools is not None,
-                lambda: f"capabilities: {init.capabilities!r}",
-            )
-            # A server that declares the logging capability must accept logging/setLevel.
-            if init.capabilities.logging is not None:
-                try:
-                    with anyio.fail_after(REQUEST_S), warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # deprecated only from 2026-07-28 on
-                        await session.set_logging_level("warning")
-                    checks.ok("logging/setLevel (the server declares logging)")
-                except Exception as err:  # noqa: BLE001
-                    checks.fail("logging/setLevel (the server declares logging)", explain(err))
-            try:
-                with anyio.fail_after(REQUEST_S):
-                    await session.send_ping()
-                checks.ok("ping")
-            except Exception as err:  # noqa: BLE001
-                checks.fail("ping", explain(err))
 
-            # tools/list, following nextCursor.
-            tools: list[types.Tool] = []
-            cursor: str | None = None
-            try:
-                for _ in range(50):
-                    with anyio.fail_after(REQUEST_S):
-                        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                        page = await session.list_tools(params=params)
-                    tools.extend(page.tools)
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
-            except Exception as err:  # noqa: BLE001
-                checks.fail("tools/list", explain(err))
-                return
-            checks.check("tools/list", tools and not cursor, lambda: f"tools: {len(tools)}, cursor left: {cursor}")
-            names = [t.name for t in tools]
-            print(f"[py] info tools: {', '.join(names)}", flush=True)
-            prefix = TABLE["query_tool_prefix"]
-            query_tools = [t for t in tools if t.name.startswith(prefix)]
-            checks.check("the server lists query tools", query_tools, f"no tool starts with {prefix}")
-            called = {c["tool"] for c in TABLE["calls"] + TABLE["errors"]}
-            gaps = [f"listed tool {t.name} has no call in calls.json" for t in query_tools if t.name not in called]
-            gaps += [f"calls.json names {n}, which the server does not list" for n in sorted(called) if n not in names]
-            checks.check("calls.json covers exactly the listed query tools", not gaps, lambda: "; ".join(gaps))
-            for tool in query_tools:
-                checks.check(
-                    f"{tool.name} has an outputSchema the SDK validates with",
-                    isinstance(tool.output_schema, dict),
-                    lambda: f"outputSchema: {tool.output_schema!r}",
-                )
+    for entry in TABLE.get("outcomes", []):
+        name = f"{describe(entry['tool'], entry['args'])} answers {entry['expect_outcome']}"
+        result = await call(session, name, entry["tool"], entry["args"])
+        if result is not None:
+            problem = outcome_problem(result, entry)
+            checks.check(name, problem is None, problem)
 
-            for entry in TABLE["calls"]:
-                tool, args = entry["tool"], dict(entry["args"])
-                pages = 0
-                seen: set[str] = set()
-                while True:
-                    name = describe(tool, args)
-                    result = await call(session, name, tool, args)
-                    if result is None:
-                        break
-                    problem = shape_problem(result)
-                    if not checks.check(name, problem is None, problem):
-                        break
-                    if "expect" in entry and pages == 0:
-                        wrong = mismatch(entry["expect"], result.structured_content["result"])
-                        checks.check(f"{name} answers as calls.json expects", wrong is None, wrong)
-                    pages += 1
-                    key = entry.get("follow_cursor")
-                    if not key:
-                        break
-                    value = result.structured_content["result"]
-                    nxt = value.get(key) if isinstance(value, dict) else None
-                    if nxt is None:
-                        need = entry.get("min_pages", 1)
-                        checks.check(f"{tool} paging gives at least {need} pages", pages >= need, f"only {pages}")
-                        break
-                    if not checks.check(
-                        f"{tool} {key} is a new string", isinstance(nxt, str) and nxt not in seen, f"got {nxt!r}"
-                    ):
-                        break
-                    seen.add(nxt)
-                    args = {**entry["args"], "cursor": nxt}
-                    if pages > 50:
-                        checks.fail(f"{tool} paging ends", "more than 50 pages")
-                        break
+    unknown = TABLE["unknown_tool"]
+    name = f"unknown tool {unknown} is a tool error"
+    result = await call(session, name, unknown, {})
+    if result is not None:
+        checks.check(
+            name,
+            result.is_error and text_of(result),
+            lambda: f"got {result.model_dump_json()[:300]}",
+        )
 
-            for entry in TABLE["errors"]:
-                name = f"{describe(entry['tool'], entry['args'])} is a tool error"
-                result = await call(session, name, entry["tool"], entry["args"])
-                if result is not None:
-                    text = text_of(result)
-                    checks.check(
-                        name,
-                        result.is_error and entry["expect_text"] in text,
-                        lambda: f"isError: {result.is_error}, text: {text[:300]}",
-                    )
-
-            for entry in TABLE.get("outcomes", []):
-                name = f"{describe(entry['tool'], entry['args'])} answers {entry['expect_outcome']}"
-                result = await call(session, name, entry["tool"], entry["args"])
-                if result is not None:
-                    problem = outcome_problem(result, entry)
-                    checks.check(name, problem is None, problem)
-
-            unknown = TABLE["unknown_tool"]
-            name = f"unknown tool {unknown} is a tool error"
-            result = await call(session, name, unknown, {})
-            if result is not None:
-                checks.check(
-                    name,
-                    result.is_error and text_of(result),
-                    lambda: f"got {result.model_dump_json()[:300]}",
-                )
-
-            try:
-                with anyio.fail_after(REQUEST_S):
-                    await session.send_ping()
-                checks.ok("ping after errors")
-            except Exception as err:  # noqa: BLE001
-                checks.fail("ping after errors", explain(err))
+    try:
+        with anyio.fail_after(REQUEST_S):
+            await session.send_ping()
+        checks.ok("ping after errors")
+    except Exception as err:  # noqa: BLE001
+        checks.fail("ping after errors", explain(err))
 
 
 async def auto_client(binary: str, workspace: str, errlog: Any) -> None:
@@ -460,8 +480,24 @@ def _dist_version() -> str:
     return version("mcp")
 
 
+async def main_http(url: str) -> int:
+    token = os.environ.get("ONCE_INTEROP_BEARER", "")
+    try:
+        with anyio.fail_after(120):
+            await http_session(url, token)
+    except Exception as err:  # noqa: BLE001
+        checks.fail("run over HTTP", explain(err))
+    return checks.summary()
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        sys.exit(anyio.run(main_http, sys.argv[2]))
     if len(sys.argv) != 3:
-        print("usage: py_client.py <absolute path to once> <workspace dir>", file=sys.stderr)
+        print(
+            "usage: py_client.py <absolute path to once> <workspace dir>\n"
+            "       ONCE_INTEROP_BEARER=<token> py_client.py --http <url of /mcp>",
+            file=sys.stderr,
+        )
         sys.exit(2)
     sys.exit(anyio.run(main, sys.argv[1], sys.argv[2]))

@@ -12,6 +12,7 @@
 # examples/discovered, which has none: its graph is what its Cargo.toml and package.json files say.
 # Then MCP over HTTP, against a `once serve` of examples/starter:
 #   ts_client.mjs --http   the same table through the SDK's StreamableHTTPClientTransport
+#   py_client.py --http    the same table through the Python SDK's streamable_http_client
 #   conformance            the official suite's server scenarios (@modelcontextprotocol/conformance),
 #                          through bearer_proxy.mjs since the suite sends no header of its own; the
 #                          scenarios of features we do not offer are listed in conformance-baseline.yml
@@ -119,24 +120,30 @@ if [ -z "$port" ] || [ -z "$token" ]; then
     failed=$((failed + 1))
     summary+=("once serve: did not start")
 else
-    echo "--- ts_client.mjs --http"
-    out="$(mktemp)"
-    ONCE_INTEROP_BEARER="$token" node "$here/ts_client.mjs" --http "http://127.0.0.1:$port/mcp" </dev/null 2>&1 | tee "$out"
-    status="${PIPESTATUS[0]}"
-    last="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)"
-    rm -f "$out"
-    if [ -z "$last" ]; then
-        failed=$((failed + 1))
-        summary+=("ts_client.mjs --http: no summary (exit $status)")
-    else
-        p="${last%% passed*}"
-        f="${last#*passed, }"
-        f="${f%% failed}"
-        passed=$((passed + p))
-        failed=$((failed + f))
-        [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && failed=$((failed + 1)) && last="$last, but exit status $status"
-        summary+=("ts_client.mjs --http (calls.json): $last")
-    fi
+    for client in ts_client.mjs py_client.py; do
+        echo "--- $client --http"
+        out="$(mktemp)"
+        case "$client" in
+        ts_client.mjs) runner=(node) ;;
+        py_client.py) runner=("$python") ;;
+        esac
+        ONCE_INTEROP_BEARER="$token" "${runner[@]}" "$here/$client" --http "http://127.0.0.1:$port/mcp" </dev/null 2>&1 | tee "$out"
+        status="${PIPESTATUS[0]}"
+        last="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)"
+        rm -f "$out"
+        if [ -z "$last" ]; then
+            failed=$((failed + 1))
+            summary+=("$client --http: no summary (exit $status)")
+        else
+            p="${last%% passed*}"
+            f="${last#*passed, }"
+            f="${f%% failed}"
+            passed=$((passed + p))
+            failed=$((failed + f))
+            [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && failed=$((failed + 1)) && last="$last, but exit status $status"
+            summary+=("$client --http (calls.json): $last")
+        fi
+    done
 
     echo "--- conformance (server scenarios, through bearer_proxy.mjs)"
     ONCE_INTEROP_BEARER="$token" node "$here/bearer_proxy.mjs" "$port" </dev/null >"$http_state/proxy.log" 2>&1 &
