@@ -33,14 +33,23 @@ const TIMEOUT_MS = 30_000;
 const MAX_TIMEOUTS = 2;
 let timeouts = 0;
 
-const [binary, workspace] = process.argv.slice(2);
-if (!binary || !workspace) {
+// With --http URL, each invocation reaches a running `once serve` over Streamable HTTP instead,
+// with the session token (ONCE_INTEROP_BEARER) as a bearer. Every invocation is a new client that
+// exits without DELETE, so this also shows that such a client never locks the next one out.
+const httpMode = process.argv[2] === '--http';
+const [binary, workspace] = httpMode ? [null, null] : process.argv.slice(2);
+const httpUrl = httpMode ? process.argv[3] : null;
+if (httpMode ? !httpUrl : !binary || !workspace) {
     console.error('usage: node inspector.mjs <absolute path to once> <workspace dir>');
+    console.error('       ONCE_INTEROP_BEARER=<token> node inspector.mjs --http <url of /mcp>');
     process.exit(2);
 }
+const target = httpMode
+    ? ['--transport', 'http', '--header', `Authorization: Bearer ${process.env.ONCE_INTEROP_BEARER ?? ''}`, '--', httpUrl]
+    : ['--', binary, '--workspace', workspace, 'mcp'];
 
 const table = loadTable();
-const checks = new Checks('[inspector]');
+const checks = new Checks(httpMode ? '[inspector --http]' : '[inspector]');
 
 for (const file of [NODE22, INSPECTOR]) {
     if (!existsSync(file)) {
@@ -63,7 +72,7 @@ const env = { ...process.env, HOME: home, NO_COLOR: '1' };
 function inspector(args) {
     // --strict is the schema lint of tools/list; the CLI refuses it with any other method.
     const strict = args.includes('tools/list') ? ['--strict'] : [];
-    const argv = [INSPECTOR, '--cli', ...strict, '--format', 'json', ...args, '--', binary, '--workspace', workspace, 'mcp'];
+    const argv = [INSPECTOR, '--cli', ...strict, '--format', 'json', ...args, ...target];
     const started = Date.now();
     return new Promise((resolvePromise) => {
         const child = spawn(NODE22, argv, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -13,6 +13,7 @@
 # Then MCP over HTTP, against a `once serve` of examples/starter:
 #   ts_client.mjs --http   the same table through the SDK's StreamableHTTPClientTransport
 #   py_client.py --http    the same table through the Python SDK's streamable_http_client
+#   inspector.mjs --http   the Inspector's CLI over HTTP, each call a new client that never DELETEs
 #   conformance            the official suite's server scenarios (@modelcontextprotocol/conformance),
 #                          through bearer_proxy.mjs since the suite sends no header of its own; the
 #                          scenarios of features we do not offer are listed in conformance-baseline.yml
@@ -120,11 +121,11 @@ if [ -z "$port" ] || [ -z "$token" ]; then
     failed=$((failed + 1))
     summary+=("once serve: did not start")
 else
-    for client in ts_client.mjs py_client.py; do
+    for client in ts_client.mjs py_client.py inspector.mjs; do
         echo "--- $client --http"
         out="$(mktemp)"
         case "$client" in
-        ts_client.mjs) runner=(node) ;;
+        ts_client.mjs | inspector.mjs) runner=(node) ;;
         py_client.py) runner=("$python") ;;
         esac
         ONCE_INTEROP_BEARER="$token" "${runner[@]}" "$here/$client" --http "http://127.0.0.1:$port/mcp" </dev/null 2>&1 | tee "$out"

@@ -175,6 +175,11 @@ impl Web {
         let shared = &self.shared;
         let open = shared.connections.fetch_add(1, Ordering::AcqRel);
         let _count = Counted(&shared.connections);
+        // An MCP session whose client's every connection closed may be replaced at once.
+        let _closed = stream
+            .peer_addr()
+            .ok()
+            .map(|peer| Closed(&shared.mcp, peer));
         let mut stream = stream;
         if open >= MAX_CONNECTIONS {
             let _ = Response::text(503, "too many connections to this session; try again")
@@ -222,6 +227,15 @@ impl Web {
             }
         }
         let _ = stream.shutdown(Shutdown::Both);
+    }
+}
+
+/// Tells the MCP sessions a connection closed, however it ends.
+struct Closed<'a>(&'a mcp::Sessions, std::net::SocketAddr);
+
+impl Drop for Closed<'_> {
+    fn drop(&mut self) {
+        self.0.connection_closed(self.1);
     }
 }
 

@@ -243,6 +243,7 @@ fn initialize(
         }
     };
     let _ = cell.set(Arc::downgrade(&session));
+    session.used_by(peer);
     let mailbox = match session.request(id, None, line) {
         Ok(mailbox) => mailbox,
         Err(refusal) => {
@@ -293,6 +294,9 @@ fn call(
     stream: &mut TcpStream,
     keep_alive: bool,
 ) -> bool {
+    if let Ok(peer) = stream.peer_addr() {
+        session.used_by(peer);
+    }
     let mailbox = match session.request(id.clone(), progress, line) {
         Ok(mailbox) => mailbox,
         Err(refusal) => return answer(stream, &refusal_response(&refusal), keep_alive),
@@ -357,6 +361,9 @@ fn get(shared: &Shared, request: &Request, stream: &mut TcpStream) -> bool {
         Ok(session) => session,
         Err(response) => return answer(stream, &response, request.keep_alive),
     };
+    if let Ok(peer) = stream.peer_addr() {
+        session.used_by(peer);
+    }
     let mailbox = match session.open_stream() {
         Ok(mailbox) => mailbox,
         Err(refusal) => return answer(stream, &refusal_response(&refusal), request.keep_alive),

@@ -9,13 +9,15 @@
 //! because of a slow client.
 //!
 //! A session holds the door's one client slot from `initialize` until it ends: by `DELETE`, by
-//! [`IDLE_END`] without a request or stream, by a newcomer when it has been idle for
+//! [`IDLE_END`] without a request or stream, by a newcomer when its client has left (nothing in
+//! flight, no stream, every connection that carried its messages closed) or it has been idle for
 //! [`IDLE_REPLACE`], or when its loop stops. Ending closes the input (the loop cancels its calls),
 //! closes every mailbox (their answers end) and frees the slot. This module must never write to
 //! a socket.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, BufReader, Write};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -57,12 +59,20 @@ struct Routes {
     stream: Option<Arc<Mailbox>>,
     /// When the session last had a request in flight or a stream open.
     last_active: Instant,
+    /// The connections that carried its messages and are still open.
+    connections: HashSet<SocketAddr>,
 }
 
 impl Routes {
     fn idle_for(&self, now: Instant) -> Option<Duration> {
         (self.pending.is_empty() && self.stream.is_none())
             .then(|| now.saturating_duration_since(self.last_active))
+    }
+
+    /// Nothing in flight, no stream, and every connection its client used is closed: the client
+    /// has most likely exited without `DELETE` (many do), so nobody is left to serve.
+    fn departed(&self) -> bool {
+        self.pending.is_empty() && self.stream.is_none() && self.connections.is_empty()
     }
 }
 
@@ -215,6 +225,11 @@ impl Session {
         }
     }
 
+    /// Notes that the connection from `peer` carries this session's messages.
+    pub(super) fn used_by(&self, peer: SocketAddr) {
+        self.routes().connections.insert(peer);
+    }
+
     /// Whether the session was idle for at least `limit` at `now`.
     fn idle(&self, now: Instant, limit: Duration) -> bool {
         self.routes()
@@ -356,6 +371,7 @@ impl Sessions {
                 progress: HashMap::new(),
                 stream: None,
                 last_active: Instant::now(),
+                connections: HashSet::new(),
             }),
             held: Mutex::new(Some(held)),
             ended: AtomicBool::new(false),
@@ -389,22 +405,32 @@ impl Sessions {
         Ok(session)
     }
 
+    /// Forgets the connection from `peer`, which closed, in every session it carried.
+    pub(crate) fn connection_closed(&self, peer: SocketAddr) {
+        for session in lock(&self.live).values() {
+            session.routes().connections.remove(&peer);
+        }
+    }
+
     /// Ends `session` and forgets it.
     pub(super) fn end(&self, session: &Session) {
         lock(&self.live).remove(&session.id);
         session.finish();
     }
 
-    /// What a later claimant of the client slot calls: ends `session` if it has been idle for
-    /// [`IDLE_REPLACE`]; whether it did.
+    /// What a later claimant of the client slot calls: ends `session` if its client has left or
+    /// it has been idle for [`IDLE_REPLACE`]; whether it did.
     pub(super) fn evict(sessions: &Weak<Sessions>, session: &Weak<Session>) -> bool {
         let (Some(sessions), Some(session)) = (sessions.upgrade(), session.upgrade()) else {
             return false;
         };
-        if !session.idle(Instant::now(), IDLE_REPLACE) {
+        if session.routes().departed() {
+            tracing::info!("replacing an MCP session over HTTP whose client left without DELETE");
+        } else if session.idle(Instant::now(), IDLE_REPLACE) {
+            tracing::info!("replacing an MCP session over HTTP idle for over {IDLE_REPLACE:?}");
+        } else {
             return false;
         }
-        tracing::info!("replacing an MCP session over HTTP idle for over {IDLE_REPLACE:?}");
         sessions.end(&session);
         true
     }
@@ -454,7 +480,25 @@ mod tests {
             progress: HashMap::new(),
             stream: None,
             last_active,
+            connections: HashSet::new(),
         }
+    }
+
+    #[test]
+    fn a_client_has_left_when_nothing_is_in_flight_no_stream_is_open_and_no_connection_is() {
+        let mut routes = routes(Instant::now());
+        assert!(routes.departed());
+        let peer: SocketAddr = "127.0.0.1:40000".parse().expect("an address");
+        routes.connections.insert(peer);
+        assert!(!routes.departed(), "a keep-alive connection is still open");
+        routes.connections.remove(&peer);
+        routes.stream = Some(Arc::new(Mailbox::default()));
+        assert!(!routes.departed(), "its stream is open");
+        routes.stream = None;
+        routes
+            .pending
+            .insert(RequestId::Integer(1), Arc::new(Mailbox::default()));
+        assert!(!routes.departed(), "a request is in flight");
     }
 
     #[test]

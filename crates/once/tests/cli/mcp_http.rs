@@ -86,6 +86,14 @@ impl Client {
         headers
     }
 
+    /// The headers of a `GET` for the session's standalone stream.
+    fn stream_headers(&self) -> Vec<(String, String)> {
+        let mut headers = self.post_headers();
+        headers.retain(|(name, _)| name != "Content-Type" && name != "Accept");
+        headers.push(("Accept".into(), "text/event-stream".into()));
+        headers
+    }
+
     fn post(&self, body: &Value) -> Reply {
         send(
             self.port,
@@ -353,8 +361,11 @@ fn one_client_at_a_time_across_http_and_the_socket_door() {
     attached.close_stdin();
     assert_eq!(attached.wait(PATIENCE).0, Some(0));
 
-    // HTTP holds it: the bridge is refused, and gets in once the HTTP session is deleted.
+    // HTTP holds it, as a live SDK client does, with its standalone stream open: the bridge is
+    // refused, and gets in once the HTTP session is deleted.
     client.initialize();
+    let mut stream = open(serve.port, "GET", &client.stream_headers(), b"");
+    assert!(read_head(&mut stream).starts_with("HTTP/1.1 200 "));
     let mut second = Mcp::attach(state.path(), None);
     let refused = second.recv();
     assert_eq!(refused["error"]["code"], -32000, "{refused}");
@@ -368,6 +379,43 @@ fn one_client_at_a_time_across_http_and_the_socket_door() {
         third.request(1, "ping", json!({})),
         json!({"jsonrpc": "2.0", "id": 1, "result": {}})
     );
+}
+
+#[test]
+fn a_client_that_left_without_delete_is_replaced_at_once() {
+    let (_test, state, serve) = start();
+    // A command-line client: initialize and one call, each on a connection it closes, then exit
+    // without DELETE (the MCP Inspector's CLI does this on every invocation).
+    let mut gone = Client::new(&serve);
+    gone.initialize();
+    assert_eq!(gone.request(1, "ping", json!({}))["result"], json!({}));
+    // Its connections are closed, nothing is in flight, no stream is open: the next client of
+    // either door gets in at once, instead of waiting for the idle rule.
+    let mut next = Client::new(&serve);
+    next.initialize();
+    let mut stream = open(serve.port, "GET", &next.stream_headers(), b"");
+    assert!(read_head(&mut stream).starts_with("HTTP/1.1 200 "));
+    assert_eq!(
+        gone.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+            .status,
+        404,
+        "the replaced session is over"
+    );
+    // `next` holds its stream: it is a live client, and the socket door is refused.
+    let mut attached = Mcp::attach(state.path(), None);
+    let refused = attached.recv();
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    drop(stream);
+    wait_until("the stream to close and the bridge to get in", || {
+        let mut bridge = Mcp::attach(state.path(), None);
+        let reply = bridge.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25",
+            "capabilities": {}, "clientInfo": {"name": "late", "version": "0"}}),
+        );
+        reply["result"].is_object()
+    });
 }
 
 #[test]
