@@ -388,6 +388,16 @@ fn the_person_applies_and_rejects_change_sets_with_the_rules_of_once_changes() {
         "a refused set writes nothing"
     );
     assert_eq!(page.get("/api/changes/no-such-set").status, 404);
+    // Ids that try to name a path are unknown ids, whatever their spelling.
+    for id in ["..", "%2e%2e", "..%2f..%2fetc", "%00"] {
+        assert_eq!(page.get(&format!("/api/changes/{id}")).status, 404, "{id}");
+        assert_eq!(
+            page.post(&format!("/api/changes/{id}/apply"), &json!({}))
+                .status,
+            404,
+            "{id}"
+        );
+    }
 }
 
 /// An open event stream: reads `event:`/`data:` pairs with a deadline.
