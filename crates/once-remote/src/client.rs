@@ -497,11 +497,10 @@ impl Client {
                 message,
                 headers: self.headers.iter().map(|(n, _)| n.to_string()).collect(),
             },
-            // Servers say "instance" in the message when the name is unknown (BuildGrid:
-            // INVALID_ARGUMENT "Invalid instance name"; others NOT_FOUND).
-            "INVALID_ARGUMENT" | "NOT_FOUND"
-                if message.to_ascii_lowercase().contains("instance") =>
-            {
+            // The API has no code of its own for an unknown instance: BuildGrid answers
+            // INVALID_ARGUMENT "Invalid instance name". NOT_FOUND is left alone: it is how a
+            // cache says it has no entry.
+            "INVALID_ARGUMENT" if message.to_ascii_lowercase().contains("instance") => {
                 Error::WrongInstance {
                     url,
                     instance: self.instance.clone(),
