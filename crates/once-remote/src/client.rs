@@ -9,6 +9,7 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 use http::{HeaderName, HeaderValue};
 use prost::Message;
+use tokio::time::Instant;
 
 use crate::digest::{show, verify};
 use crate::error::{Error, code_name};
@@ -107,7 +108,7 @@ impl Client {
             connection: RefCell::new(None),
             max_batch: Cell::new(None),
         };
-        client.connection()?;
+        client.connection(Instant::now() + timeout)?;
         Ok(client)
     }
 
@@ -396,15 +397,15 @@ impl Client {
         }
     }
 
-    /// The live connection, or a new one within the timeout.
-    fn connection(&self) -> Result<SendRequest<Bytes>, Error> {
+    /// The live connection, or a new one opened before `deadline`.
+    fn connection(&self, deadline: Instant) -> Result<SendRequest<Bytes>, Error> {
         if let Some(send) = self.connection.borrow().as_ref() {
             return Ok(send.clone());
         }
         let connect = grpc::connect(&self.authority);
         let send = match self
             .runtime
-            .block_on(async { tokio::time::timeout(self.timeout, connect).await })
+            .block_on(async { tokio::time::timeout_at(deadline, connect).await })
         {
             Ok(Ok(send)) => send,
             Ok(Err(detail)) => {
@@ -444,18 +445,20 @@ impl Client {
         name: &'static str,
         requests: Vec<Bytes>,
     ) -> Result<Vec<R>, Error> {
-        let send = self.connection()?;
+        // One deadline for the whole call, a new connection included.
+        let deadline = Instant::now() + self.timeout;
+        let send = self.connection(deadline)?;
         let call = grpc::call(
             &send,
             &self.authority,
             path,
             &self.headers,
-            self.timeout,
+            deadline.saturating_duration_since(Instant::now()),
             requests,
         );
         match self
             .runtime
-            .block_on(async { tokio::time::timeout(self.timeout, call).await })
+            .block_on(async { tokio::time::timeout_at(deadline, call).await })
         {
             Ok(Ok(responses)) => Ok(responses),
             Ok(Err(e)) => {
@@ -632,6 +635,37 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.len(), 36);
         assert_eq!(a.as_bytes()[14], b'4');
+    }
+
+    #[test]
+    fn a_server_that_never_answers_costs_one_timeout() {
+        // Accepts the connection and reads nothing: a hung server, as far as the client can tell.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("grpc://{}", listener.local_addr().unwrap());
+        let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+        let timeout = Duration::from_millis(300);
+        let client = Client::connect(&url, "", vec![], timeout).unwrap();
+        let started = std::time::Instant::now();
+        let err = client
+            .get_action_result(&crate::digest_of(b"x"))
+            .unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            matches!(
+                err,
+                Error::DeadlineExceeded {
+                    call: "GetActionResult",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(took >= timeout && took < timeout * 10, "{took:?}");
+        assert!(
+            err.to_string()
+                .contains("did not answer `GetActionResult` within 300 ms")
+        );
+        drop(held.join());
     }
 
     #[test]

@@ -21,16 +21,28 @@ struct BuildGrid {
 
 impl BuildGrid {
     fn start() -> BuildGrid {
+        BuildGrid::start_with("  method: none")
+    }
+
+    /// Asks for JSON Web Tokens signed with a secret that no test knows.
+    fn start_with_jwt() -> BuildGrid {
+        BuildGrid::start_with("  method: jwt\n  algorithm: hs256\n  secret: SECRET_FILE")
+    }
+
+    fn start_with(authorization: &str) -> BuildGrid {
         let bgd = bgd_path();
         let dir = fresh_dir();
         let port = free_port();
+        let secret = dir.join("jwt-secret");
+        std::fs::write(&secret, "a secret no client has").unwrap();
+        let authorization = authorization.replace("SECRET_FILE", &secret.display().to_string());
         let config = format!(
             r#"server:
   - !channel
     address: "127.0.0.1:{port}"
     insecure-mode: true
 authorization:
-  method: none
+{authorization}
 storages:
   - !disk-storage &cas
     path: {cas}
@@ -340,4 +352,26 @@ fn a_stopped_server_is_a_clear_error_within_the_timeout() {
         );
         assert!(!text.contains("s3cret") && !format!("{e:?}").contains("s3cret"));
     }
+}
+
+#[test]
+fn refused_credentials_name_the_headers_sent_never_their_values() {
+    let server = BuildGrid::start_with_jwt();
+    let with_token = Client::connect(
+        &server.url,
+        "",
+        vec![("Authorization".into(), "Bearer not-a-valid-jwt".into())],
+        TIMEOUT,
+    )
+    .unwrap();
+    let err = with_token.get_action_result(&digest_of(b"x")).unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated { .. }), "{err:?}");
+    let text = format!("{err} {err:?}");
+    assert!(text.contains("`authorization`"), "{text}");
+    assert!(!text.contains("not-a-valid-jwt"), "{text}");
+
+    let without = Client::connect(&server.url, "", vec![], TIMEOUT).unwrap();
+    let err = without.capabilities().unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated { .. }), "{err:?}");
+    assert!(err.to_string().contains("no headers were sent"), "{err}");
 }
