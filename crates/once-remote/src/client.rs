@@ -26,6 +26,8 @@ const BYTESTREAM: &str = "/google.bytestream.ByteStream/";
 const DEFAULT_MAX_BATCH: usize = 4 * 1024 * 1024 - 64 * 1024;
 /// The size of one ByteStream WriteRequest's data: well below every server's message limit.
 const WRITE_CHUNK: usize = 1024 * 1024;
+/// The most a unary answer may weigh: a full batch read with room for its envelope.
+const UNARY_LIMIT: usize = 2 * DEFAULT_MAX_BATCH;
 /// What a batch entry costs beyond its data (digest, status, field tags), counted generously.
 const ENTRY_OVERHEAD: usize = 160;
 
@@ -331,8 +333,12 @@ impl Client {
                 break;
             }
         }
-        let responses: Vec<bs::WriteResponse> =
-            self.call(&format!("{BYTESTREAM}Write"), "Write", requests)?;
+        let responses: Vec<bs::WriteResponse> = self.call(
+            &format!("{BYTESTREAM}Write"),
+            "Write",
+            requests,
+            UNARY_LIMIT,
+        )?;
         let committed = responses.first().map(|r| r.committed_size);
         // A server that had the blob may report its size or -1 (REAPI v2.1+); both are success.
         match committed {
@@ -358,8 +364,11 @@ impl Client {
             read_limit: 0,
         };
         let frame = grpc::frame(&request).map_err(|e| self.call_error("Read", e))?;
+        // The blob, plus a generous allowance for the envelope of each message that carries it.
+        let size = usize::try_from(digest.size_bytes).unwrap_or(0);
+        let limit = size.saturating_add(size / 8).saturating_add(64 * 1024);
         let responses: Vec<bs::ReadResponse> =
-            match self.call(&format!("{BYTESTREAM}Read"), "Read", vec![frame]) {
+            match self.call(&format!("{BYTESTREAM}Read"), "Read", vec![frame], limit) {
                 Ok(r) => r,
                 Err(Error::Status {
                     code: "NOT_FOUND", ..
@@ -432,7 +441,7 @@ impl Client {
         request: &Q,
     ) -> Result<R, Error> {
         let frame = grpc::frame(request).map_err(|e| self.call_error(name, e))?;
-        let mut responses: Vec<R> = self.call(path, name, vec![frame])?;
+        let mut responses: Vec<R> = self.call(path, name, vec![frame], UNARY_LIMIT)?;
         match responses.len() {
             1 => Ok(responses.remove(0)),
             n => Err(self.protocol(name, &format!("{n} messages for a unary call"))),
@@ -444,6 +453,7 @@ impl Client {
         path: &str,
         name: &'static str,
         requests: Vec<Bytes>,
+        limit: usize,
     ) -> Result<Vec<R>, Error> {
         // One deadline for the whole call, a new connection included.
         let deadline = Instant::now() + self.timeout;
@@ -455,6 +465,7 @@ impl Client {
             &self.headers,
             deadline.saturating_duration_since(Instant::now()),
             requests,
+            limit,
         );
         match self
             .runtime

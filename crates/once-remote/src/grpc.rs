@@ -73,7 +73,8 @@ pub(crate) fn timeout_header(timeout: Duration) -> String {
     }
 }
 
-/// Sends `requests` (already framed) on a new stream and returns the response messages.
+/// Sends `requests` (already framed) on a new stream and returns the response messages, whose
+/// total size may not exceed `limit` bytes (a server cannot make the client hold without bound).
 ///
 /// A server may answer before it has read every request (ByteStream.Write of a blob it already
 /// has): then the rest is not sent, and the answer decides the call.
@@ -84,6 +85,7 @@ pub(crate) async fn call<R: Message + Default>(
     headers: &[(HeaderName, HeaderValue)],
     timeout: Duration,
     requests: Vec<Bytes>,
+    limit: usize,
 ) -> Result<Vec<R>, CallError> {
     let mut send = send.clone().ready().await?;
     let mut request = http::Request::builder()
@@ -129,6 +131,9 @@ pub(crate) async fn call<R: Message + Default>(
     while let Some(chunk) = body.data().await {
         let chunk = chunk?;
         let _ = body.flow_control().release_capacity(chunk.len());
+        if buf.len() + chunk.len() > limit {
+            return Err(CallError::Protocol(format!("an answer over {limit} bytes")));
+        }
         buf.extend_from_slice(&chunk);
     }
     let trailers = body.trailers().await?;
@@ -226,6 +231,71 @@ mod tests {
         let mut flagged = BytesMut::from(&whole[..]);
         flagged[0] = 1;
         assert!(decode_frames::<crate::reapi::Digest>(flagged.freeze()).is_err());
+    }
+
+    /// A one-stream h2 server on loopback that answers any call with `body` and status 0.
+    async fn serve_once(body: Bytes) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let authority = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut conn = h2::server::handshake(tcp).await.unwrap();
+            if let Some(Ok((_request, mut respond))) = conn.accept().await {
+                tokio::spawn(async move { while conn.accept().await.is_some() {} });
+                let head = http::Response::builder()
+                    .header("content-type", "application/grpc")
+                    .body(())
+                    .unwrap();
+                let mut stream = respond.send_response(head, false).unwrap();
+                let _ = stream.send_data(body, false);
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("grpc-status", HeaderValue::from_static("0"));
+                let _ = stream.send_trailers(trailers);
+            }
+        });
+        authority
+    }
+
+    #[test]
+    fn an_answer_over_the_limit_is_refused() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let m = crate::reapi::Digest {
+            hash: "ab".repeat(32),
+            size_bytes: 3,
+        };
+        let mut body = BytesMut::new();
+        for _ in 0..100 {
+            body.extend_from_slice(&frame(&m).unwrap());
+        }
+        let body = body.freeze();
+        let total = body.len();
+        for (limit, fits) in [(total, true), (total - 1, false)] {
+            let result = rt.block_on(async {
+                let authority = serve_once(body.clone()).await;
+                let send = connect(&authority).await.unwrap();
+                let framed = vec![frame(&m).unwrap()];
+                call::<crate::reapi::Digest>(
+                    &send,
+                    &authority,
+                    "/x/Y",
+                    &[],
+                    Duration::from_secs(5),
+                    framed,
+                    limit,
+                )
+                .await
+            });
+            match result {
+                Ok(messages) => assert!(fits && messages.len() == 100),
+                Err(CallError::Protocol(detail)) => {
+                    assert!(!fits && detail.contains("an answer over"), "{detail}")
+                }
+                Err(other) => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]
