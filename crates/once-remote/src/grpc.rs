@@ -299,6 +299,40 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_before_the_last_request_ends_the_upload() {
+        // As a server that already has a blob does with ByteStream.Write: it answers and closes
+        // at once, without reading what the client is still sending.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let answer = crate::proto::google::bytestream::WriteResponse {
+            committed_size: 8 << 20,
+        };
+        let chunk = crate::proto::google::bytestream::WriteRequest {
+            data: vec![7; 1 << 20],
+            ..Default::default()
+        };
+        let requests: Vec<Bytes> = (0..8).map(|_| frame(&chunk).unwrap()).collect();
+        let got = rt.block_on(async {
+            let authority = serve_once(frame(&answer).unwrap()).await;
+            let send = connect(&authority).await.unwrap();
+            let call = call::<crate::proto::google::bytestream::WriteResponse>(
+                &send,
+                &authority,
+                "/google.bytestream.ByteStream/Write",
+                &[],
+                Duration::from_secs(10),
+                requests,
+                1024,
+            );
+            tokio::time::timeout(Duration::from_secs(10), call).await
+        });
+        let got = got.expect("the upload waited for a server that had stopped reading");
+        assert_eq!(got.unwrap(), vec![answer]);
+    }
+
+    #[test]
     fn timeouts_fit_eight_digits() {
         assert_eq!(timeout_header(Duration::from_millis(1500)), "1500m");
         assert_eq!(timeout_header(Duration::ZERO), "1m");
