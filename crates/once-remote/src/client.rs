@@ -1,0 +1,705 @@
+//! The blocking client: one current-thread tokio runtime and one HTTP/2 connection per `Client`,
+//! every call bounded by the client's timeout. It turns gRPC outcomes into `Error`s that name the
+//! server and the call; it must never hand out a blob it has not verified, nor show a header's value.
+
+use std::cell::{Cell, RefCell};
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::client::SendRequest;
+use http::{HeaderName, HeaderValue};
+use prost::Message;
+use tokio::time::Instant;
+
+use crate::digest::{show, verify};
+use crate::error::{Error, code_name};
+use crate::grpc::{self, CallError};
+use crate::proto::google::bytestream as bs;
+use crate::reapi;
+
+const AC: &str = "/build.bazel.remote.execution.v2.ActionCache/";
+const CAS: &str = "/build.bazel.remote.execution.v2.ContentAddressableStorage/";
+const BYTESTREAM: &str = "/google.bytestream.ByteStream/";
+
+/// The batch limit used until the server states its own, and the cap on any server's limit: the
+/// usual 4 MiB gRPC message limit, less room for the envelope.
+const DEFAULT_MAX_BATCH: usize = 4 * 1024 * 1024 - 64 * 1024;
+/// The size of one ByteStream WriteRequest's data: well below every server's message limit.
+const WRITE_CHUNK: usize = 1024 * 1024;
+/// The most a unary answer may weigh: a full batch read with room for its envelope.
+const UNARY_LIMIT: usize = 2 * DEFAULT_MAX_BATCH;
+/// What a batch entry costs beyond its data (digest, status, field tags), counted generously.
+const ENTRY_OVERHEAD: usize = 160;
+
+/// What the server's `GetCapabilities` said that the client uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The largest batch request, in bytes, the client will send (the server's, capped).
+    pub max_batch_total_size_bytes: usize,
+    /// Whether the server accepts `UpdateActionResult` from clients.
+    pub action_cache_update_enabled: bool,
+}
+
+/// A connection to one instance of a REAPI server's caches. Blocking: each call runs the client's
+/// own runtime until the answer or the timeout.
+pub struct Client {
+    runtime: tokio::runtime::Runtime,
+    url: String,
+    authority: String,
+    instance: String,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    timeout: Duration,
+    /// `None` after a transport error: the next call opens a new connection.
+    connection: RefCell<Option<SendRequest<Bytes>>>,
+    max_batch: Cell<Option<usize>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Header names only: their values are credentials.
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Client")
+            .field("url", &self.url)
+            .field("instance", &self.instance)
+            .field("headers", &names)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Connects to `url` (`grpc://host:port`; TLS is not supported yet) within `timeout`, which
+    /// also bounds every later call. `headers` go with every call (e.g. `authorization`).
+    pub fn connect(
+        url: &str,
+        instance: &str,
+        headers: Vec<(String, String)>,
+        timeout: Duration,
+    ) -> Result<Client, Error> {
+        let authority = parse_url(url)?;
+        let headers = headers
+            .into_iter()
+            .map(|(name, value)| {
+                let invalid = |reason| Error::InvalidHeader {
+                    name: name.clone(),
+                    reason,
+                };
+                let n = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
+                    .map_err(|_| invalid("not a valid header name"))?;
+                let mut v = HeaderValue::from_str(&value)
+                    .map_err(|_| invalid("its value has characters a header cannot carry"))?;
+                v.set_sensitive(true);
+                Ok((n, v))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| Error::CannotReach {
+                url: url.to_owned(),
+                detail: format!("cannot start the I/O runtime: {e}"),
+            })?;
+        let client = Client {
+            runtime,
+            url: url.to_owned(),
+            authority,
+            instance: instance.to_owned(),
+            headers,
+            timeout,
+            connection: RefCell::new(None),
+            max_batch: Cell::new(None),
+        };
+        client.connection(Instant::now() + timeout)?;
+        Ok(client)
+    }
+
+    /// The server's capabilities for this instance; an error unless it offers SHA256.
+    pub fn capabilities(&self) -> Result<Capabilities, Error> {
+        let request = reapi::GetCapabilitiesRequest {
+            instance_name: self.instance.clone(),
+        };
+        let caps: reapi::ServerCapabilities = self.unary(
+            "/build.bazel.remote.execution.v2.Capabilities/GetCapabilities",
+            "GetCapabilities",
+            &request,
+        )?;
+        let cache = caps.cache_capabilities.unwrap_or_default();
+        let sha256 = reapi::digest_function::Value::Sha256 as i32;
+        if !cache.digest_functions.contains(&sha256) {
+            return Err(Error::NoSha256 {
+                url: self.url.clone(),
+            });
+        }
+        // 0 means "no limit" in the API; the message limit still applies.
+        let server = usize::try_from(cache.max_batch_total_size_bytes).unwrap_or(0);
+        let max = if server == 0 {
+            DEFAULT_MAX_BATCH
+        } else {
+            server.min(DEFAULT_MAX_BATCH)
+        };
+        self.max_batch.set(Some(max));
+        Ok(Capabilities {
+            max_batch_total_size_bytes: max,
+            action_cache_update_enabled: cache
+                .action_cache_update_capabilities
+                .is_some_and(|c| c.update_enabled),
+        })
+    }
+
+    /// The cached result of the action whose digest is `action`, `None` when there is none.
+    pub fn get_action_result(
+        &self,
+        action: &reapi::Digest,
+    ) -> Result<Option<reapi::ActionResult>, Error> {
+        let request = reapi::GetActionResultRequest {
+            instance_name: self.instance.clone(),
+            action_digest: Some(action.clone()),
+            ..Default::default()
+        };
+        match self.unary(&format!("{AC}GetActionResult"), "GetActionResult", &request) {
+            Ok(result) => Ok(Some(result)),
+            Err(Error::Status {
+                code: "NOT_FOUND", ..
+            }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Stores `result` as the result of `action`; returns what the server stored.
+    pub fn update_action_result(
+        &self,
+        action: &reapi::Digest,
+        result: &reapi::ActionResult,
+    ) -> Result<reapi::ActionResult, Error> {
+        let request = reapi::UpdateActionResultRequest {
+            instance_name: self.instance.clone(),
+            action_digest: Some(action.clone()),
+            action_result: Some(result.clone()),
+            ..Default::default()
+        };
+        self.unary(
+            &format!("{AC}UpdateActionResult"),
+            "UpdateActionResult",
+            &request,
+        )
+    }
+
+    /// The digests among `digests` that the server does not have, in as many calls as its batch
+    /// limit needs.
+    pub fn find_missing_blobs(
+        &self,
+        digests: &[reapi::Digest],
+    ) -> Result<Vec<reapi::Digest>, Error> {
+        let limit = self.max_batch()?;
+        let mut missing = Vec::new();
+        for batch in batches(digests, limit, |d| d.encoded_len() + 8) {
+            let request = reapi::FindMissingBlobsRequest {
+                instance_name: self.instance.clone(),
+                blob_digests: batch.to_vec(),
+                ..Default::default()
+            };
+            let response: reapi::FindMissingBlobsResponse = self.unary(
+                &format!("{CAS}FindMissingBlobs"),
+                "FindMissingBlobs",
+                &request,
+            )?;
+            missing.extend(response.missing_blob_digests);
+        }
+        Ok(missing)
+    }
+
+    /// Uploads `blobs` (each with its digest, which the caller vouches for): in batches up to the
+    /// server's limit, and over ByteStream for a blob larger than that limit.
+    pub fn batch_update_blobs(&self, blobs: &[(reapi::Digest, Bytes)]) -> Result<(), Error> {
+        let limit = self.max_batch()?;
+        let (small, large): (Vec<_>, Vec<_>) = blobs
+            .iter()
+            .partition(|(_, data)| data.len() + ENTRY_OVERHEAD <= limit);
+        for (digest, data) in large {
+            self.write_blob(digest, data.clone())?;
+        }
+        for batch in batches(&small, limit, |(_, data)| data.len() + ENTRY_OVERHEAD) {
+            let request = reapi::BatchUpdateBlobsRequest {
+                instance_name: self.instance.clone(),
+                requests: batch
+                    .iter()
+                    .map(
+                        |(digest, data)| reapi::batch_update_blobs_request::Request {
+                            digest: Some(digest.clone()),
+                            data: data.to_vec(),
+                            ..Default::default()
+                        },
+                    )
+                    .collect(),
+                ..Default::default()
+            };
+            let response: reapi::BatchUpdateBlobsResponse = self.unary(
+                &format!("{CAS}BatchUpdateBlobs"),
+                "BatchUpdateBlobs",
+                &request,
+            )?;
+            for entry in response.responses {
+                let status = entry.status.unwrap_or_default();
+                if status.code != 0 {
+                    let digest = entry.digest.as_ref().map(show).unwrap_or_default();
+                    return Err(self.status_error(
+                        "BatchUpdateBlobs",
+                        status.code,
+                        format!("blob `{digest}`: {}", status.message),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Downloads `digests`, in the same order: `None` for a blob the server does not have. Every
+    /// blob is checked against its digest; a mismatch is an error and its bytes are dropped.
+    pub fn batch_read_blobs(&self, digests: &[reapi::Digest]) -> Result<Vec<Option<Bytes>>, Error> {
+        let limit = self.max_batch()?;
+        let mut found: Vec<Option<Bytes>> = vec![None; digests.len()];
+        let indexed: Vec<(usize, &reapi::Digest)> = digests.iter().enumerate().collect();
+        let size = |d: &reapi::Digest| usize::try_from(d.size_bytes).unwrap_or(usize::MAX);
+        let (small, large): (Vec<_>, Vec<_>) = indexed
+            .into_iter()
+            .partition(|(_, d)| size(d).saturating_add(ENTRY_OVERHEAD) <= limit);
+        for (i, digest) in large {
+            found[i] = self.read_blob(digest)?;
+        }
+        for batch in batches(&small, limit, |(_, d)| size(d) + ENTRY_OVERHEAD) {
+            let request = reapi::BatchReadBlobsRequest {
+                instance_name: self.instance.clone(),
+                digests: batch.iter().map(|(_, d)| (*d).clone()).collect(),
+                ..Default::default()
+            };
+            let response: reapi::BatchReadBlobsResponse =
+                self.unary(&format!("{CAS}BatchReadBlobs"), "BatchReadBlobs", &request)?;
+            for entry in response.responses {
+                let Some(digest) = entry.digest else {
+                    return Err(self.protocol("BatchReadBlobs", "an answer without a digest"));
+                };
+                let status = entry.status.unwrap_or_default();
+                if status.code == 5 {
+                    continue;
+                }
+                if status.code != 0 {
+                    return Err(self.status_error(
+                        "BatchReadBlobs",
+                        status.code,
+                        format!("blob `{}`: {}", show(&digest), status.message),
+                    ));
+                }
+                self.verified(&digest, &entry.data)?;
+                // Only a digest that was asked for gets the bytes: a server cannot slip in others.
+                let Some((i, _)) = batch.iter().find(|(_, d)| **d == digest) else {
+                    return Err(self.protocol("BatchReadBlobs", "a blob that was not asked for"));
+                };
+                found[*i] = Some(Bytes::from(entry.data));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Uploads one blob over ByteStream in chunks. A server that already has the blob may answer
+    /// before the last chunk; that is a success.
+    pub fn write_blob(&self, digest: &reapi::Digest, data: Bytes) -> Result<(), Error> {
+        let resource = format!(
+            "{}uploads/{}/blobs/{}",
+            self.resource_prefix(),
+            upload_id(),
+            show(digest)
+        );
+        let mut requests = Vec::new();
+        let mut offset = 0usize;
+        let mut rest = data;
+        loop {
+            let chunk = rest.split_to(rest.len().min(WRITE_CHUNK));
+            let finish = rest.is_empty();
+            let request = bs::WriteRequest {
+                // Only the first request names the resource.
+                resource_name: if offset == 0 {
+                    resource.clone()
+                } else {
+                    String::new()
+                },
+                write_offset: offset as i64,
+                finish_write: finish,
+                data: chunk.to_vec(),
+            };
+            offset += chunk.len();
+            requests.push(grpc::frame(&request).map_err(|e| self.call_error("Write", e))?);
+            if finish {
+                break;
+            }
+        }
+        let responses: Vec<bs::WriteResponse> = self.call(
+            &format!("{BYTESTREAM}Write"),
+            "Write",
+            requests,
+            UNARY_LIMIT,
+        )?;
+        let committed = responses.first().map(|r| r.committed_size);
+        // A server that had the blob may report its size or -1 (REAPI v2.1+); both are success.
+        match committed {
+            Some(size) if size == digest.size_bytes || size == -1 => Ok(()),
+            Some(size) => Err(self.protocol(
+                "Write",
+                &format!(
+                    "committed {size} of {} bytes of blob `{}`",
+                    digest.size_bytes,
+                    show(digest)
+                ),
+            )),
+            None => Err(self.protocol("Write", "no WriteResponse")),
+        }
+    }
+
+    /// Downloads one blob over ByteStream, `None` when the server does not have it; checked
+    /// against its digest like every blob.
+    pub fn read_blob(&self, digest: &reapi::Digest) -> Result<Option<Bytes>, Error> {
+        let request = bs::ReadRequest {
+            resource_name: format!("{}blobs/{}", self.resource_prefix(), show(digest)),
+            read_offset: 0,
+            read_limit: 0,
+        };
+        let frame = grpc::frame(&request).map_err(|e| self.call_error("Read", e))?;
+        // The blob, plus a generous allowance for the envelope of each message that carries it.
+        let size = usize::try_from(digest.size_bytes).unwrap_or(0);
+        let limit = size.saturating_add(size / 8).saturating_add(64 * 1024);
+        let responses: Vec<bs::ReadResponse> =
+            match self.call(&format!("{BYTESTREAM}Read"), "Read", vec![frame], limit) {
+                Ok(r) => r,
+                Err(Error::Status {
+                    code: "NOT_FOUND", ..
+                }) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+        let mut data = Vec::with_capacity(usize::try_from(digest.size_bytes).unwrap_or(0));
+        for response in responses {
+            data.extend_from_slice(&response.data);
+        }
+        self.verified(digest, &data)?;
+        Ok(Some(Bytes::from(data)))
+    }
+
+    fn resource_prefix(&self) -> String {
+        if self.instance.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", self.instance)
+        }
+    }
+
+    fn verified(&self, digest: &reapi::Digest, data: &[u8]) -> Result<(), Error> {
+        verify(digest, data).map_err(|actual| Error::DigestMismatch {
+            url: self.url.clone(),
+            digest: show(digest),
+            actual: show(&actual),
+        })
+    }
+
+    fn max_batch(&self) -> Result<usize, Error> {
+        match self.max_batch.get() {
+            Some(max) => Ok(max),
+            None => Ok(self.capabilities()?.max_batch_total_size_bytes),
+        }
+    }
+
+    /// The live connection, or a new one opened before `deadline`.
+    fn connection(&self, deadline: Instant) -> Result<SendRequest<Bytes>, Error> {
+        if let Some(send) = self.connection.borrow().as_ref() {
+            return Ok(send.clone());
+        }
+        let connect = grpc::connect(&self.authority);
+        let send = match self
+            .runtime
+            .block_on(async { tokio::time::timeout_at(deadline, connect).await })
+        {
+            Ok(Ok(send)) => send,
+            Ok(Err(detail)) => {
+                return Err(Error::CannotReach {
+                    url: self.url.clone(),
+                    detail,
+                });
+            }
+            Err(_) => {
+                return Err(Error::CannotReach {
+                    url: self.url.clone(),
+                    detail: format!("no connection within {} ms", self.timeout.as_millis()),
+                });
+            }
+        };
+        *self.connection.borrow_mut() = Some(send.clone());
+        Ok(send)
+    }
+
+    fn unary<Q: Message, R: Message + Default>(
+        &self,
+        path: &str,
+        name: &'static str,
+        request: &Q,
+    ) -> Result<R, Error> {
+        let frame = grpc::frame(request).map_err(|e| self.call_error(name, e))?;
+        let mut responses: Vec<R> = self.call(path, name, vec![frame], UNARY_LIMIT)?;
+        match responses.len() {
+            1 => Ok(responses.remove(0)),
+            n => Err(self.protocol(name, &format!("{n} messages for a unary call"))),
+        }
+    }
+
+    fn call<R: Message + Default>(
+        &self,
+        path: &str,
+        name: &'static str,
+        requests: Vec<Bytes>,
+        limit: usize,
+    ) -> Result<Vec<R>, Error> {
+        // One deadline for the whole call, a new connection included.
+        let deadline = Instant::now() + self.timeout;
+        let send = self.connection(deadline)?;
+        let call = grpc::call(
+            &send,
+            &self.authority,
+            path,
+            &self.headers,
+            deadline.saturating_duration_since(Instant::now()),
+            requests,
+            limit,
+        );
+        match self
+            .runtime
+            .block_on(async { tokio::time::timeout_at(deadline, call).await })
+        {
+            Ok(Ok(responses)) => Ok(responses),
+            Ok(Err(e)) => {
+                if matches!(e, CallError::Transport(_)) {
+                    *self.connection.borrow_mut() = None;
+                }
+                Err(self.call_error(name, e))
+            }
+            Err(_) => Err(Error::DeadlineExceeded {
+                url: self.url.clone(),
+                call: name,
+                timeout_ms: self.timeout.as_millis(),
+            }),
+        }
+    }
+
+    fn call_error(&self, name: &'static str, e: CallError) -> Error {
+        match e {
+            CallError::Transport(detail) => Error::CannotReach {
+                url: self.url.clone(),
+                detail,
+            },
+            CallError::Status { code, message } => self.status_error(name, code, message),
+            CallError::Protocol(detail) => self.protocol(name, &detail),
+        }
+    }
+
+    fn status_error(&self, name: &'static str, code: i32, message: String) -> Error {
+        let url = self.url.clone();
+        match code_name(code) {
+            "DEADLINE_EXCEEDED" => Error::DeadlineExceeded {
+                url,
+                call: name,
+                timeout_ms: self.timeout.as_millis(),
+            },
+            code @ ("UNAUTHENTICATED" | "PERMISSION_DENIED") => Error::Unauthenticated {
+                url,
+                code,
+                message,
+                headers: self.headers.iter().map(|(n, _)| n.to_string()).collect(),
+            },
+            // The API has no code of its own for an unknown instance: BuildGrid answers
+            // INVALID_ARGUMENT "Invalid instance name". NOT_FOUND is left alone: it is how a
+            // cache says it has no entry.
+            "INVALID_ARGUMENT" if message.to_ascii_lowercase().contains("instance") => {
+                Error::WrongInstance {
+                    url,
+                    instance: self.instance.clone(),
+                    message,
+                }
+            }
+            code => Error::Status {
+                url,
+                call: name,
+                code,
+                message,
+            },
+        }
+    }
+
+    fn protocol(&self, name: &'static str, detail: &str) -> Error {
+        Error::Protocol {
+            url: self.url.clone(),
+            call: name,
+            detail: detail.to_owned(),
+        }
+    }
+}
+
+/// `host:port` out of `grpc://host:port`.
+fn parse_url(url: &str) -> Result<String, Error> {
+    let invalid = |reason| Error::InvalidUrl {
+        url: url.to_owned(),
+        reason,
+    };
+    if url.starts_with("grpcs://") || url.starts_with("https://") {
+        return Err(invalid("TLS is not supported yet: use `grpc://host:port`"));
+    }
+    let Some(authority) = url.strip_prefix("grpc://") else {
+        return Err(invalid("expected `grpc://host:port`"));
+    };
+    let authority = authority.strip_suffix('/').unwrap_or(authority);
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+            Ok(authority.to_owned())
+        }
+        _ => Err(invalid("expected `grpc://host:port`")),
+    }
+}
+
+/// Splits `items` into runs whose summed `cost` stays within `limit` (an item over the limit
+/// travels alone).
+fn batches<T>(items: &[T], limit: usize, cost: impl Fn(&T) -> usize) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut total = 0usize;
+    for (i, item) in items.iter().enumerate() {
+        let c = cost(item);
+        if i > start && total.saturating_add(c) > limit {
+            out.push(&items[start..i]);
+            start = i;
+            total = 0;
+        }
+        total = total.saturating_add(c);
+    }
+    if start < items.len() {
+        out.push(&items[start..]);
+    }
+    out
+}
+
+/// A fresh id for an upload's resource name, unique enough without a uuid crate: the standard
+/// library's random hasher keys mixed with the time and the process.
+fn upload_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut words = [0u64; 2];
+    for (i, word) in words.iter_mut().enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u32(std::process::id());
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        *word = h.finish();
+    }
+    let [a, b] = words;
+    // Shaped like a version-4 uuid, which servers expect.
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        ((b >> 48) & 0x3fff) | 0x8000,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_must_be_plain_grpc_with_a_port() {
+        assert_eq!(
+            parse_url("grpc://127.0.0.1:8980").unwrap(),
+            "127.0.0.1:8980"
+        );
+        assert_eq!(parse_url("grpc://cache:1/").unwrap(), "cache:1");
+        for bad in [
+            "grpcs://h:1",
+            "http://h:1",
+            "grpc://h",
+            "grpc://:1",
+            "grpc://h:x",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn batches_stay_within_the_limit_and_keep_every_item() {
+        let items = [3usize, 4, 2, 9, 1, 1];
+        let got = batches(&items, 6, |n| *n);
+        assert_eq!(got, vec![&[3][..], &[4, 2], &[9], &[1, 1]]);
+        assert!(batches(&[] as &[usize], 6, |n| *n).is_empty());
+    }
+
+    #[test]
+    fn upload_ids_are_uuid_shaped_and_differ() {
+        let (a, b) = (upload_id(), upload_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(a.as_bytes()[14], b'4');
+    }
+
+    #[test]
+    fn a_server_that_never_answers_costs_one_timeout() {
+        // Accepts the connection and reads nothing: a hung server, as far as the client can tell.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("grpc://{}", listener.local_addr().unwrap());
+        let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+        let timeout = Duration::from_millis(300);
+        let client = Client::connect(&url, "", vec![], timeout).unwrap();
+        let started = std::time::Instant::now();
+        let err = client
+            .get_action_result(&crate::digest_of(b"x"))
+            .unwrap_err();
+        let took = started.elapsed();
+        assert!(
+            matches!(
+                err,
+                Error::DeadlineExceeded {
+                    call: "GetActionResult",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(took >= timeout && took < timeout * 10, "{took:?}");
+        assert!(
+            err.to_string()
+                .contains("did not answer `GetActionResult` within 300 ms")
+        );
+        drop(held.join());
+    }
+
+    #[test]
+    fn debug_never_shows_header_values() {
+        let client = Client::connect(
+            "grpc://127.0.0.1:1",
+            "",
+            vec![("Authorization".into(), "Bearer s3cret".into())],
+            Duration::from_millis(200),
+        );
+        // Port 1 is closed: the error names the server, never the header.
+        let text = format!(
+            "{:?} {}",
+            client,
+            client
+                .as_ref()
+                .map(|_| String::new())
+                .unwrap_or_else(|e| e.to_string())
+        );
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(
+            text.contains("cannot reach the remote cache at `grpc://127.0.0.1:1`"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,25 @@
+//! A small blocking client of the caches of the Remote Execution API v2 (REAPI): the ActionCache,
+//! the content-addressable storage (CAS) and ByteStream, over gRPC that it frames itself on one
+//! HTTP/2 connection (`h2`), without tonic.
+//!
+//! Theory of operation: a `Client` owns a current-thread tokio runtime and, at most, one HTTP/2
+//! connection; each public call runs that runtime until its answer or the client's timeout, so
+//! callers see plain blocking functions and no async leaks out. A transport failure drops the
+//! connection and the next call opens a new one. Every blob read is checked against its SHA-256
+//! digest before it is returned; every call is bounded by the timeout; header values (credentials)
+//! never appear in errors or `Debug` output. It must never be linked into crates that do not talk
+//! to the network.
+
+mod client;
+mod digest;
+mod error;
+mod grpc;
+mod proto;
+
+pub use bytes::Bytes;
+pub use client::{Capabilities, Client};
+pub use digest::digest_of;
+pub use error::Error;
+/// The REAPI v2 messages (`Digest`, `ActionResult`, `OutputFile`, ...), as generated from the
+/// vendored protos.
+pub use proto::build::bazel::remote::execution::v2 as reapi;

@@ -1,0 +1,377 @@
+//! The client against a real BuildGrid (`bgd`), the reference REAPI server: each test starts its
+//! own on a free loopback port with a disk CAS in a fresh folder, and stops it (its whole process
+//! group) when the test ends. BuildGrid missing is a failure that says how to install it.
+
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use once_remote::{Bytes, Client, Error, digest_of, reapi};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A running `bgd server start`, stopped on drop.
+struct BuildGrid {
+    child: Child,
+    dir: PathBuf,
+    url: String,
+}
+
+impl BuildGrid {
+    fn start() -> BuildGrid {
+        BuildGrid::start_with("  method: none")
+    }
+
+    /// Asks for JSON Web Tokens signed with a secret that no test knows.
+    fn start_with_jwt() -> BuildGrid {
+        BuildGrid::start_with("  method: jwt\n  algorithm: hs256\n  secret: SECRET_FILE")
+    }
+
+    fn start_with(authorization: &str) -> BuildGrid {
+        let bgd = bgd_path();
+        let dir = fresh_dir();
+        let port = free_port();
+        let secret = dir.join("jwt-secret");
+        std::fs::write(&secret, "a secret no client has").unwrap();
+        let authorization = authorization.replace("SECRET_FILE", &secret.display().to_string());
+        let config = format!(
+            r#"server:
+  - !channel
+    address: "127.0.0.1:{port}"
+    insecure-mode: true
+authorization:
+{authorization}
+storages:
+  - !disk-storage &cas
+    path: {cas}
+caches:
+  - !lru-action-cache &ac
+    storage: *cas
+    max-cached-refs: 1000
+    allow-updates: true
+    cache-failed-actions: false
+instances:
+  - name: ""
+    services:
+      - !action-cache
+        cache: *ac
+      - !cas
+        storage: *cas
+      - !bytestream
+        storage: *cas
+"#,
+            cas = dir.join("cas").display()
+        );
+        std::fs::write(dir.join("bgd.yml"), config).unwrap();
+        let log = std::fs::File::create(dir.join("bgd.log")).unwrap();
+        let child = Command::new(&bgd)
+            .args(["server", "start"])
+            .arg(dir.join("bgd.yml"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            // Its own process group, so that drop stops bgd and anything it started.
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{}`: {e}", bgd.display()));
+        let mut server = BuildGrid {
+            child,
+            dir,
+            url: format!("grpc://127.0.0.1:{port}"),
+        };
+        server.wait_for_port(port);
+        server
+    }
+
+    /// Polls the port until bgd listens; bounded, and fails early if bgd exits.
+    fn wait_for_port(&mut self, port: u16) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("bgd exited with {status} before listening:\n{}", self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "bgd did not listen on port {port} within 90 s:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("bgd.log")).unwrap_or_default()
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(&self.url, "", vec![], TIMEOUT).unwrap()
+    }
+
+    /// The file where the disk CAS keeps `digest`'s bytes.
+    fn cas_file(&self, digest: &reapi::Digest) -> PathBuf {
+        let (dir, name) = digest.hash.split_at(2);
+        find_file(&self.dir.join("cas"), dir, name).unwrap_or_else(|| {
+            panic!(
+                "no CAS file for {} under {}",
+                digest.hash,
+                self.dir.display()
+            )
+        })
+    }
+
+    fn stop(&mut self) {
+        let group = i32::try_from(self.child.id()).unwrap();
+        // SAFETY: signals the process group this test created; no memory is involved.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for BuildGrid {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn find_file(root: &Path, dir: &str, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(root).ok()? {
+        let path = entry.ok()?.path();
+        if path.is_dir() {
+            if let Some(found) = find_file(&path, dir, name) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|n| n == name)
+            && path
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|d| d == dir)
+        {
+            return Some(path);
+        }
+    }
+    None
+}
+
+fn bgd_path() -> PathBuf {
+    let path = match std::env::var_os("ONCE_BGD") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/interop/buildgrid-venv/bin/bgd"),
+    };
+    assert!(
+        path.is_file(),
+        "BuildGrid's `bgd` is not at `{}`: install it with `scripts/install-test-deps` \
+         (or set `ONCE_BGD` to a `bgd`)",
+        path.display()
+    );
+    path
+}
+
+fn fresh_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "once-remote-bgd-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn blob(data: Vec<u8>) -> (reapi::Digest, Bytes) {
+    (digest_of(&data), Bytes::from(data))
+}
+
+fn big_blob() -> (reapi::Digest, Bytes) {
+    blob(
+        (0..8u32 << 20)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect(),
+    )
+}
+
+#[test]
+fn blobs_and_action_results_round_trip() {
+    let server = BuildGrid::start();
+    let client = server.client();
+    let caps = client.capabilities().unwrap();
+    assert!(caps.max_batch_total_size_bytes > 1024, "{caps:?}");
+    assert!(caps.action_cache_update_enabled);
+
+    let small = blob(b"hello, cache\n".to_vec());
+    let big = big_blob();
+    let absent = digest_of(b"never uploaded");
+    assert_eq!(
+        client
+            .find_missing_blobs(&[small.0.clone(), big.0.clone()])
+            .unwrap()
+            .len(),
+        2
+    );
+    // The big blob is over the batch limit: it goes over ByteStream.
+    client
+        .batch_update_blobs(&[small.clone(), big.clone()])
+        .unwrap();
+    let missing = client
+        .find_missing_blobs(&[small.0.clone(), absent.clone(), big.0.clone()])
+        .unwrap();
+    assert_eq!(missing, vec![absent.clone()]);
+
+    let read = client
+        .batch_read_blobs(&[big.0.clone(), absent.clone(), small.0.clone()])
+        .unwrap();
+    assert_eq!(read, vec![Some(big.1.clone()), None, Some(small.1.clone())]);
+    assert_eq!(client.read_blob(&small.0).unwrap(), Some(small.1.clone()));
+    assert_eq!(client.read_blob(&absent).unwrap(), None);
+
+    // Writing a blob the server has: it may close the stream before the last chunk.
+    client.write_blob(&big.0, big.1.clone()).unwrap();
+
+    let action = digest_of(b"an action");
+    assert_eq!(client.get_action_result(&action).unwrap(), None);
+    let result = reapi::ActionResult {
+        output_files: vec![reapi::OutputFile {
+            path: "out/hello.txt".into(),
+            digest: Some(small.0.clone()),
+            ..Default::default()
+        }],
+        exit_code: 0,
+        ..Default::default()
+    };
+    client.update_action_result(&action, &result).unwrap();
+    let got = client.get_action_result(&action).unwrap().unwrap();
+    assert_eq!(got.output_files, result.output_files);
+}
+
+#[test]
+fn many_digests_are_split_into_batches() {
+    let server = BuildGrid::start();
+    let client = server.client();
+    // ~80 bytes each on the wire: 60,000 digests exceed one 4 MiB batch.
+    let digests: Vec<reapi::Digest> = (0..60_000u32)
+        .map(|i| digest_of(&i.to_le_bytes()))
+        .collect();
+    let missing = client.find_missing_blobs(&digests).unwrap();
+    assert_eq!(missing.len(), digests.len());
+}
+
+#[test]
+fn a_corrupted_blob_is_an_error_and_never_returned() {
+    let server = BuildGrid::start();
+    let client = server.client();
+    let good = blob(b"the right bytes".to_vec());
+    let big = big_blob();
+    client
+        .batch_update_blobs(&[good.clone(), big.clone()])
+        .unwrap();
+    for digest in [&good.0, &big.0] {
+        let file = server.cas_file(digest);
+        let mut bytes = std::fs::read(&file).unwrap();
+        bytes[0] ^= 0xff;
+        std::fs::write(&file, bytes).unwrap();
+    }
+
+    for read in [
+        client.batch_read_blobs(std::slice::from_ref(&good.0)),
+        client.batch_read_blobs(std::slice::from_ref(&big.0)),
+    ] {
+        match read {
+            Err(Error::DigestMismatch { digest, actual, .. }) => {
+                assert_ne!(digest, actual);
+            }
+            other => panic!("expected a digest mismatch, got {other:?}"),
+        }
+    }
+    let err = client.read_blob(&good.0).unwrap_err();
+    assert!(
+        err.to_string().contains("does not match its digest"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_wrong_instance_name_is_a_clear_error() {
+    let server = BuildGrid::start();
+    let client = Client::connect(&server.url, "no-such-instance", vec![], TIMEOUT).unwrap();
+    let err = client.capabilities().unwrap_err();
+    assert!(matches!(err, Error::WrongInstance { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("no instance named `no-such-instance`"),
+        "{text}"
+    );
+    let err = client.get_action_result(&digest_of(b"x")).unwrap_err();
+    assert!(matches!(err, Error::WrongInstance { .. }), "{err:?}");
+}
+
+#[test]
+fn a_stopped_server_is_a_clear_error_within_the_timeout() {
+    let mut server = BuildGrid::start();
+    let timeout = Duration::from_secs(5);
+    let client = Client::connect(
+        &server.url,
+        "",
+        vec![("authorization".into(), "Bearer s3cret".into())],
+        timeout,
+    )
+    .unwrap();
+    client.capabilities().unwrap();
+    server.stop();
+
+    let started = Instant::now();
+    let err = client.get_action_result(&digest_of(b"x")).unwrap_err();
+    let again = client.get_action_result(&digest_of(b"x")).unwrap_err();
+    let fresh = Client::connect(&server.url, "", vec![], timeout).unwrap_err();
+    // Three calls, each bounded: well within three timeouts (and in practice immediate).
+    assert!(started.elapsed() < timeout * 3, "{:?}", started.elapsed());
+    for e in [&err, &again, &fresh] {
+        let text = e.to_string();
+        assert!(matches!(e, Error::CannotReach { .. }), "{e:?}");
+        assert!(
+            text.starts_with(&format!(
+                "cannot reach the remote cache at `{}`",
+                server.url
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("s3cret") && !format!("{e:?}").contains("s3cret"));
+    }
+}
+
+#[test]
+fn refused_credentials_name_the_headers_sent_never_their_values() {
+    let server = BuildGrid::start_with_jwt();
+    let with_token = Client::connect(
+        &server.url,
+        "",
+        vec![("Authorization".into(), "Bearer not-a-valid-jwt".into())],
+        TIMEOUT,
+    )
+    .unwrap();
+    let err = with_token.get_action_result(&digest_of(b"x")).unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated { .. }), "{err:?}");
+    let text = format!("{err} {err:?}");
+    assert!(text.contains("`authorization`"), "{text}");
+    assert!(!text.contains("not-a-valid-jwt"), "{text}");
+
+    let without = Client::connect(&server.url, "", vec![], TIMEOUT).unwrap();
+    let err = without.capabilities().unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated { .. }), "{err:?}");
+    assert!(err.to_string().contains("no headers were sent"), "{err}");
+}
