@@ -65,6 +65,12 @@ fn cancel_stops_a_run_in_flight() {
     let outcome = thread::scope(|scope| {
         let running = scope.spawn(|| run(&fixture.spec(FAMILY), &registry, &cancel));
         assert_eq!(fixture.wait_count(|count| count >= 3, BOUND), 3);
+        // The group's id is recorded by the runner's thread right after the spawn, which the
+        // family can outrun on a loaded machine: wait for it, within the bound.
+        let end = Instant::now() + BOUND;
+        while registry.live_groups().is_empty() && Instant::now() < end {
+            thread::sleep(Duration::from_millis(10));
+        }
         assert_eq!(registry.live_groups().len(), 1);
         cancel.cancel();
         running.join().unwrap().unwrap()
