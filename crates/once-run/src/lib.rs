@@ -58,6 +58,7 @@
 
 mod cache;
 mod changed;
+mod describe;
 mod dotenv;
 mod environ;
 mod error;
@@ -74,6 +75,7 @@ mod store;
 
 pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
 pub use changed::{GIT_DEADLINE, changed_files};
+pub use describe::{Described, describe, describe_all};
 pub use error::Error;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
