@@ -13,8 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
-use std::fs::{File, Metadata};
-use std::io::Read;
+use std::fs::Metadata;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,8 +49,9 @@ pub struct Described {
 /// Describes every action of `plan`, in plan order (dependencies first, so each dependent's salt
 /// can take in its dependencies' `Action` digests).
 ///
-/// File contents are hashed with SHA-256 here, once per file and call: the file-hash cache holds
-/// BLAKE3 digests only, so a description reads each input file once more than a warm local run.
+/// A file's SHA-256 comes from the file-hash cache when a stamp proves the file unchanged (a run
+/// takes it in the same read as BLAKE3), so describing a workspace a run has hashed reads no
+/// input file; the others are read once per call, and what is learned is not saved.
 pub fn describe_all(plan: &Plan) -> Result<Vec<Described>, Error> {
     let describer = Describer::new(plan);
     let mut described: Vec<Described> = Vec::with_capacity(plan.steps.len());
@@ -279,7 +279,7 @@ impl<'a> Describer<'a> {
             return Ok(());
         }
         let path = self.plan.root.join(&rooted);
-        let digest = self.sha256(&path, buffer)?;
+        let digest = self.sha256(&path, metadata, buffer)?;
         let mut parts: Vec<&str> = rooted.split('/').collect();
         let Some(name) = parts.pop() else {
             return Ok(());
@@ -299,8 +299,14 @@ impl<'a> Describer<'a> {
         Ok(())
     }
 
-    /// The SHA-256 digest of the file at `path`, read once per description of a plan.
-    fn sha256(&self, path: &Path, buffer: &mut [u8]) -> Result<reapi::Digest, Error> {
+    /// The SHA-256 digest of the file at `path`: from the file-hash cache when a stamp proves it,
+    /// else read once per description of a plan.
+    fn sha256(
+        &self,
+        path: &Path,
+        metadata: &Metadata,
+        buffer: &mut [u8],
+    ) -> Result<reapi::Digest, Error> {
         if let Some(digest) = self
             .files
             .lock()
@@ -309,20 +315,13 @@ impl<'a> Describer<'a> {
         {
             return Ok(digest.clone());
         }
-        let mut file = File::open(path).map_err(Error::io(path))?;
-        let mut hasher = Sha256::new();
-        let mut size: u64 = 0;
-        loop {
-            let n = file.read(buffer).map_err(Error::io(path))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buffer[..n]);
-            size += n as u64;
-        }
+        let digests = self
+            .hashes
+            .digests(path, metadata, buffer)
+            .map_err(Error::io(path))?;
         let digest = reapi::Digest {
-            hash: hex(&hasher.finalize()),
-            size_bytes: i64::try_from(size).unwrap_or(i64::MAX),
+            hash: hex(&digests.sha256),
+            size_bytes: i64::try_from(digests.size).unwrap_or(i64::MAX),
         };
         self.files
             .lock()
