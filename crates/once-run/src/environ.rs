@@ -107,6 +107,20 @@ pub(crate) fn is_secret(name: &str) -> bool {
     SECRET_PARTS.iter().any(|part| upper.contains(part))
 }
 
+/// Whether the key takes `name` of `step` in by a hash of its value only: a secret-looking name
+/// or a variable of the env-file.
+pub(crate) fn hidden(step: &Step, name: &str) -> bool {
+    is_secret(name) || step.env_file_vars.iter().any(|v| v == name)
+}
+
+/// The hash a hidden variable's value is keyed by.
+pub(crate) fn secret_hash(value: &OsStr) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"once secret\0");
+    hasher.update(value.as_bytes());
+    hasher.finalize()
+}
+
 /// Whether `name` is a build tool's variable that changes results.
 fn tool_variable(name: &str) -> bool {
     KEYED_ENV.iter().any(|glob| env_glob_matches(glob, name))
@@ -115,7 +129,7 @@ fn tool_variable(name: &str) -> bool {
 
 /// The program a command starts, as far as its key is concerned.
 #[derive(Debug, Clone)]
-enum Program {
+pub(crate) enum Program {
     /// Found at `path` (as `PATH` gave it) with this content.
     Found { path: PathBuf, digest: blake3::Hash },
     /// Not a plain word, a shell builtin, or not found: the whole `PATH` stands for it.
@@ -161,33 +175,18 @@ impl Environ {
         buffer: &mut [u8],
         field: &mut dyn FnMut(&[u8]),
     ) {
-        let inherited = self.inherited(step);
-        let mut keyed: BTreeMap<&str, &OsStr> = inherited
-            .iter()
-            .filter(|(name, _)| !step.env.contains_key(name))
-            .map(|(name, value)| (name.as_str(), value.as_os_str()))
-            .collect();
-        for (name, value) in &step.env {
-            keyed.insert(name, OsStr::new(value));
-        }
         field(b"env");
-        for (name, value) in &keyed {
+        for (name, value) in self.keyed(step) {
             field(name.as_bytes());
-            if is_secret(name) || step.env_file_vars.iter().any(|v| v == name) {
-                let mut hasher = blake3::Hasher::new();
-                hasher.update(b"once secret\0");
-                hasher.update(value.as_bytes());
-                field(hasher.finalize().as_bytes());
+            if hidden(step, &name) {
+                field(secret_hash(&value).as_bytes());
             } else {
                 field(value.as_bytes());
             }
         }
-        let path = match step.env.get("PATH") {
-            Some(path) => OsString::from(path),
-            None => self.own_value("PATH").unwrap_or_default(),
-        };
+        let (program, path) = self.identity(step, hashes, buffer);
         field(b"program");
-        match self.program(step, &path, hashes, buffer) {
+        match program {
             Program::Found { path, digest } => {
                 field(path.as_os_str().as_bytes());
                 field(digest.as_bytes());
@@ -197,6 +196,34 @@ impl Environ {
                 field(path.as_bytes());
             }
         }
+    }
+
+    /// The keyed variables `step` sees, by name: those it inherits, under its declared ones.
+    pub(crate) fn keyed(&self, step: &Step) -> BTreeMap<String, OsString> {
+        let inherited = self.inherited(step);
+        let mut keyed: BTreeMap<String, OsString> = inherited
+            .iter()
+            .filter(|(name, _)| !step.env.contains_key(name))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        for (name, value) in &step.env {
+            keyed.insert(name.clone(), OsString::from(value));
+        }
+        keyed
+    }
+
+    /// The program `step` starts as its key knows it, and the `PATH` it is looked up on.
+    pub(crate) fn identity(
+        &self,
+        step: &Step,
+        hashes: &FileHashes,
+        buffer: &mut [u8],
+    ) -> (Program, OsString) {
+        let path = match step.env.get("PATH") {
+            Some(path) => OsString::from(path),
+            None => self.own_value("PATH").unwrap_or_default(),
+        };
+        (self.program(step, &path, hashes, buffer), path)
     }
 
     fn own_value(&self, name: &str) -> Option<OsString> {

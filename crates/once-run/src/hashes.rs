@@ -1,7 +1,8 @@
 //! The file-hash cache, `.once/cache/files`: for each input or output file hashed before, its
-//! [`Stamp`] (size, device, inode, modification and status-change times) and its BLAKE3 digest,
+//! [`Stamp`] (size, device, inode, modification and status-change times), its BLAKE3 digest (for
+//! keys) and its SHA-256 digest and size (for the Remote Execution API), both taken in one read,
 //! so a run proves most files unchanged with one `stat` instead of reading them, as git's index
-//! does.
+//! does, and describing an action for a remote cache reads no file a run has hashed.
 //!
 //! Only a stamp that was not racily clean when taken is trusted: a file changed within
 //! [`once_fs::RACY_WINDOW`] of its hashing may have changed again without its times showing it,
@@ -20,18 +21,69 @@ use std::time::SystemTime;
 
 use once_fs::{STAMP_BYTES, Stamp};
 
-use crate::key::hash_file;
 use once_fs::write_replacing;
+use sha2::{Digest as _, Sha256};
 
 /// The first bytes of the file; a new layout gets a new magic, and old files read as empty.
-const MAGIC: &[u8] = b"once file hashes v1\n";
+const MAGIC: &[u8] = b"once file hashes v2\n";
+
+/// What one read of a file learns: its digests and how many bytes it had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Digests {
+    pub(crate) blake3: blake3::Hash,
+    pub(crate) sha256: [u8; 32],
+    pub(crate) size: u64,
+}
+
+/// `MAGIC`'s entry size beyond the path and the stamp: BLAKE3, SHA-256, size.
+const DIGESTS_BYTES: usize = 32 + 32 + 8;
+
+impl Digests {
+    /// Both digests of the file at `path`, in one read through `buffer`.
+    pub(crate) fn of_file(path: &Path, buffer: &mut [u8]) -> io::Result<Digests> {
+        let mut file = fs::File::open(path)?;
+        let mut blake3 = blake3::Hasher::new();
+        let mut sha256 = Sha256::new();
+        let mut size: u64 = 0;
+        loop {
+            let n = io::Read::read(&mut file, buffer)?;
+            if n == 0 {
+                break;
+            }
+            blake3.update(&buffer[..n]);
+            sha256.update(&buffer[..n]);
+            size += n as u64;
+        }
+        Ok(Digests {
+            blake3: blake3.finalize(),
+            sha256: sha256.finalize().into(),
+            size,
+        })
+    }
+
+    fn to_bytes(self) -> [u8; DIGESTS_BYTES] {
+        let mut out = [0; DIGESTS_BYTES];
+        out[..32].copy_from_slice(self.blake3.as_bytes());
+        out[32..64].copy_from_slice(&self.sha256);
+        out[64..].copy_from_slice(&self.size.to_le_bytes());
+        out
+    }
+
+    fn from_bytes(bytes: &[u8; DIGESTS_BYTES]) -> Option<Digests> {
+        Some(Digests {
+            blake3: blake3::Hash::from_bytes(bytes[..32].try_into().ok()?),
+            sha256: bytes[32..64].try_into().ok()?,
+            size: u64::from_le_bytes(bytes[64..].try_into().ok()?),
+        })
+    }
+}
 
 /// Files hashed before, and those hashed during this run.
 #[derive(Debug)]
 pub(crate) struct FileHashes {
     path: PathBuf,
-    known: HashMap<PathBuf, (Stamp, blake3::Hash)>,
-    learned: Mutex<Vec<(PathBuf, Stamp, blake3::Hash)>>,
+    known: HashMap<PathBuf, (Stamp, Digests)>,
+    learned: Mutex<Vec<(PathBuf, Stamp, Digests)>>,
 }
 
 impl FileHashes {
@@ -49,22 +101,34 @@ impl FileHashes {
         }
     }
 
-    /// The digest of the file at `path`, whose metadata (taken without following a symbolic
-    /// link) is `metadata`: from the cache when a trusted stamp proves it, else by reading it.
+    /// The BLAKE3 digest of the file at `path`, whose metadata (taken without following a
+    /// symbolic link) is `metadata`: from the cache when a trusted stamp proves it, else by
+    /// reading it.
     pub(crate) fn digest(
         &self,
         path: &Path,
         metadata: &Metadata,
         buffer: &mut [u8],
     ) -> io::Result<blake3::Hash> {
-        if let Some((stamp, digest)) = self.known.get(path)
+        self.digests(path, metadata, buffer)
+            .map(|digests| digests.blake3)
+    }
+
+    /// Both digests of the file at `path`, as [`FileHashes::digest`] finds them.
+    pub(crate) fn digests(
+        &self,
+        path: &Path,
+        metadata: &Metadata,
+        buffer: &mut [u8],
+    ) -> io::Result<Digests> {
+        if let Some((stamp, digests)) = self.known.get(path)
             && stamp.proves_unchanged_by(metadata)
         {
-            return Ok(*digest);
+            return Ok(*digests);
         }
         // Taken before reading: a write that lands during the read makes the stamp racy.
         let read_at = SystemTime::now();
-        let digest = hash_file(path, buffer)?;
+        let digest = Digests::of_file(path, buffer)?;
         let stamp = Stamp::new(metadata, read_at);
         if !stamp.is_racy() {
             self.learned
@@ -106,10 +170,11 @@ impl FileHashes {
     }
 }
 
-/// `MAGIC`, then per entry: path length (u32 LE), path bytes, stamp, digest; then the BLAKE3 of
+/// `MAGIC`, then per entry: path length (u32 LE), path bytes, stamp, BLAKE3, SHA-256, size (u64
+/// LE); then the BLAKE3 of
 /// everything before it, so a torn or foreign file is recognised.
-fn encode(entries: &HashMap<PathBuf, (Stamp, blake3::Hash)>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(MAGIC.len() + entries.len() * 160 + 32);
+fn encode(entries: &HashMap<PathBuf, (Stamp, Digests)>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(MAGIC.len() + entries.len() * 200 + 32);
     out.extend_from_slice(MAGIC);
     for (path, (stamp, digest)) in entries {
         let bytes = path.as_os_str().as_bytes();
@@ -119,14 +184,14 @@ fn encode(entries: &HashMap<PathBuf, (Stamp, blake3::Hash)>) -> Vec<u8> {
         out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(bytes);
         out.extend_from_slice(&stamp.to_bytes());
-        out.extend_from_slice(digest.as_bytes());
+        out.extend_from_slice(&digest.to_bytes());
     }
     let check = blake3::hash(&out);
     out.extend_from_slice(check.as_bytes());
     out
 }
 
-fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, (Stamp, blake3::Hash)>> {
+fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, (Stamp, Digests)>> {
     let (body, check) = bytes.split_at_checked(bytes.len().checked_sub(32)?)?;
     if blake3::hash(body).as_bytes() != check {
         return None;
@@ -142,7 +207,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, (Stamp, blake3::Hash)>> {
         let len = u32::from_le_bytes(len.try_into().ok()?) as usize;
         let path = PathBuf::from(std::ffi::OsStr::from_bytes(take(len)?));
         let stamp = Stamp::from_bytes(take(STAMP_BYTES)?.try_into().ok()?);
-        let digest = blake3::Hash::from_bytes(take(32)?.try_into().ok()?);
+        let digest = Digests::from_bytes(take(DIGESTS_BYTES)?.try_into().ok()?)?;
         entries.insert(path, (stamp, digest));
     }
     Some(entries)
@@ -164,7 +229,12 @@ mod tests {
     /// A cache whose only entry is `path` with `stamp`, as a previous run would have left it.
     fn cache_with(dir: &Path, path: &Path, stamp: Stamp, digest: blake3::Hash) -> FileHashes {
         let mut known = HashMap::new();
-        known.insert(path.to_path_buf(), (stamp, digest));
+        let digests = Digests {
+            blake3: digest,
+            sha256: [7; 32],
+            size: 4,
+        };
+        known.insert(path.to_path_buf(), (stamp, digests));
         fs::write(dir.join("files"), encode(&known)).unwrap();
         FileHashes::load(dir)
     }
@@ -185,6 +255,26 @@ mod tests {
             cache.digest(&file, &metadata, &mut buffer).unwrap(),
             recorded
         );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_sha256_is_kept_under_the_same_stamp_and_taken_in_the_same_read() {
+        let dir = temp_dir("sha256");
+        let file = dir.join("input.txt");
+        fs::write(&file, "aaaa").unwrap();
+        let metadata = fs::symlink_metadata(&file).unwrap();
+        let stamp = Stamp::new(&metadata, SystemTime::now() + Duration::from_secs(10));
+        let cache = cache_with(&dir, &file, stamp, blake3::hash(b"recorded"));
+        let mut buffer = vec![0; 3];
+        // A trusted stamp stands for the SHA-256 too: the recorded one, not the file's.
+        let cached = cache.digests(&file, &metadata, &mut buffer).unwrap();
+        assert_eq!((cached.sha256, cached.size), ([7; 32], 4));
+        // Read (here through a buffer smaller than the file), both digests are the content's.
+        let read = Digests::of_file(&file, &mut buffer).unwrap();
+        assert_eq!(read.blake3, blake3::hash(b"aaaa"));
+        let expected: [u8; 32] = Sha256::digest(b"aaaa").into();
+        assert_eq!((read.sha256, read.size), (expected, 4));
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -234,7 +324,14 @@ mod tests {
         let metadata = fs::symlink_metadata(std::env::temp_dir()).unwrap();
         known.insert(
             PathBuf::from("/x/y"),
-            (Stamp::new(&metadata, SystemTime::now()), blake3::hash(b"y")),
+            (
+                Stamp::new(&metadata, SystemTime::now()),
+                Digests {
+                    blake3: blake3::hash(b"y"),
+                    sha256: [1; 32],
+                    size: 1,
+                },
+            ),
         );
         let bytes = encode(&known);
         assert_eq!(decode(&bytes).unwrap().len(), 1);

@@ -27,7 +27,7 @@ use crate::hashes::FileHashes;
 use crate::plan::Step;
 
 /// Bumped whenever what goes into a key changes, so old entries stop matching.
-const KEY_VERSION: &[u8] = b"once-run key v4\0";
+pub(crate) const KEY_VERSION: &[u8] = b"once-run key v4\0";
 
 /// An action's cache key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -231,7 +231,7 @@ fn walk(
 
 /// The literal folders (or file) a root-relative pattern starts with (`a/b/*.txt` → `a/b`),
 /// and whether the rest reaches deeper than that folder's own files.
-fn literal_base(pattern: &str) -> (String, bool) {
+pub(crate) fn literal_base(pattern: &str) -> (String, bool) {
     let parts: Vec<&str> = pattern.split('/').collect();
     let literal = parts
         .iter()
@@ -482,6 +482,7 @@ mod tests {
             strict: false,
             pass_env: Arc::new([]),
             env_file_vars: Vec::new(),
+            env_file: None,
             cache: true,
             persistent: false,
             deadline: std::time::Duration::from_secs(1),

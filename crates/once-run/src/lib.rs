@@ -39,6 +39,10 @@
 //! persistent, or depends on one of those: their results are not functions of their inputs. A
 //! cache hit takes no lock, nor does a persistent action (a server would hold it while it runs).
 //!
+//! `describe` spells an action as the Remote Execution API does (a `Command`, a `Directory` tree
+//! of its inputs, an `Action`), by paths relative to the workspace root so that clones share
+//! digests; nothing in a run uses it yet.
+//!
 //! The environment part of a key (`environ`) is computed once per run where it can be: our own
 //! variables are read once, the keyed subset once per `pass-env` list, and the program a command
 //! starts is found on `PATH` once per `PATH` value and name, its content proven unchanged by the
@@ -46,8 +50,9 @@
 //!
 //! A no-op run must cost little more than a `stat` per file, so the key of an action reads no
 //! file it has hashed before: `.once/cache/files` maps each input and output file to its
-//! `once_fs::Stamp` and digest, and a stamp that proves the file unchanged (and was not racily
-//! clean when taken) stands for its content. Folders are walked once, reading `.gitignore` files
+//! `once_fs::Stamp` and digests (BLAKE3, and SHA-256 for `describe`, taken in one read), and a
+//! stamp that proves the file unchanged (and was not racily clean when taken) stands for its
+//! content. Folders are walked once, reading `.gitignore` files
 //! from the listings; the `.gitignore` files above targets are read once per run. A no-op run
 //! writes only its `run.json` (renamed into place without an fsync: at the start, at most every
 //! 100 ms while it runs, and at the end); a cached action's log is named, not copied.
@@ -58,6 +63,7 @@
 
 mod cache;
 mod changed;
+mod describe;
 mod dotenv;
 mod environ;
 mod error;
@@ -74,6 +80,7 @@ mod store;
 
 pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
 pub use changed::{GIT_DEADLINE, changed_files};
+pub use describe::{Described, describe, describe_all};
 pub use error::Error;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;

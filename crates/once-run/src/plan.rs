@@ -65,6 +65,9 @@ pub struct Step {
     /// The names in `env` that come from the `env-file`: keyed by a hash of their values, as
     /// secrets are.
     pub env_file_vars: Vec<String>,
+    /// The env-file, relative to the workspace root: its values are secrets, so a description
+    /// of the action for others never carries the file.
+    pub env_file: Option<String>,
     /// Only the base list, `pass_env` and `env` reach the command (`env-mode = "strict"`).
     pub strict: bool,
     /// Variable globs of the workspace's and the capability's `pass-env`.
@@ -232,6 +235,13 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             path: target.path.clone(),
             env,
             env_file_vars,
+            env_file: capability.env_file.as_ref().map(|file| {
+                if target.path == "." {
+                    file.to_string()
+                } else {
+                    format!("{}/{file}", target.path)
+                }
+            }),
             strict: ws.env_mode() == EnvMode::Strict,
             pass_env: pass_env(ws.pass_env(), &capability.pass_env),
             cache: capability.cache

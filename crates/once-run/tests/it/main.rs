@@ -4,6 +4,7 @@
 //! proves what ran by what it finds on disk, never by timing.
 
 mod cache;
+mod describe;
 mod inputs;
 mod schedule;
 

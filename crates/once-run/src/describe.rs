@@ -1,0 +1,437 @@
+//! An action as the Remote Execution API describes it: a `Command`, a Merkle tree of `Directory`
+//! messages over its input files, and an `Action` naming both, each addressed by the SHA-256 of
+//! its serialized bytes.
+//!
+//! Everything here is relative to the workspace root (the working directory, the input tree, the
+//! program when it lives inside the workspace), so two clones in different folders describe an
+//! action with the same bytes and share its results. What the local key covers and neither the
+//! `Command` nor the files carry (the key's version, the action's name, its parameters, the
+//! hashes of secret values, the program's identity, the dependencies' `Action` digests) goes into
+//! the `Action`'s salt. This module must never put a secret value (a secret-looking variable, a
+//! variable of an env-file, the env-file itself) into a message or the input tree, must never
+//! follow a symbolic link, and must never write anything.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::fs::Metadata;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ignore::gitignore::Gitignore;
+use once_remote::{digest_of, reapi};
+use prost::Message;
+use sha2::{Digest as _, Sha256};
+
+use crate::environ::{Environ, Program, hidden, secret_hash};
+use crate::error::Error;
+use crate::hashes::FileHashes;
+use crate::key::{Inputs, KEY_VERSION, folders_above, gitignore, literal_base};
+use crate::plan::{Plan, Step};
+
+/// Bumped whenever what goes into a description changes, with the key's own version beside it.
+const DESCRIBE_VERSION: &[u8] = b"once-run describe v1\0";
+
+/// An action described for a REAPI server.
+#[derive(Debug, Clone)]
+pub struct Described {
+    pub action: reapi::Action,
+    /// The SHA-256 digest of `action`'s serialized bytes: its key in the ActionCache.
+    pub action_digest: reapi::Digest,
+    /// The serialized `Action`, `Command` and `Directory` messages, by the hex SHA-256 of their
+    /// bytes.
+    pub blobs: BTreeMap<String, Vec<u8>>,
+    /// The input files, by the hex SHA-256 of their content: where to read each one's bytes
+    /// (not held here, so describing a large tree costs no memory for its content).
+    pub files: BTreeMap<String, PathBuf>,
+}
+
+/// Describes every action of `plan`, in plan order (dependencies first, so each dependent's salt
+/// can take in its dependencies' `Action` digests).
+///
+/// A file's SHA-256 comes from the file-hash cache when a stamp proves the file unchanged (a run
+/// takes it in the same read as BLAKE3), so describing a workspace a run has hashed reads no
+/// input file; the others are read once per call, and what is learned is not saved.
+pub fn describe_all(plan: &Plan) -> Result<Vec<Described>, Error> {
+    let describer = Describer::new(plan);
+    let mut described: Vec<Described> = Vec::with_capacity(plan.steps.len());
+    for step in &plan.steps {
+        let deps: Vec<reapi::Digest> = step
+            .deps
+            .iter()
+            .filter_map(|&d| described.get(d).map(|d| d.action_digest.clone()))
+            .collect();
+        described.push(describer.describe(step, &deps)?);
+    }
+    Ok(described)
+}
+
+/// Describes `step` of `plan`, given its dependencies' `Action` digests in `step.deps` order.
+pub fn describe(
+    plan: &Plan,
+    step: &Step,
+    dep_actions: &[reapi::Digest],
+) -> Result<Described, Error> {
+    Describer::new(plan).describe(step, dep_actions)
+}
+
+/// What describing the actions of one plan shares: the environment, the file-hash cache (read,
+/// never saved) for the programs' identities, and the files hashed so far.
+struct Describer<'a> {
+    plan: &'a Plan,
+    environ: Environ,
+    hashes: FileHashes,
+    ignores: std::sync::Mutex<HashMap<PathBuf, Arc<Gitignore>>>,
+    files: std::sync::Mutex<HashMap<PathBuf, reapi::Digest>>,
+}
+
+/// A file of the input tree.
+struct Entry {
+    digest: reapi::Digest,
+    executable: bool,
+    path: PathBuf,
+}
+
+/// A folder of the input tree, by name.
+#[derive(Default)]
+struct Folder {
+    files: BTreeMap<String, Entry>,
+    folders: BTreeMap<String, Folder>,
+}
+
+impl<'a> Describer<'a> {
+    fn new(plan: &'a Plan) -> Describer<'a> {
+        Describer {
+            plan,
+            environ: Environ::new(),
+            hashes: FileHashes::load(&plan.root.join(".once/cache")),
+            ignores: std::sync::Mutex::new(HashMap::new()),
+            files: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn describe(&self, step: &Step, dep_actions: &[reapi::Digest]) -> Result<Described, Error> {
+        let mut blobs = BTreeMap::new();
+        let mut store = |bytes: Vec<u8>| {
+            let digest = digest_of(&bytes);
+            blobs.insert(digest.hash.clone(), bytes);
+            digest
+        };
+        let mut buffer = vec![0; 64 * 1024];
+        let folder = relative_folder(&step.path);
+
+        let mut salt = Salt::default();
+        salt.field(DESCRIBE_VERSION);
+        salt.field(KEY_VERSION);
+        salt.field(step.action.as_bytes());
+        salt.field(
+            serde_json::Value::from(serde_json::Map::from_iter(step.params.clone()))
+                .to_string()
+                .as_bytes(),
+        );
+        let mut environment = Vec::new();
+        salt.field(b"secrets");
+        for (name, value) in self.environ.keyed(step) {
+            match value.to_str() {
+                Some(text) if !hidden(step, &name) => {
+                    environment.push(reapi::command::EnvironmentVariable {
+                        name,
+                        value: text.to_owned(),
+                    });
+                }
+                // Secrets, and values a `Command` cannot spell (not UTF-8), by hash only.
+                _ => {
+                    salt.field(name.as_bytes());
+                    salt.field(secret_hash(&value).as_bytes());
+                }
+            }
+        }
+        salt.field(b"program");
+        let (program, path) = self.environ.identity(step, &self.hashes, &mut buffer);
+        match program {
+            Program::Found { path, digest } => {
+                salt.field(self.rooted(path.as_os_str()).as_bytes());
+                salt.field(digest.as_bytes());
+            }
+            Program::Path => {
+                salt.field(b"PATH");
+                for entry in std::env::split_paths(&path) {
+                    salt.field(self.rooted(entry.as_os_str()).as_bytes());
+                }
+            }
+        }
+        salt.field(b"deps");
+        for dep in dep_actions {
+            salt.field(dep.hash.as_bytes());
+            salt.field(&dep.size_bytes.to_le_bytes());
+        }
+
+        let mut output_paths: Vec<String> = step
+            .outputs
+            .iter()
+            .filter(|glob| !glob.starts_with('!'))
+            .map(|glob| literal_base(glob).0)
+            .collect();
+        output_paths.sort_unstable();
+        output_paths.dedup();
+        let command = reapi::Command {
+            arguments: vec!["sh".to_owned(), "-c".to_owned(), step.command.clone()],
+            environment_variables: environment,
+            output_paths,
+            working_directory: folder.to_owned(),
+            ..reapi::Command::default()
+        };
+        let command_digest = store(command.encode_to_vec());
+
+        let tree = self.input_tree(step, &mut buffer)?;
+        let mut files = BTreeMap::new();
+        let input_root_digest = encode_folder(&tree, &mut store, &mut files);
+
+        let action = reapi::Action {
+            command_digest: Some(command_digest),
+            input_root_digest: Some(input_root_digest),
+            timeout: None,
+            do_not_cache: false,
+            salt: salt.finish(),
+            platform: None,
+        };
+        let action_digest = store(action.encode_to_vec());
+        Ok(Described {
+            action,
+            action_digest,
+            blobs,
+            files,
+        })
+    }
+
+    /// `text` with the workspace root spelled `//`, so a path inside a clone names the same in
+    /// every clone.
+    fn rooted(&self, text: &OsStr) -> String {
+        let path = Path::new(text);
+        match path.strip_prefix(&self.plan.root) {
+            Ok(inside) => format!("//{}", inside.to_string_lossy()),
+            Err(_) => path.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// The files the local key hashes for `step`, by root-relative path: its own inputs, the
+    /// root-relative ones, and the sources of every target it depends on, transitively; never
+    /// its env-file.
+    fn input_tree(&self, step: &Step, buffer: &mut [u8]) -> Result<Folder, Error> {
+        let mut excluded: Vec<String> = step
+            .outputs
+            .iter()
+            .chain(step.written.iter())
+            .cloned()
+            .collect();
+        excluded.sort_unstable();
+        excluded.dedup();
+        let mut tree = Folder::default();
+        let mut walked: Vec<(PathBuf, String, Inputs)> = vec![(
+            step.dir.clone(),
+            step.path.clone(),
+            Inputs::new(&step.action, &step.inputs, excluded.iter())?,
+        )];
+        let mut seen = vec![false; self.plan.sources.len()];
+        let mut stack: Vec<usize> = step.upstream.clone();
+        while let Some(set) = stack.pop() {
+            let Some(source_set) = self.plan.sources.get(set) else {
+                continue;
+            };
+            if std::mem::replace(&mut seen[set], true) {
+                continue;
+            }
+            stack.extend(source_set.next.iter().copied());
+            for member in &source_set.members {
+                walked.push((
+                    member.dir.clone(),
+                    member.path.clone(),
+                    Inputs::new(&step.action, &member.inputs, member.outputs.iter())?,
+                ));
+            }
+        }
+        for (dir, path, inputs) in &walked {
+            let folder = relative_folder(path);
+            for (relative, metadata) in inputs.files(dir, &self.above(dir)) {
+                let rooted = if folder.is_empty() {
+                    relative
+                } else {
+                    format!("{folder}/{relative}")
+                };
+                self.add(&mut tree, step, rooted, &metadata, buffer)?;
+            }
+            for (rooted, metadata) in inputs.rooted_files(&self.plan.root) {
+                self.add(&mut tree, step, rooted, &metadata, buffer)?;
+            }
+        }
+        Ok(tree)
+    }
+
+    fn add(
+        &self,
+        tree: &mut Folder,
+        step: &Step,
+        rooted: String,
+        metadata: &Metadata,
+        buffer: &mut [u8],
+    ) -> Result<(), Error> {
+        if step.env_file.as_deref() == Some(rooted.as_str()) {
+            return Ok(());
+        }
+        let path = self.plan.root.join(&rooted);
+        let digest = self.sha256(&path, metadata, buffer)?;
+        let mut parts: Vec<&str> = rooted.split('/').collect();
+        let Some(name) = parts.pop() else {
+            return Ok(());
+        };
+        let mut folder = tree;
+        for part in parts {
+            folder = folder.folders.entry(part.to_owned()).or_default();
+        }
+        folder.files.insert(
+            name.to_owned(),
+            Entry {
+                digest,
+                executable: metadata.permissions().mode() & 0o111 != 0,
+                path,
+            },
+        );
+        Ok(())
+    }
+
+    /// The SHA-256 digest of the file at `path`: from the file-hash cache when a stamp proves it,
+    /// else read once per description of a plan.
+    fn sha256(
+        &self,
+        path: &Path,
+        metadata: &Metadata,
+        buffer: &mut [u8],
+    ) -> Result<reapi::Digest, Error> {
+        if let Some(digest) = self
+            .files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(path)
+        {
+            return Ok(digest.clone());
+        }
+        let digests = self
+            .hashes
+            .digests(path, metadata, buffer)
+            .map_err(Error::io(path))?;
+        let digest = reapi::Digest {
+            hash: hex(&digests.sha256),
+            size_bytes: i64::try_from(digests.size).unwrap_or(i64::MAX),
+        };
+        self.files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(path.to_path_buf(), digest.clone());
+        Ok(digest)
+    }
+
+    fn above(&self, dir: &Path) -> Vec<Arc<Gitignore>> {
+        folders_above(&self.plan.root, dir)
+            .into_iter()
+            .map(|folder| {
+                let mut ignores = self
+                    .ignores
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                Arc::clone(
+                    ignores
+                        .entry(folder)
+                        .or_insert_with_key(|folder| Arc::new(gitignore(folder))),
+                )
+            })
+            .collect()
+    }
+}
+
+/// A target's folder as REAPI spells it: `""` for the workspace root.
+fn relative_folder(path: &str) -> &str {
+    if path == "." { "" } else { path }
+}
+
+/// Serializes `folder` and everything below it, deepest first, and returns its digest. Names
+/// come out sorted (by `BTreeMap`, bytewise, which is code point order for UTF-8), as REAPI
+/// requires of a canonical `Directory`.
+fn encode_folder(
+    folder: &Folder,
+    store: &mut impl FnMut(Vec<u8>) -> reapi::Digest,
+    files: &mut BTreeMap<String, PathBuf>,
+) -> reapi::Digest {
+    let directories = folder
+        .folders
+        .iter()
+        .map(|(name, inner)| reapi::DirectoryNode {
+            name: name.clone(),
+            digest: Some(encode_folder(inner, store, files)),
+        })
+        .collect();
+    let file_nodes = folder
+        .files
+        .iter()
+        .map(|(name, entry)| {
+            files
+                .entry(entry.digest.hash.clone())
+                .or_insert_with(|| entry.path.clone());
+            reapi::FileNode {
+                name: name.clone(),
+                digest: Some(entry.digest.clone()),
+                is_executable: entry.executable,
+                node_properties: None,
+            }
+        })
+        .collect();
+    store(
+        reapi::Directory {
+            files: file_nodes,
+            directories,
+            ..reapi::Directory::default()
+        }
+        .encode_to_vec(),
+    )
+}
+
+/// The salt's bytes: a SHA-256 over length-prefixed fields, so no two different salts can be
+/// spelled into the same byte stream.
+#[derive(Default)]
+struct Salt(Sha256);
+
+impl Salt {
+    fn field(&mut self, bytes: &[u8]) {
+        self.0.update((bytes.len() as u64).to_le_bytes());
+        self.0.update(bytes);
+    }
+
+    fn finish(self) -> Vec<u8> {
+        self.0.finalize().to_vec()
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_is_lowercase_and_padded() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+    }
+
+    #[test]
+    fn the_root_folder_is_empty() {
+        assert_eq!(relative_folder("."), "");
+        assert_eq!(relative_folder("a/b"), "a/b");
+    }
+}
