@@ -700,9 +700,11 @@ impl Slot {
                 }
                 Some(Event::Interrupt) => {
                     if interrupted.is_none() {
+                        // Marked before the signal goes: a caller told busy after the code has
+                        // seen its interrupt must hear that the holder is stopping.
+                        self.stopping();
                         process.interrupt();
                         interrupted = Some((Why::Cancel, Instant::now() + spec.grace));
-                        self.stopping();
                         repeat_at = Some(Instant::now() + spec.grace / 2);
                     }
                 }
@@ -715,9 +717,9 @@ impl Slot {
                 Some(_) => {}
                 None => match interrupted {
                     None => {
+                        self.stopping();
                         process.interrupt();
                         interrupted = Some((Why::Deadline, Instant::now() + spec.grace));
-                        self.stopping();
                         repeat_at = Some(Instant::now() + spec.grace / 2);
                     }
                     Some(_) if repeat_at.take().is_some() => process.interrupt(),
@@ -818,13 +820,13 @@ impl Slot {
                 }
                 Some(Event::Interrupt) => {
                     if interrupted.is_none() {
+                        self.stopping();
                         let _ = connection.send(
                             "interrupt",
                             &format!("{id}-interrupt"),
                             &[("interrupt-id", &id)],
                         );
                         interrupted = Some((Why::Cancel, Instant::now() + spec.grace));
-                        self.stopping();
                     }
                 }
                 Some(Event::Stop) => {
@@ -836,13 +838,13 @@ impl Slot {
                 Some(_) => {}
                 None => match interrupted {
                     None => {
+                        self.stopping();
                         let _ = connection.send(
                             "interrupt",
                             &format!("{id}-interrupt"),
                             &[("interrupt-id", &id)],
                         );
                         interrupted = Some((Why::Deadline, Instant::now() + spec.grace));
-                        self.stopping();
                     }
                     Some((why, _)) => {
                         end(state);
