@@ -7,8 +7,9 @@
 //! callers see plain blocking functions and no async leaks out. A transport failure drops the
 //! connection and the next call opens a new one. Every blob read is checked against its SHA-256
 //! digest before it is returned; every call is bounded by the timeout; header values (credentials)
-//! never appear in errors or `Debug` output. It must never be linked into crates that do not talk
-//! to the network.
+//! never appear in errors or `Debug` output. Its message types (`reapi`) and `digest_of` serve any
+//! crate that describes actions as REAPI does (`once-run`); only a caller that means to reach a
+//! server makes a `Client`, and nothing here opens a connection until one is made.
 
 mod client;
 mod digest;
