@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{TempDir, once_binary};
+use crate::support::{TempDir, copy_tree, once_binary};
 
 /// One `once run ACTION --json` in `root`: whether the action's command ran, and whether the
 /// run failed.
@@ -92,7 +92,7 @@ fn table(kind: &str, root: &Path, action: &str, env: &[(&str, String)], changes:
 fn the_starters_main_job_is_fully_cached_the_second_time() {
     let dir = TempDir::new();
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/starter");
-    copy(&from, dir.path());
+    copy_tree(&from, dir.path());
     let args = ["run", "report:build", "--param", "level=full", "--json"];
     let run = || {
         let output = Command::new(once_binary())
@@ -112,19 +112,6 @@ fn the_starters_main_job_is_fully_cached_the_second_time() {
         (second["cached"].as_u64(), second["ran"].as_u64()),
         (Some(4), Some(0))
     );
-}
-
-fn copy(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("lists") {
-        let entry = entry.expect("an entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copies");
-        }
-    }
 }
 
 /// What cargo needs to run here: a target folder of the test's own, offline, and never a

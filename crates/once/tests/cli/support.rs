@@ -362,7 +362,23 @@ impl Serve {
     /// As [`Serve::start`], but returns everything the process wrote to stderr when it exits
     /// before it is ready.
     pub fn try_start(root: &Path, state: &Path, extra: &[&str]) -> Result<Serve, String> {
+        Serve::try_start_with(root, state, extra, &[])
+    }
+
+    /// As [`Serve::start`], with environment variables of its own (`PATH`, say).
+    pub fn start_with(root: &Path, state: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Serve {
+        Serve::try_start_with(root, state, extra, env)
+            .unwrap_or_else(|stderr| panic!("once serve failed:\n{stderr}"))
+    }
+
+    fn try_start_with(
+        root: &Path,
+        state: &Path,
+        extra: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Result<Serve, String> {
         let mut command = Command::new(once_binary());
+        command.envs(env.iter().copied());
         command
             .arg("-C")
             .arg(root)
@@ -535,5 +551,20 @@ impl HttpReply {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}), status {}: {:?}", self.status, self.body))
+    }
+}
+
+/// Copies the folder `from` into the existing folder `to`, recursively: for fixtures that a test
+/// changes or serves from a folder of its own.
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("lists") {
+        let entry = entry.expect("an entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copies");
+        }
     }
 }
