@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{HttpReply, Mcp, PATIENCE, Serve, TempDir, Test, once_binary, output_within};
+use crate::support::{
+    HttpReply, Mcp, PATIENCE, Serve, TempDir, Test, copy_tree, once_binary, output_within,
+};
 
 const MANIFEST: &str = "[targets.core]\nkind = \"command\"\n\n[targets.core.capabilities.build]\ncommand = \"true\"\n\n[targets.web]\nkind = \"command\"\ndeps = [\"core\"]\n\n[targets.web.capabilities.build]\ncommand = \"true\"\n";
 
@@ -580,4 +582,78 @@ fn the_evaluators_transcript_reaches_the_page_as_it_grows() {
     assert_eq!(entry["code"], "print('hi')\n6 * 7", "{shown}");
     assert_eq!(entry["value"], "42", "{shown}");
     assert_eq!(entry["output"], "hi\n", "{shown}");
+}
+
+#[test]
+fn the_graph_of_a_real_workspace_is_what_once_query_graph_says() {
+    // A trimmed copy of vite's pnpm workspace (MIT, see its LICENSE and SOURCE), with no
+    // once.toml: what the page draws is what discovery infers, target for target, edge for edge.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../once-graph/testdata/discover/javascript-vite");
+    let ws = TempDir::new();
+    copy_tree(&fixture, ws.path());
+    let state = TempDir::new();
+    let serve = Serve::start(ws.path(), state.path(), &[]);
+    let page = Page::login(&serve);
+    let drawn = page.get("/api/graph").json();
+
+    let mut command = std::process::Command::new(once_binary());
+    command.arg("-C").arg(ws.path()).args(["query", "graph"]);
+    let queried = output_within(command);
+    assert!(queried.status.success(), "{queried:?}");
+    let queried: Value = serde_json::from_slice(&queried.stdout).expect("JSON");
+
+    let names = |graph: &Value| -> Vec<String> {
+        graph["targets"]
+            .as_array()
+            .expect("targets")
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(names(&drawn).len() > 20, "{drawn}");
+    assert_eq!(names(&drawn), names(&queried));
+    assert_eq!(drawn["edges"], queried["edges"]);
+}
+
+#[test]
+fn open_hands_a_working_login_link_to_the_opener() {
+    // A stand-in `xdg-open` that records what it was given, first on PATH.
+    let bin = TempDir::new();
+    let opened = bin.path().join("opened");
+    let opener = bin.path().join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > {}\n", opened.display()),
+    )
+    .expect("writes the opener");
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path = std::env::join_paths(std::iter::once(bin.path().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let test = Test::new().manifest(MANIFEST);
+    let state = TempDir::new();
+    let serve = Serve::start_with(
+        test.root(),
+        state.path(),
+        &["--open"],
+        &[("PATH", Path::new(&path))],
+    );
+    let printed = serve.login_url();
+    let started = Instant::now();
+    let url = loop {
+        if let Ok(url) = std::fs::read_to_string(&opened)
+            && !url.is_empty()
+        {
+            break url;
+        }
+        assert!(started.elapsed() < PATIENCE, "the opener was never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The opener gets the link the person sees, and it logs a browser in.
+    assert_eq!(url, printed);
+    let target = &url[url.find("/?").expect("a path")..];
+    assert_eq!(get(serve.port, target, &[]).status, 303);
 }
