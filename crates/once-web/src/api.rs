@@ -122,11 +122,14 @@ fn severity(word: &str) -> u8 {
 
 /// `POST /api/tool/NAME`: a read-only tool's answer, exactly as an agent gets it.
 pub fn tool(shared: &Shared, name: &str, request: &Request) -> Response {
-    let arguments = match serde_json::from_slice::<Value>(&request.body) {
-        Ok(Value::Object(arguments)) => arguments,
-        Ok(_) | Err(_) if request.body.is_empty() => Map::new(),
-        Ok(_) => return Response::error(400, "the body must be a JSON object of arguments"),
-        Err(error) => return Response::error(400, &format!("the body is not JSON: {error}")),
+    let arguments = if request.body.is_empty() {
+        Map::new()
+    } else {
+        match serde_json::from_slice::<Value>(&request.body) {
+            Ok(Value::Object(arguments)) => arguments,
+            Ok(_) => return Response::error(400, "the body must be a JSON object of arguments"),
+            Err(error) => return Response::error(400, &format!("the body is not JSON: {error}")),
+        }
     };
     match once_mcp::call_read_only(&shared.config, name, arguments) {
         Ok(ToolResult::Value(value)) => Response::json(200, &json!({ "result": value })),
