@@ -23,6 +23,7 @@ mod workspace;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use error::Error;
+pub use manifest::CacheSettings;
 pub use workspace::Workspace;
 
 /// File name of a manifest.

@@ -15,7 +15,9 @@ use once_fs::Stamp;
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::discover::{self, Listing, Reader};
 use crate::graph::{ActionId, Graph};
-use crate::manifest::{self, Bases, DepRef, Overlay, PendingTarget, Settings, Shared};
+use crate::manifest::{
+    self, Bases, CacheSettings, DepRef, Overlay, PendingTarget, Settings, Shared,
+};
 use crate::model::{Capability, EnvMode, Origin, Target};
 use crate::{Error, MANIFEST_FILE, suggest};
 
@@ -74,6 +76,7 @@ pub struct Workspace {
     listings: Vec<Listing>,
     env_mode: EnvMode,
     pass_env: Arc<[String]>,
+    cache: CacheSettings,
     /// Sorted by name.
     pub(crate) targets: Vec<Target>,
     pub(crate) graph: Graph,
@@ -288,6 +291,7 @@ impl Workspace {
             listings,
             env_mode: settings.env_mode,
             pass_env: settings.pass_env.clone().into(),
+            cache: settings.cache.clone(),
             targets,
             graph,
             diagnostics: diags,
@@ -307,6 +311,11 @@ impl Workspace {
     /// The variable globs of `[workspace] pass-env`, needed by every command.
     pub fn pass_env(&self) -> &Arc<[String]> {
         &self.pass_env
+    }
+
+    /// The root manifest's `[cache]` table; every key `None` when it has none.
+    pub fn cache_settings(&self) -> &CacheSettings {
+        &self.cache
     }
 
     /// Every problem found, errors and warnings, ordered by file and position.

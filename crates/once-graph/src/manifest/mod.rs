@@ -20,6 +20,13 @@
 //! ecosystems = ["cargo"]       # default: cargo, javascript, python, go
 //! exclude = ["bench-*"]        # inferred target names (globs) to leave out
 //!
+//! [cache]                      # root manifest only: the remote cache `once run` also uses
+//! remote = "grpc://host:50051" # `grpc://host:port` (plaintext) or `grpcs://host[:port]` (TLS)
+//! instance = "main"            # REAPI instance name; may be empty
+//! upload = false               # whether successes are uploaded
+//! timeout = "10s"              # per remote call
+//!                              # never credentials (`headers`): they come from the environment
+//!
 //! [targets.NAME]
 //! kind = "cargo-package"       # required, unless NAME is an inferred target this overlays;
 //!                              # another kind than the inferred one replaces that target
@@ -84,6 +91,8 @@ pub(crate) struct Settings {
     pub pass_env: Vec<String>,
     /// `[discover]`: whether and from which ecosystems targets are inferred.
     pub discover: DiscoverSettings,
+    /// `[cache]`: the remote cache as the manifest configures it.
+    pub cache: CacheSettings,
 }
 
 impl Default for Settings {
@@ -95,6 +104,7 @@ impl Default for Settings {
             env_mode: EnvMode::Loose,
             pass_env: Vec::new(),
             discover: DiscoverSettings::default(),
+            cache: CacheSettings::default(),
         }
     }
 }
@@ -119,6 +129,29 @@ impl Default for DiscoverSettings {
         }
     }
 }
+
+/// The root manifest's `[cache]` table: the lowest layer of the remote cache's configuration.
+///
+/// Each key is `None` when the manifest leaves it out, so that whoever builds the cache client
+/// can put command-line flags and environment variables above it and its own defaults below.
+/// Credentials are never here: the manifest is committed, so a `headers` key is an error.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheSettings {
+    /// `remote`: the cache's URL as written, starting with `grpc://` or `grpcs://`.
+    pub remote: Option<String>,
+    /// `instance`: the REAPI instance name (may be empty).
+    pub instance: Option<String>,
+    /// `upload`: whether successful actions are uploaded to the remote cache.
+    pub upload: Option<bool>,
+    /// `timeout`: how long one remote call may take; never zero.
+    pub timeout: Option<Duration>,
+}
+
+/// The URL schemes a remote cache may use: plaintext and TLS gRPC.
+const CACHE_SCHEMES: [&str; 2] = ["grpc://", "grpcs://"];
+
+/// Keys of `[cache]` that would hold credentials, refused by name so their value is never shown.
+const CREDENTIAL_KEYS: [&str; 4] = ["headers", "header", "authorization", "token"];
 
 /// Inferred targets a manifest may overlay, sorted by name.
 #[derive(Debug, Default)]
@@ -145,7 +178,7 @@ pub(crate) enum Overlay<'b> {
     Ready(&'b Bases),
 }
 
-/// Parses a manifest. For the root (`settings == None`), reads `[workspace]` and `[discover]`
+/// Parses a manifest. For the root (`settings == None`), reads `[workspace]`, `[discover]` and `[cache]`
 /// and returns the settings it used; members get the root's settings. A target named like an
 /// inferred one overlays it; the inferred targets are returned when this call inferred them.
 #[allow(clippy::too_many_arguments)]
@@ -188,6 +221,9 @@ pub(crate) fn parse_file(
     if is_root && let Some((_, v)) = doc.get_key_value("discover") {
         own.discover = parse_discover(&mut cx, v);
     }
+    if is_root && let Some((_, v)) = doc.get_key_value("cache") {
+        own.cache = parse_cache(&mut cx, v);
+    }
     let settings = settings.unwrap_or(&own);
     let (inferred, ready) = match overlay {
         Overlay::Infer(infer) => (Some(infer(settings, cx.shared, cx.diags)), None),
@@ -209,6 +245,15 @@ pub(crate) fn parse_file(
                 )
                 .help("move it to the workspace root's once.toml, or delete the table"),
             ),
+            "cache" if is_root => {}
+            "cache" => cx.diags.push(
+                src.error(
+                    k.span().start,
+                    "cache-in-member",
+                    "a `[cache]` table is only allowed in the root once.toml",
+                )
+                .help("move it to the workspace root's once.toml, or delete the table"),
+            ),
             "targets" => {
                 let Some(table) = cx.table(v, format_args!("`targets`")) else {
                     continue;
@@ -225,7 +270,11 @@ pub(crate) fn parse_file(
                     }
                 }
             }
-            _ => cx.unknown_key(k, &["workspace", "discover", "targets"], "at the top level"),
+            _ => cx.unknown_key(
+                k,
+                &["workspace", "discover", "cache", "targets"],
+                "at the top level",
+            ),
         }
     }
     (own, targets, declared, inferred)
@@ -295,6 +344,88 @@ fn parse_discover(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> DiscoverSe
         }
     }
     d
+}
+
+fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings {
+    let mut c = CacheSettings::default();
+    let Some(table) = cx.table(v, format_args!("`cache`")) else {
+        return c;
+    };
+    let t: &DeTable<'_> = table;
+    for (k, v) in t.iter() {
+        match key_name(k) {
+            "remote" => {
+                let Some(url) = cx.string(v, format_args!("`cache.remote`")) else {
+                    continue;
+                };
+                let host = CACHE_SCHEMES
+                    .iter()
+                    .find_map(|scheme| url.strip_prefix(scheme));
+                if host.is_some_and(|h| !h.is_empty()) {
+                    c.remote = Some(url.to_string());
+                } else {
+                    cx.diags.push(
+                        cx.src
+                            .error(
+                                v.span().start,
+                                "bad-remote-url",
+                                "`cache.remote` must be a gRPC URL",
+                            )
+                            .expected("a URL starting with `grpc://` or `grpcs://`, then a host")
+                            .found(format!("`{url}`"))
+                            .help("write `grpc://host:port` (plaintext) or `grpcs://host[:port]` (TLS)"),
+                    );
+                }
+            }
+            "instance" => {
+                c.instance = cx
+                    .string(v, format_args!("`cache.instance`"))
+                    .map(str::to_string);
+            }
+            "upload" => c.upload = cx.boolean(v, format_args!("`cache.upload`")),
+            "timeout" => {
+                let Some(text) = cx.string(v, format_args!("`cache.timeout`")) else {
+                    continue;
+                };
+                // `parse_duration` refuses zero: a call allowed no time would always fail.
+                match parse_duration(text) {
+                    Ok(d) => c.timeout = Some(d),
+                    Err(e) => cx.diags.push(
+                        cx.src
+                            .error(
+                                v.span().start,
+                                "bad-duration",
+                                format!("invalid `cache.timeout`: {e}"),
+                            )
+                            .expected("a duration like `500ms`, `10s` or `1m`")
+                            .found(format!("`{text}`")),
+                    ),
+                }
+            }
+            // Named by key, never by value: the value is a secret the manifest already leaks.
+            name if CREDENTIAL_KEYS.contains(&name) => cx.diags.push(
+                cx.src
+                    .error(
+                        k.span().start,
+                        "credentials-in-manifest",
+                        format!(
+                            "`cache.{name}` would put credentials in once.toml, which is committed"
+                        ),
+                    )
+                    .help(
+                        "delete the key; set headers in env `ONCE_REMOTE_HEADERS` (one `Name: value` \
+                         per line) or in a file named by `ONCE_REMOTE_HEADERS_FILE` or \
+                         `--remote-headers-file`",
+                    ),
+            ),
+            _ => cx.unknown_key(
+                k,
+                &["remote", "instance", "upload", "timeout"],
+                "in `[cache]`",
+            ),
+        }
+    }
+    c
 }
 
 fn parse_workspace(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Settings {

@@ -157,6 +157,17 @@ fn manifest_schema() -> Value {
                     "exclude": { "type": "array", "items": { "type": "string" }, "description": "Globs of inferred target names to leave out" }
                 }
             },
+            "cache": {
+                "type": "object",
+                "additionalProperties": false,
+                "description": "The remote cache (REAPI v2 over gRPC) `once run` reads after a local miss and writes after a success; root once.toml only. `--remote-cache`, `--remote-instance`, `--remote-upload` and their `ONCE_REMOTE_*` variables override these keys; credentials (headers) never go here, only in env `ONCE_REMOTE_HEADERS` or a file named by `ONCE_REMOTE_HEADERS_FILE`",
+                "properties": {
+                    "remote": { "type": "string", "pattern": "^grpcs?://.+$", "description": "The cache's URL: `grpc://host:port` (plaintext) or `grpcs://host[:port]` (TLS, port 443 by default)" },
+                    "instance": { "type": "string", "default": "", "description": "The REAPI instance name; may be empty" },
+                    "upload": { "type": "boolean", "default": true, "description": "false: only read the remote cache (laptops); true: also upload successes (CI)" },
+                    "timeout": { "type": "string", "pattern": "^([0-9]+(ms|s|m|h|d))+$", "default": "10s", "description": "How long one remote call may take, like 500ms, 10s, 1m; never zero" }
+                }
+            },
             "targets": {
                 "type": "object",
                 "propertyNames": { "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$" },

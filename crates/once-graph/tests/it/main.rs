@@ -3,6 +3,7 @@
 
 mod affected;
 mod bad;
+mod cache;
 mod placeholders;
 mod queries;
 mod stale;
