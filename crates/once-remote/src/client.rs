@@ -52,6 +52,8 @@ pub struct Client {
     /// `None` after a transport error: the next call opens a new connection.
     connection: RefCell<Option<SendRequest<Bytes>>>,
     max_batch: Cell<Option<usize>>,
+    /// Calls sent so far, each one round trip (a stream's messages travel in one call).
+    calls: Cell<u64>,
 }
 
 impl std::fmt::Debug for Client {
@@ -109,9 +111,15 @@ impl Client {
             timeout,
             connection: RefCell::new(None),
             max_batch: Cell::new(None),
+            calls: Cell::new(0),
         };
         client.connection(Instant::now() + timeout)?;
         Ok(client)
+    }
+
+    /// How many calls (round trips) this client has sent.
+    pub fn calls(&self) -> u64 {
+        self.calls.get()
     }
 
     /// The server's capabilities for this instance; an error unless it offers SHA256.
@@ -458,6 +466,7 @@ impl Client {
         // One deadline for the whole call, a new connection included.
         let deadline = Instant::now() + self.timeout;
         let send = self.connection(deadline)?;
+        self.calls.set(self.calls.get() + 1);
         let call = grpc::call(
             &send,
             &self.authority,

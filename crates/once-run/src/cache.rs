@@ -19,12 +19,13 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use globset::{Glob, GlobSetBuilder};
+use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::key::Key;
+use crate::remote::Fetched;
 use once_fs::{Kind, Mode, Root, WorkspacePath, stage_name, temp_path, write_atomic};
 
 /// What `ac/<key>` holds: enough to replay a run without running it.
@@ -98,6 +99,11 @@ impl Cache {
 
     fn cas(&self, digest: &str) -> PathBuf {
         self.root.join("cas").join(digest)
+    }
+
+    /// Where the object named `digest` (a BLAKE3, hex) is kept.
+    pub(crate) fn object_path(&self, digest: &str) -> PathBuf {
+        self.cas(digest)
     }
 
     /// Holds an exclusive lock on `key` until the guard drops, waiting for another process (or
@@ -251,6 +257,43 @@ impl Cache {
             outputs: files,
             log,
         };
+        self.write_entry(key, result)
+    }
+
+    /// Stores a result downloaded from the remote cache under `key`: its outputs' and log's
+    /// bytes (already verified against their digests) as objects, then the entry, so a later
+    /// run replays it locally. Nothing is restored here.
+    pub(crate) fn record_fetched(
+        &self,
+        key: &Key,
+        action: &str,
+        fetched: &Fetched,
+    ) -> Result<ActionResult, Error> {
+        let mut outputs = Vec::with_capacity(fetched.outputs.len());
+        for (path, bytes, executable) in &fetched.outputs {
+            outputs.push(OutputFile {
+                path: path.clone(),
+                digest: self.store_bytes(bytes)?,
+                size: bytes.len() as u64,
+                executable: *executable,
+            });
+        }
+        let log = match &fetched.log {
+            Some(bytes) => Some(self.store_bytes(bytes)?),
+            None => None,
+        };
+        let result = ActionResult {
+            action: action.to_owned(),
+            exit_code: 0,
+            duration_ms: fetched.duration_ms,
+            tail: Vec::new(),
+            outputs,
+            log,
+        };
+        self.write_entry(key, result)
+    }
+
+    fn write_entry(&self, key: &Key, result: ActionResult) -> Result<ActionResult, Error> {
         let path = self.ac(key);
         let bytes = serde_json::to_vec(&result).map_err(|e| Error::Io {
             path: path.clone(),
@@ -267,6 +310,18 @@ impl Cache {
     /// writes again (its name is its content's hash).
     pub(crate) fn replay_log(&self, result: &ActionResult) -> Option<PathBuf> {
         result.log.as_deref().map(|digest| self.cas(digest))
+    }
+
+    /// Stores `bytes` as an object of `cas/` and returns its name.
+    fn store_bytes(&self, bytes: &[u8]) -> Result<String, Error> {
+        let folder = self.root.join("cas");
+        state_dir(&folder)?;
+        let digest = blake3::hash(bytes).to_hex().to_string();
+        let dest = self.cas(&digest);
+        if !dest.exists() {
+            write_atomic(&dest, bytes, Mode::Replace).map_err(Error::io(&dest))?;
+        }
+        Ok(digest)
     }
 
     /// Copies `path` into `cas/`, hashing while copying so the name matches the bytes stored
@@ -325,19 +380,7 @@ fn output_files(action: &str, dir: &Path, outputs: &[String]) -> Result<Vec<Stri
     if outputs.is_empty() {
         return Ok(Vec::new());
     }
-    let mut builder = GlobSetBuilder::new();
-    for text in outputs {
-        builder.add(Glob::new(text).map_err(|e| Error::Glob {
-            action: action.to_owned(),
-            glob: text.clone(),
-            message: e.kind().to_string(),
-        })?);
-    }
-    let set = builder.build().map_err(|e| Error::Glob {
-        action: action.to_owned(),
-        glob: outputs.join(", "),
-        message: e.to_string(),
-    })?;
+    let set = output_globs(action, outputs)?;
     let walker = ignore::WalkBuilder::new(dir)
         .standard_filters(false)
         .filter_entry(|entry| {
@@ -355,4 +398,21 @@ fn output_files(action: &str, dir: &Path, outputs: &[String]) -> Result<Vec<Stri
         .collect();
     files.sort_unstable();
     Ok(files)
+}
+
+/// The output globs of `action` as one set.
+pub(crate) fn output_globs(action: &str, outputs: &[String]) -> Result<GlobSet, Error> {
+    let mut builder = GlobSetBuilder::new();
+    for text in outputs {
+        builder.add(Glob::new(text).map_err(|e| Error::Glob {
+            action: action.to_owned(),
+            glob: text.clone(),
+            message: e.kind().to_string(),
+        })?);
+    }
+    builder.build().map_err(|e| Error::Glob {
+        action: action.to_owned(),
+        glob: outputs.join(", "),
+        message: e.to_string(),
+    })
 }

@@ -16,7 +16,7 @@ use std::ffi::OsStr;
 use std::fs::Metadata;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use ignore::gitignore::Gitignore;
 use once_remote::{digest_of, reapi};
@@ -53,17 +53,12 @@ pub struct Described {
 /// takes it in the same read as BLAKE3), so describing a workspace a run has hashed reads no
 /// input file; the others are read once per call, and what is learned is not saved.
 pub fn describe_all(plan: &Plan) -> Result<Vec<Described>, Error> {
-    let describer = Describer::new(plan);
-    let mut described: Vec<Described> = Vec::with_capacity(plan.steps.len());
-    for step in &plan.steps {
-        let deps: Vec<reapi::Digest> = step
-            .deps
-            .iter()
-            .filter_map(|&d| described.get(d).map(|d| d.action_digest.clone()))
-            .collect();
-        described.push(describer.describe(step, &deps)?);
-    }
-    Ok(described)
+    let environ = Environ::new();
+    let hashes = FileHashes::load(&plan.root.join(".once/cache"));
+    let describer = Describer::new(plan, &environ, &hashes);
+    (0..plan.steps.len())
+        .map(|i| describer.describe_step(i))
+        .collect()
 }
 
 /// Describes `step` of `plan`, given its dependencies' `Action` digests in `step.deps` order.
@@ -72,17 +67,22 @@ pub fn describe(
     step: &Step,
     dep_actions: &[reapi::Digest],
 ) -> Result<Described, Error> {
-    Describer::new(plan).describe(step, dep_actions)
+    let environ = Environ::new();
+    let hashes = FileHashes::load(&plan.root.join(".once/cache"));
+    Describer::new(plan, &environ, &hashes).describe(step, dep_actions)
 }
 
-/// What describing the actions of one plan shares: the environment, the file-hash cache (read,
-/// never saved) for the programs' identities, and the files hashed so far.
-struct Describer<'a> {
+/// What describing the actions of one plan shares: the environment, the file-hash cache for the
+/// files' and programs' digests (a run's own, or one loaded for the call and never saved), the
+/// files hashed so far, and the `Action` digest of each step described so far. Shared by a run's
+/// workers, which describe an action only when they ask the remote cache for it.
+pub(crate) struct Describer<'a> {
     plan: &'a Plan,
-    environ: Environ,
-    hashes: FileHashes,
-    ignores: std::sync::Mutex<HashMap<PathBuf, Arc<Gitignore>>>,
-    files: std::sync::Mutex<HashMap<PathBuf, reapi::Digest>>,
+    environ: &'a Environ,
+    hashes: &'a FileHashes,
+    ignores: Mutex<HashMap<PathBuf, Arc<Gitignore>>>,
+    files: Mutex<HashMap<PathBuf, reapi::Digest>>,
+    actions: Mutex<HashMap<usize, reapi::Digest>>,
 }
 
 /// A file of the input tree.
@@ -100,14 +100,63 @@ struct Folder {
 }
 
 impl<'a> Describer<'a> {
-    fn new(plan: &'a Plan) -> Describer<'a> {
+    pub(crate) fn new(
+        plan: &'a Plan,
+        environ: &'a Environ,
+        hashes: &'a FileHashes,
+    ) -> Describer<'a> {
         Describer {
             plan,
-            environ: Environ::new(),
-            hashes: FileHashes::load(&plan.root.join(".once/cache")),
-            ignores: std::sync::Mutex::new(HashMap::new()),
-            files: std::sync::Mutex::new(HashMap::new()),
+            environ,
+            hashes,
+            ignores: Mutex::new(HashMap::new()),
+            files: Mutex::new(HashMap::new()),
+            actions: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Describes step `i` of the plan. Its salt needs its dependencies' `Action` digests: those
+    /// not described yet are described first (their indices are smaller: the plan lists
+    /// dependencies first), each once per describer.
+    pub(crate) fn describe_step(&self, i: usize) -> Result<Described, Error> {
+        let steps = &self.plan.steps;
+        let mut needed: Vec<usize> = Vec::new();
+        let mut stack: Vec<usize> = steps.get(i).map(|s| s.deps.clone()).unwrap_or_default();
+        while let Some(d) = stack.pop() {
+            if needed.contains(&d) || self.action_of(d).is_some() {
+                continue;
+            }
+            needed.push(d);
+            stack.extend(
+                steps
+                    .get(d)
+                    .map(|s| s.deps.iter().copied())
+                    .into_iter()
+                    .flatten(),
+            );
+        }
+        needed.sort_unstable();
+        for d in needed {
+            self.describe_known(d)?;
+        }
+        self.describe_known(i)
+    }
+
+    /// Describes step `i`, whose dependencies are all described.
+    fn describe_known(&self, i: usize) -> Result<Described, Error> {
+        let step = &self.plan.steps[i];
+        let deps: Vec<reapi::Digest> = step
+            .deps
+            .iter()
+            .filter_map(|&d| self.action_of(d))
+            .collect();
+        let described = self.describe(step, &deps)?;
+        lock(&self.actions).insert(i, described.action_digest.clone());
+        Ok(described)
+    }
+
+    fn action_of(&self, i: usize) -> Option<reapi::Digest> {
+        lock(&self.actions).get(&i).cloned()
     }
 
     fn describe(&self, step: &Step, dep_actions: &[reapi::Digest]) -> Result<Described, Error> {
@@ -147,7 +196,7 @@ impl<'a> Describer<'a> {
             }
         }
         salt.field(b"program");
-        let (program, path) = self.environ.identity(step, &self.hashes, &mut buffer);
+        let (program, path) = self.environ.identity(step, self.hashes, &mut buffer);
         match program {
             Program::Found { path, digest } => {
                 salt.field(self.rooted(path.as_os_str()).as_bytes());
@@ -307,12 +356,7 @@ impl<'a> Describer<'a> {
         metadata: &Metadata,
         buffer: &mut [u8],
     ) -> Result<reapi::Digest, Error> {
-        if let Some(digest) = self
-            .files
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(path)
-        {
+        if let Some(digest) = lock(&self.files).get(path) {
             return Ok(digest.clone());
         }
         let digests = self
@@ -323,10 +367,7 @@ impl<'a> Describer<'a> {
             hash: hex(&digests.sha256),
             size_bytes: i64::try_from(digests.size).unwrap_or(i64::MAX),
         };
-        self.files
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(path.to_path_buf(), digest.clone());
+        lock(&self.files).insert(path.to_path_buf(), digest.clone());
         Ok(digest)
     }
 
@@ -334,10 +375,7 @@ impl<'a> Describer<'a> {
         folders_above(&self.plan.root, dir)
             .into_iter()
             .map(|folder| {
-                let mut ignores = self
-                    .ignores
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut ignores = lock(&self.ignores);
                 Arc::clone(
                     ignores
                         .entry(folder)
@@ -346,6 +384,12 @@ impl<'a> Describer<'a> {
             })
             .collect()
     }
+}
+
+/// Every update of these maps is one insert, which leaves them whole even if another thread
+/// panicked while holding the lock.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A target's folder as REAPI spells it: `""` for the workspace root.

@@ -121,6 +121,13 @@ pub enum Error {
     UnknownRevision { revision: String },
     #[error("cannot list the changed files: {message}")]
     Git { message: String },
+    /// A remote cache setting (a flag, a variable, the headers file) that cannot be used.
+    #[error("remote cache: {message}")]
+    RemoteConfig { message: String },
+    /// The remote cache refused the configuration when the run connected (an unknown instance,
+    /// credentials it does not accept).
+    #[error("{0}; fix the remote cache's settings, or pass `--no-remote-cache` to run without it")]
+    Remote(#[from] once_remote::Error),
 }
 
 impl Error {
@@ -133,6 +140,7 @@ impl Error {
                 | Error::UnknownRun { .. }
                 | Error::UnknownLog { .. }
                 | Error::Git { .. }
+                | Error::Remote(_)
         )
     }
 

@@ -73,6 +73,7 @@ mod owner;
 mod params;
 mod plan;
 mod query;
+mod remote;
 mod report;
 mod request;
 mod schedule;
@@ -89,6 +90,7 @@ pub use query::{
     QueryRunsError, RunRow, RunsAnswer, RunsList, RunsQuery, query_runs, runs_input_schema,
     runs_output_schema,
 };
+pub use remote::{Remote, RemoteConfig, RemoteFlags, RemoteReport};
 pub use report::{
     ActionReport, ActionStatus, ActionsPage, Counts, Owner, RunReport, RunStatus, RunSummary,
     SUMMARY_ROWS, SUMMARY_TAILS, summary_schema,

@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 
 use once_exec::Containment;
 
+use crate::remote::RemoteReport;
+
 /// How a whole run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -83,8 +85,11 @@ pub struct Counts {
     pub total: usize,
     /// Actions whose command ran (whatever the result).
     pub ran: usize,
-    /// Actions replayed from the cache.
+    /// Actions replayed from the cache, local or remote.
     pub cached: usize,
+    /// Of those, the ones replayed from the remote cache.
+    #[serde(default)]
+    pub remote: usize,
     /// Failed or timed out.
     pub failed: usize,
     pub skipped: usize,
@@ -98,6 +103,9 @@ pub struct ActionReport {
     pub status: ActionStatus,
     /// Replayed from the cache: nothing ran.
     pub cached: bool,
+    /// Replayed from the remote cache (`cached` is true too).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub remote: bool,
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
     /// When it started, in milliseconds after its run started; absent for an action that never
@@ -130,6 +138,13 @@ pub struct RunReport {
     /// records the run as interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
+    /// What the run did with the remote cache, when one was configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteReport>,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// Why a run stopped before its end, if it did.
@@ -153,6 +168,7 @@ impl RunReport {
         for action in actions {
             if action.cached {
                 counts.cached += 1;
+                counts.remote += usize::from(action.remote);
             } else if !matches!(action.status, ActionStatus::Skipped | ActionStatus::Pending) {
                 counts.ran += 1;
             }
@@ -256,6 +272,9 @@ pub struct RunSummary {
     /// How to see the rest, when some are omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// What the run did with the remote cache, when one was configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteReport>,
 }
 
 /// One page of the actions of a run, in plan order.
@@ -322,6 +341,7 @@ impl RunReport {
             }),
             actions,
             omitted,
+            remote: self.remote.clone(),
         }
     }
 
@@ -365,6 +385,7 @@ pub fn summary_schema() -> Value {
             "actions": {"type": "array", "items": action_schema(), "description": "At most 20: failed, timed out, cancelled and skipped first, then those that ran, then cached ones"},
             "omitted": {"type": "integer", "description": "Actions not listed; once_query_runs with run_id pages through all of them"},
             "hint": {"type": "string"},
+            "remote": remote_schema(),
         },
         "required": ["run_id", "status"],
         "additionalProperties": false,
@@ -378,11 +399,32 @@ pub(crate) fn counts_schema() -> Value {
         "properties": {
             "total": count("Actions in the run"),
             "ran": count("Actions whose command ran, whatever the result"),
-            "cached": count("Actions replayed from the cache"),
+            "cached": count("Actions replayed from the cache, local or remote"),
+            "remote": count("Of the cached actions, those replayed from the remote cache"),
             "failed": count("Failed or timed out"),
             "skipped": count("Not started: a dependency failed, or the run stopped first"),
         },
-        "required": ["total", "ran", "cached", "failed", "skipped"],
+        "required": ["total", "ran", "cached", "remote", "failed", "skipped"],
+        "additionalProperties": false,
+    })
+}
+
+fn remote_schema() -> Value {
+    let count = |text: &str| json!({"type": "integer", "description": text});
+    json!({
+        "type": "object",
+        "description": "What the run did with the remote cache (present when one is configured)",
+        "properties": {
+            "url": {"type": "string"},
+            "instance": {"type": "string"},
+            "upload": {"type": "boolean", "description": "Whether successful results were uploaded"},
+            "hits": count("Actions replayed from the remote cache"),
+            "misses": count("Actions the remote cache did not have"),
+            "uploaded": count("Results uploaded"),
+            "round_trips": count("Calls sent to the server"),
+            "warning": {"type": "string", "description": "Why the remote cache was turned off during the run; the run went on locally"},
+        },
+        "required": ["url", "instance", "upload", "hits", "misses", "uploaded", "round_trips"],
         "additionalProperties": false,
     })
 }
@@ -398,6 +440,7 @@ pub(crate) fn action_schema() -> Value {
             "action": {"type": "string", "description": "`target:capability`"},
             "status": {"type": "string", "enum": ["succeeded", "failed", "timed_out", "cancelled", "skipped", "pending", "running", "interrupted"]},
             "cached": {"type": "boolean", "description": "Replayed from the cache: nothing ran"},
+            "remote": {"type": "boolean", "description": "Replayed from the remote cache (absent when not)"},
             "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
             "duration_ms": {"type": "integer", "description": "How long it ran; for a cached action, how long the run it replays took"},
             "started_ms": {"type": "integer", "description": "When it started, in milliseconds after its run started (absent if it never started)"},
@@ -419,6 +462,7 @@ mod tests {
             action: name,
             status,
             cached,
+            remote: false,
             exit_code: failed.then_some(1),
             duration_ms: 1,
             started_ms: Some(0),
@@ -438,6 +482,7 @@ mod tests {
             containment: Containment::default(),
             actions,
             owner: None,
+            remote: None,
         }
     }
 

@@ -19,12 +19,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use ignore::gitignore::Gitignore;
 use once_exec::{Cancel, CommandSpec, EnvMode, Registry, Status};
 
-use crate::cache::{Cache, Ran};
+use crate::cache::{ActionResult, Cache, Ran, output_globs};
+use crate::describe::{Described, Describer};
 use crate::environ::Environ;
 use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::key::{Inputs, Key, Source, action_key, folders_above, gitignore, source_digest};
 use crate::plan::{Plan, Step};
+use crate::remote::Remote;
 use crate::report::{ActionReport, ActionStatus, Owner, RunReport, RunStatus, Stop};
 use crate::store::RunDir;
 
@@ -37,6 +39,8 @@ pub struct Options {
     pub keep_going: bool,
     /// Run every action even when the cache has its result.
     pub force: bool,
+    /// The remote cache behind the local one, if any.
+    pub remote: Option<Arc<Remote>>,
 }
 
 impl Default for Options {
@@ -45,6 +49,7 @@ impl Default for Options {
             jobs: thread::available_parallelism().map_or(1, usize::from),
             keep_going: false,
             force: false,
+            remote: None,
         }
     }
 }
@@ -64,6 +69,8 @@ pub enum Event<'a> {
         total: usize,
         log: Option<&'a Path>,
     },
+    /// Something the person should know once: the remote cache was turned off, and why.
+    Warning { message: &'a str },
 }
 
 /// Runs `plan`, recording logs and the report in `run`, and returns the report. Blocks until
@@ -102,6 +109,7 @@ pub fn execute(
             done: 0,
             stopped: false,
             changed: false,
+            warned: false,
             observe,
         }),
         wake: Condvar::new(),
@@ -121,6 +129,10 @@ pub fn execute(
     // agent) listing runs sees this one and its owner from the start.
     record.write_running(board.snapshot(steps, run));
     let jobs = options.jobs.max(1).min(total.max(1));
+    let hashes = cache.file_hashes();
+    let environ = Environ::new();
+    let remote = options.remote.as_deref();
+    board.warn_once(&mut board.lock(), remote);
     let worker = Worker {
         plan,
         cache,
@@ -132,8 +144,10 @@ pub fn execute(
         ignores: Mutex::new(HashMap::new()),
         sources: Mutex::new(HashMap::new()),
         sets: Mutex::new(HashMap::new()),
-        hashes: cache.file_hashes(),
-        environ: Environ::new(),
+        hashes: &hashes,
+        environ: &environ,
+        remote,
+        describer: remote.map(|_| Describer::new(plan, &environ, &hashes)),
     };
 
     // The calling thread is one of the workers.
@@ -148,7 +162,8 @@ pub fn execute(
         worker.serve(&board);
     });
 
-    worker.hashes.save();
+    drop(worker);
+    hashes.save();
     let state = board
         .state
         .into_inner()
@@ -186,6 +201,7 @@ pub fn execute(
         containment: once_exec::Containment::current(),
         actions,
         owner: None,
+        remote: remote.map(Remote::report),
     };
     record.write(&report);
     report
@@ -213,6 +229,7 @@ pub fn announce(plan: &Plan, run: &RunDir) {
         containment: once_exec::Containment::current(),
         actions,
         owner: crate::owner::current(),
+        remote: None,
     };
     if let Err(error) = run.write_report(&report) {
         tracing::warn!(%error, "cannot write the run report");
@@ -319,6 +336,8 @@ struct State<'o> {
     stopped: bool,
     /// Something started or ended since the record was last written.
     changed: bool,
+    /// The remote cache's warning has been told.
+    warned: bool,
     observe: &'o mut (dyn FnMut(Event<'_>) + Send),
 }
 
@@ -360,6 +379,18 @@ impl<'o> Board<'o> {
             containment: once_exec::Containment::current(),
             actions,
             owner: None,
+            remote: None,
+        }
+    }
+
+    /// Tells the observer, once per run, that the remote cache went off.
+    fn warn_once(&self, state: &mut State<'_>, remote: Option<&Remote>) {
+        if state.warned {
+            return;
+        }
+        if let Some(message) = remote.and_then(Remote::warning) {
+            state.warned = true;
+            (state.observe)(Event::Warning { message });
         }
     }
 
@@ -437,6 +468,7 @@ fn skipped(step: &Step) -> ActionReport {
         action: step.action.clone(),
         status: ActionStatus::Skipped,
         cached: false,
+        remote: false,
         exit_code: None,
         duration_ms: 0,
         started_ms: None,
@@ -474,9 +506,12 @@ struct Worker<'a> {
     /// sources and the digests of the sets it depends on, taken once per run.
     sets: Mutex<HashMap<usize, blake3::Hash>>,
     /// Digests of files hashed before, proven current by a `stat`.
-    hashes: FileHashes,
+    hashes: &'a FileHashes,
     /// Our environment, read once, and the programs commands start.
-    environ: Environ,
+    environ: &'a Environ,
+    remote: Option<&'a Remote>,
+    /// Describes actions for the remote cache (only when there is one).
+    describer: Option<Describer<'a>>,
 }
 
 impl Worker<'_> {
@@ -512,9 +547,10 @@ impl Worker<'_> {
                     .filter_map(|&d| state.keys[d])
                     .collect();
                 drop(state);
-                let finished = self.perform(&steps[i], &dep_keys, &mut buffer);
+                let finished = self.perform(i, &dep_keys, &mut buffer);
                 state = board.lock();
                 board.finish(&mut state, steps, i, finished);
+                board.warn_once(&mut state, self.remote);
                 continue;
             }
             if state.running == 0 {
@@ -570,8 +606,8 @@ impl Worker<'_> {
             own,
             &upstream,
             dep_keys,
-            &self.environ,
-            &self.hashes,
+            self.environ,
+            self.hashes,
             buffer,
         )
     }
@@ -679,7 +715,7 @@ impl Worker<'_> {
                 above: &self.above(dir),
             },
             &self.plan.root,
-            &self.hashes,
+            self.hashes,
             buffer,
         )?;
         self.sources
@@ -687,6 +723,39 @@ impl Worker<'_> {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id, digest);
         Ok(digest)
+    }
+
+    /// Step `i` described for the remote cache; `None` (and no remote lookup nor upload for it)
+    /// when it cannot be, which is said in the debug log only: the run goes on locally.
+    fn describe(&self, i: usize) -> Option<Described> {
+        let describer = self.describer.as_ref()?;
+        match describer.describe_step(i) {
+            Ok(described) => Some(described),
+            Err(error) => {
+                tracing::debug!(action = %self.plan.steps[i].action, %error, "cannot describe the action for the remote cache");
+                None
+            }
+        }
+    }
+
+    /// Looks `step` up in the remote cache and, on a hit, stores what it downloaded in the local
+    /// cache under `key`: the result to restore.
+    fn fetch(
+        &self,
+        remote: &Remote,
+        step: &Step,
+        described: &Described,
+        key: &Key,
+    ) -> Option<ActionResult> {
+        let outputs = output_globs(&step.action, &step.outputs).ok()?;
+        let fetched = remote.fetch(described, &outputs)?;
+        match self.cache.record_fetched(key, &step.action, &fetched) {
+            Ok(result) => Some(result),
+            Err(error) => {
+                tracing::warn!(action = %step.action, %error, "cannot keep the remote result: running instead");
+                None
+            }
+        }
     }
 
     fn above(&self, dir: &Path) -> Vec<Arc<Gitignore>> {
@@ -703,13 +772,15 @@ impl Worker<'_> {
             .collect()
     }
 
-    fn perform(&self, step: &Step, dep_keys: &[Key], buffer: &mut [u8]) -> Finished {
+    fn perform(&self, i: usize, dep_keys: &[Key], buffer: &mut [u8]) -> Finished {
+        let step = &self.plan.steps[i];
         let start = Instant::now();
         let failed = |message: String| Finished {
             report: ActionReport {
                 action: step.action.clone(),
                 status: ActionStatus::Failed,
                 cached: false,
+                remote: false,
                 exit_code: None,
                 duration_ms: millis(start.elapsed()),
                 started_ms: None,
@@ -722,14 +793,17 @@ impl Worker<'_> {
             Ok(key) => key,
             Err(error) => return failed(format!("once: cannot compute the cache key: {error}")),
         };
-        let replay = |buffer: &mut [u8]| -> Option<Finished> {
-            let hit = self.cache.lookup(&key)?;
-            match self.cache.restore(&step.dir, &hit, &self.hashes, buffer) {
+        let replay_result = |hit: ActionResult,
+                             remote: bool,
+                             buffer: &mut [u8]|
+         -> Option<Finished> {
+            match self.cache.restore(&step.dir, &hit, self.hashes, buffer) {
                 Ok(()) => Some(Finished {
                     report: ActionReport {
                         action: step.action.clone(),
                         status: ActionStatus::Succeeded,
                         cached: true,
+                        remote,
                         exit_code: Some(hit.exit_code),
                         duration_ms: hit.duration_ms,
                         started_ms: None,
@@ -743,6 +817,9 @@ impl Worker<'_> {
                     None
                 }
             }
+        };
+        let replay = |buffer: &mut [u8]| -> Option<Finished> {
+            replay_result(self.cache.lookup(&key)?, false, buffer)
         };
         // An uncached action, and whatever depends on one, is never replayed nor recorded.
         let replayable = step.cache && !self.force;
@@ -761,6 +838,19 @@ impl Worker<'_> {
         };
         if replayable && let Some(finished) = replay(buffer) {
             return finished;
+        }
+        // The remote cache: described once, for the lookup and, after a success, the upload.
+        let mut described = None;
+        if let Some(remote) = self.remote.filter(|r| r.is_on()) {
+            described = self.describe(i);
+            if replayable
+                && let Some(found) = described
+                    .as_ref()
+                    .and_then(|d| self.fetch(remote, step, d, &key))
+                && let Some(finished) = replay_result(found, true, buffer)
+            {
+                return finished;
+            }
         }
         let spec = CommandSpec {
             command: step.command.clone(),
@@ -806,9 +896,8 @@ impl Worker<'_> {
             tail.push(message.clone());
         }
         let failure = status != ActionStatus::Succeeded && status != ActionStatus::Cancelled;
-        if status == ActionStatus::Succeeded
-            && step.cache
-            && let Err(error) = self.cache.record(
+        if status == ActionStatus::Succeeded && step.cache {
+            match self.cache.record(
                 &key,
                 &step.action,
                 &step.dir,
@@ -818,15 +907,23 @@ impl Worker<'_> {
                     tail: tail.clone(),
                     log: Some(&outcome.log_path),
                 },
-            )
-        {
-            tracing::warn!(action = %step.action, %error, "cannot record the result in the cache");
+            ) {
+                Ok(result) => {
+                    if let (Some(remote), Some(described)) = (self.remote, &described) {
+                        remote.upload(described, &result, self.cache);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(action = %step.action, %error, "cannot record the result in the cache");
+                }
+            }
         }
         Finished {
             report: ActionReport {
                 action: step.action.clone(),
                 status,
                 cached: false,
+                remote: false,
                 exit_code,
                 duration_ms,
                 started_ms: None,

@@ -302,6 +302,7 @@ mod tests {
                 action: "a:build".into(),
                 status: ActionStatus::Failed,
                 cached: false,
+                remote: false,
                 exit_code: Some(1),
                 duration_ms: 1,
                 started_ms: Some(0),
@@ -309,6 +310,7 @@ mod tests {
                 tail: None,
             }],
             owner: None,
+            remote: None,
         };
         run.write_report(&report).unwrap();
         let mut offset = 0;
@@ -339,6 +341,7 @@ mod tests {
             action: name.into(),
             status,
             cached: false,
+            remote: false,
             exit_code: None,
             duration_ms: 0,
             started_ms: None,
@@ -359,6 +362,7 @@ mod tests {
                 action("c:build", ActionStatus::Pending),
             ],
             owner: Some(me),
+            remote: None,
         };
         run.write_report(&report).unwrap();
         // Its owner lives: it is running.

@@ -544,6 +544,54 @@ pub struct RunArgs {
     /// Which actions' output to show on stderr, each line prefixed by its action
     #[arg(long, value_enum, value_name = "MODE", default_value = "new-only")]
     pub output_logs: crate::live::OutputLogs,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// The remote cache of one run; each flag wins over its `ONCE_REMOTE_*` variable and the
+/// manifest's `[cache]` table.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Remote cache")]
+pub struct RemoteArgs {
+    /// A REAPI cache behind the local one: `grpc://host:port`, or `grpcs://host[:port]` for TLS
+    /// [env: ONCE_REMOTE_CACHE; manifest: `[cache] remote`]
+    #[arg(long, value_name = "URL")]
+    pub remote_cache: Option<String>,
+    /// Run without the remote cache, whatever the environment or the manifest say
+    #[arg(long, conflicts_with = "remote_cache")]
+    pub no_remote_cache: bool,
+    /// The server's instance name [env: ONCE_REMOTE_INSTANCE; manifest: `[cache] instance`]
+    #[arg(long, value_name = "NAME")]
+    pub remote_instance: Option<String>,
+    /// Upload successful results (the default unless `[cache] upload = false`)
+    /// [env: ONCE_REMOTE_UPLOAD=true|false]
+    #[arg(long, overrides_with = "no_remote_upload")]
+    pub remote_upload: bool,
+    /// Read from the remote cache only: upload nothing
+    #[arg(long, overrides_with = "remote_upload")]
+    pub no_remote_upload: bool,
+    /// Headers for every call (credentials), one `Name: value` per line
+    /// [env: ONCE_REMOTE_HEADERS_FILE; also ONCE_REMOTE_HEADERS, the lines themselves]
+    #[arg(long, value_name = "PATH")]
+    pub remote_headers_file: Option<PathBuf>,
+}
+
+impl RemoteArgs {
+    pub fn flags(&self) -> once_run::RemoteFlags {
+        once_run::RemoteFlags {
+            url: self.remote_cache.clone(),
+            off: self.no_remote_cache,
+            instance: self.remote_instance.clone(),
+            upload: if self.remote_upload {
+                Some(true)
+            } else if self.no_remote_upload {
+                Some(false)
+            } else {
+                None
+            },
+            headers_file: self.remote_headers_file.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -64,6 +64,7 @@ enum Note {
         done: usize,
         log: Option<PathBuf>,
     },
+    Warning(String),
 }
 
 /// The printer thread and the channel to it.
@@ -123,6 +124,7 @@ impl Live {
                 done,
                 log: log.map(PathBuf::from),
             },
+            Event::Warning { message } => Note::Warning(message.to_owned()),
         };
         // The printer ends only after this sender is gone; a failed send means it panicked.
         let _ = self.notes.send(note);
@@ -226,6 +228,10 @@ impl Printer {
                     let line = format!("{:>9} {action}\n", word(status, cached));
                     self.out.extend_from_slice(line.as_bytes());
                 }
+            }
+            Note::Warning(message) => {
+                self.out
+                    .extend_from_slice(format!("warning: {message}\n").as_bytes());
             }
         }
     }

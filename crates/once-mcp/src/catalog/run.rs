@@ -201,7 +201,7 @@ fn start(
         deadline,
         ..Request::default()
     };
-    let (plan, root) = {
+    let (plan, root, cache_settings) = {
         let workspace = live.read();
         if workspace.has_errors() {
             return Err(Answer::refused(
@@ -221,13 +221,18 @@ fn start(
                 )));
             }
         };
-        (plan, workspace.root().to_path_buf())
+        (
+            plan,
+            workspace.root().to_path_buf(),
+            workspace.cache_settings().clone(),
+        )
     };
     if plan.steps.is_empty() {
         return Ok(Answer::none(format!(
             "`{action}` selects no action: nothing to run"
         )));
     }
+    let remote = remote(&cache_settings)?;
     let run_dir = RunStore::new(&root)
         .create()
         .map_err(|e| Answer::problem(format!("cannot create the run's folder: {e}")))?;
@@ -252,6 +257,7 @@ fn start(
                 let total = plan.steps.len();
                 let options = Options {
                     force,
+                    remote,
                     ..Options::default()
                 };
                 let report = once_run::execute(
@@ -333,9 +339,15 @@ fn ended(summary: &RunSummary) -> Result<Answer, Answer> {
         total,
         ran,
         cached,
+        remote,
         failed,
         skipped,
     } = summary.counts;
+    let cached = if remote > 0 {
+        format!("{cached} cached, {remote} of them from the remote cache")
+    } else {
+        format!("{cached} cached")
+    };
     let id = &summary.run_id;
     let actions = if total == 1 { "action" } else { "actions" };
     let answer = match summary.status {
@@ -382,6 +394,23 @@ enum Update {
     Done(Box<RunReport>),
 }
 
+/// The remote cache for a run, as the manifest and the server's environment (`ONCE_REMOTE_*`)
+/// configure it, connected; a server that cannot be reached is no error (the run goes on
+/// locally and its report says why).
+fn remote(settings: &once_graph::CacheSettings) -> Result<Option<Arc<once_run::Remote>>, Answer> {
+    let env = |name: &str| std::env::var(name).ok();
+    let config = once_run::RemoteConfig::resolve(settings, &once_run::RemoteFlags::default(), &env)
+        .map_err(|e| {
+            Answer::refused(format!("{e}; the person who started the server can fix it"))
+        })?;
+    let Some(config) = config else {
+        return Ok(None);
+    };
+    once_run::Remote::connect(config)
+        .map(|remote| Some(Arc::new(remote)))
+        .map_err(|e| Answer::problem(once_run::Error::from(e).to_string()))
+}
+
 /// A scheduler event as a progress message, with how many half-steps it advances.
 struct Described {
     text: String,
@@ -424,6 +453,13 @@ fn describe(event: Event<'_>, total: usize) -> Described {
                 total,
             }
         }
+        // A progress message that advances nothing: the reason the run goes on without the
+        // remote cache, said once.
+        Event::Warning { message } => Described {
+            text: format!("warning: {message}"),
+            steps: 0,
+            total,
+        },
     }
 }
 

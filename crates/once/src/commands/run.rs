@@ -99,6 +99,10 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
     if let Some(jobs) = args.jobs {
         options.jobs = jobs.max(1);
     }
+    match remote(&workspace, &args) {
+        Ok(remote) => options.remote = remote,
+        Err(outcome) => return Ok(outcome),
+    }
     let run = RunStore::new(workspace.root())
         .create()
         .context("cannot create the run's folder under `.once/runs`")?;
@@ -131,6 +135,35 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
     } else {
         Outcome::Failure
     })
+}
+
+/// The remote cache of this run, connected: `None` when none is configured. A setting that
+/// cannot be used is exit 2; a server that refuses the configuration, exit 1. A server that
+/// cannot be reached is not an error: the run goes on locally and says so once.
+fn remote(
+    workspace: &once_graph::Workspace,
+    args: &RunArgs,
+) -> Result<Option<Arc<once_run::Remote>>, Outcome> {
+    let env = |name: &str| std::env::var(name).ok();
+    let config = match once_run::RemoteConfig::resolve(
+        workspace.cache_settings(),
+        &args.remote.flags(),
+        &env,
+    ) {
+        Ok(Some(config)) => config,
+        Ok(None) => return Ok(None),
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Err(Outcome::Invalid);
+        }
+    };
+    match once_run::Remote::connect(config) {
+        Ok(remote) => Ok(Some(Arc::new(remote))),
+        Err(error) => {
+            eprintln!("error: {}", once_run::Error::from(error));
+            Err(Outcome::Failure)
+        }
+    }
 }
 
 fn request(args: &RunArgs) -> Result<Request, String> {
@@ -175,12 +208,16 @@ fn summarise(report: &RunReport, mode: OutputLogs) {
     }
     let counts = &report.counts;
     let status = word(&report.status);
+    let cached = if counts.remote > 0 {
+        format!("{} cached ({} remote)", counts.cached, counts.remote)
+    } else {
+        format!("{} cached", counts.cached)
+    };
     let _ = writeln!(
         err,
-        "{status}: {} ({} ran, {} cached, {} failed, {} skipped) in {:.2}s, run {}",
+        "{status}: {} ({} ran, {cached}, {} failed, {} skipped) in {:.2}s, run {}",
         render::count(counts.total, "action"),
         counts.ran,
-        counts.cached,
         counts.failed,
         counts.skipped,
         report.duration_ms as f64 / 1000.0,

@@ -1,0 +1,305 @@
+//! Where the remote cache is and how to use it, from three places, the first that says wins:
+//! the command line, the environment (`ONCE_REMOTE_*`), the root manifest's `[cache]` table.
+//!
+//! Credentials are headers, and headers come only from the environment (`ONCE_REMOTE_HEADERS`)
+//! or a file the person names (`--remote-headers-file`, `ONCE_REMOTE_HEADERS_FILE`), never from
+//! the manifest, which is committed. This module must never put a header's value into an error
+//! or a log line: a bad line is named by its number.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use once_graph::CacheSettings;
+
+use super::RemoteConfig;
+use crate::error::Error;
+
+/// How long one call to the remote cache may take, connecting included, unless `[cache]
+/// timeout` says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The variables a person may set, by name.
+pub const URL_VAR: &str = "ONCE_REMOTE_CACHE";
+pub const INSTANCE_VAR: &str = "ONCE_REMOTE_INSTANCE";
+pub const UPLOAD_VAR: &str = "ONCE_REMOTE_UPLOAD";
+pub const HEADERS_VAR: &str = "ONCE_REMOTE_HEADERS";
+pub const HEADERS_FILE_VAR: &str = "ONCE_REMOTE_HEADERS_FILE";
+
+/// What the command line says about the remote cache.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteFlags {
+    /// `--remote-cache URL`.
+    pub url: Option<String>,
+    /// `--no-remote-cache`: none for this run, whatever else says.
+    pub off: bool,
+    /// `--remote-instance NAME`.
+    pub instance: Option<String>,
+    /// `--remote-upload` / `--no-remote-upload`.
+    pub upload: Option<bool>,
+    /// `--remote-headers-file PATH`.
+    pub headers_file: Option<PathBuf>,
+}
+
+impl RemoteConfig {
+    /// The remote cache to use, if any: `flags` over the variables `env` reads over `manifest`.
+    /// An empty variable counts as unset.
+    pub fn resolve(
+        manifest: &CacheSettings,
+        flags: &RemoteFlags,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<RemoteConfig>, Error> {
+        if flags.off {
+            return Ok(None);
+        }
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let Some(url) = flags
+            .url
+            .clone()
+            .or_else(|| var(URL_VAR))
+            .or_else(|| manifest.remote.clone())
+        else {
+            return Ok(None);
+        };
+        let url = url.trim().to_owned();
+        if !(url.starts_with("grpc://") || url.starts_with("grpcs://")) {
+            return Err(bad(format!(
+                "`{url}` is not a remote cache url: expected `grpc://host:port` or `grpcs://host[:port]`"
+            )));
+        }
+        let instance = flags
+            .instance
+            .clone()
+            .or_else(|| var(INSTANCE_VAR))
+            .or_else(|| manifest.instance.clone())
+            .unwrap_or_default();
+        let upload = match flags.upload {
+            Some(upload) => upload,
+            None => match var(UPLOAD_VAR) {
+                Some(text) => parse_bool(&text).ok_or_else(|| {
+                    bad(format!(
+                        "`{UPLOAD_VAR}` must be `true` or `false` (or 1/0, yes/no, on/off), not `{}`",
+                        text.trim()
+                    ))
+                })?,
+                None => manifest.upload.unwrap_or(true),
+            },
+        };
+        let mut headers = Vec::new();
+        if let Some(text) = var(HEADERS_VAR) {
+            headers.extend(parse_headers(&text, &format!("`{HEADERS_VAR}`"))?);
+        }
+        let file = flags
+            .headers_file
+            .clone()
+            .or_else(|| var(HEADERS_FILE_VAR).map(PathBuf::from));
+        if let Some(file) = file {
+            headers.extend(read_headers(&file)?);
+        }
+        Ok(Some(RemoteConfig {
+            url,
+            instance,
+            upload,
+            headers,
+            timeout: manifest.timeout.unwrap_or(DEFAULT_TIMEOUT),
+        }))
+    }
+}
+
+fn bad(message: String) -> Error {
+    Error::RemoteConfig { message }
+}
+
+fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+fn read_headers(path: &Path) -> Result<Vec<(String, String)>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        bad(format!(
+            "cannot read the headers file `{}`: {e}",
+            path.display()
+        ))
+    })?;
+    parse_headers(&text, &format!("`{}`", path.display()))
+}
+
+/// `Name: value` lines; blank lines and `#` comments are skipped. `source` names where the text
+/// came from in errors, which name a line by its number and never show its value.
+fn parse_headers(text: &str, source: &str) -> Result<Vec<(String, String)>, Error> {
+    let mut headers = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(bad(format!(
+                "line {} of {source} is not `Name: value`",
+                n + 1
+            )));
+        };
+        let name = name.trim();
+        let token = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !token {
+            return Err(bad(format!(
+                "line {} of {source}: the header name before `:` is not a valid name",
+                n + 1
+            )));
+        }
+        headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
+    }
+    Ok(headers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn resolve(
+        manifest: &CacheSettings,
+        flags: &RemoteFlags,
+        vars: &[(&str, &str)],
+    ) -> Result<Option<RemoteConfig>, Error> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        RemoteConfig::resolve(manifest, flags, &|name| vars.get(name).cloned())
+    }
+
+    fn manifest() -> CacheSettings {
+        CacheSettings {
+            remote: Some("grpc://manifest:1".into()),
+            instance: Some("main".into()),
+            upload: Some(false),
+            timeout: Some(Duration::from_secs(3)),
+        }
+    }
+
+    #[test]
+    fn flags_win_over_variables_which_win_over_the_manifest() {
+        let none = resolve(&CacheSettings::default(), &RemoteFlags::default(), &[]).unwrap();
+        assert!(none.is_none());
+        let from_manifest = resolve(&manifest(), &RemoteFlags::default(), &[])
+            .unwrap()
+            .unwrap();
+        assert_eq!(from_manifest.url, "grpc://manifest:1");
+        assert_eq!(from_manifest.instance, "main");
+        assert!(!from_manifest.upload);
+        assert_eq!(from_manifest.timeout, Duration::from_secs(3));
+        let vars = [
+            (URL_VAR, "grpc://env:2"),
+            (INSTANCE_VAR, "ci"),
+            (UPLOAD_VAR, "true"),
+        ];
+        let from_env = resolve(&manifest(), &RemoteFlags::default(), &vars)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (
+                from_env.url.as_str(),
+                from_env.instance.as_str(),
+                from_env.upload
+            ),
+            ("grpc://env:2", "ci", true)
+        );
+        let flags = RemoteFlags {
+            url: Some("grpcs://flag".into()),
+            instance: Some("x".into()),
+            upload: Some(false),
+            ..RemoteFlags::default()
+        };
+        let from_flags = resolve(&manifest(), &flags, &vars).unwrap().unwrap();
+        assert_eq!(
+            (
+                from_flags.url.as_str(),
+                from_flags.instance.as_str(),
+                from_flags.upload
+            ),
+            ("grpcs://flag", "x", false)
+        );
+        let off = RemoteFlags {
+            off: true,
+            ..RemoteFlags::default()
+        };
+        assert!(resolve(&manifest(), &off, &vars).unwrap().is_none());
+        // An empty variable is unset, not an empty url.
+        let empty = resolve(&manifest(), &RemoteFlags::default(), &[(URL_VAR, "")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(empty.url, "grpc://manifest:1");
+    }
+
+    #[test]
+    fn bad_settings_say_what_is_expected() {
+        let flags = RemoteFlags {
+            url: Some("http://cache:80".into()),
+            ..RemoteFlags::default()
+        };
+        let e = resolve(&CacheSettings::default(), &flags, &[]).unwrap_err();
+        assert!(e.to_string().contains("grpc://host:port"), "{e}");
+        let e = resolve(
+            &manifest(),
+            &RemoteFlags::default(),
+            &[(UPLOAD_VAR, "maybe")],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`true` or `false`"), "{e}");
+    }
+
+    #[test]
+    fn headers_come_from_the_variable_and_the_file_and_errors_never_show_values() {
+        let dir = std::env::temp_dir().join(format!("once-headers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("headers");
+        std::fs::write(&file, "# team token\n\nx-team: blue\n").unwrap();
+        let flags = RemoteFlags {
+            headers_file: Some(file.clone()),
+            ..RemoteFlags::default()
+        };
+        let config = resolve(
+            &manifest(),
+            &flags,
+            &[(HEADERS_VAR, "Authorization: Bearer s3cret\n")],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            config.headers,
+            vec![
+                ("authorization".to_owned(), "Bearer s3cret".to_owned()),
+                ("x-team".to_owned(), "blue".to_owned()),
+            ]
+        );
+        assert!(!format!("{config:?}").contains("s3cret"));
+        let e = resolve(
+            &manifest(),
+            &RemoteFlags::default(),
+            &[(HEADERS_VAR, "ok: 1\nBearer s3cret")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 2 of `ONCE_REMOTE_HEADERS`"), "{e}");
+        assert!(!e.contains("s3cret"), "{e}");
+        let e = resolve(
+            &manifest(),
+            &RemoteFlags {
+                headers_file: Some(dir.join("missing")),
+                ..RemoteFlags::default()
+            },
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("cannot read the headers file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,552 @@
+//! The remote cache: a second level behind `.once/cache/`, on a server that speaks the Remote
+//! Execution API's caches (REAPI v2), so that clones on other machines replay what one of them
+//! built.
+//!
+//! On a local miss a worker describes the action (`describe`), asks the server's ActionCache for
+//! its `Action` digest, and on a hit downloads every output (and the log) before anything is
+//! written: each blob is checked against its SHA-256 by the client, every output path must be a
+//! plain relative path that the action's `outputs` globs match, and only then are the bytes put
+//! into the local cache and restored from there, so a remote hit is never restored in part nor
+//! anywhere a local hit could not be. A success is uploaded (when uploading is on): the `Action`,
+//! `Command` and input-tree `Directory` messages, the outputs and the log (as stdout); input
+//! files are not, as a cache needs none of them.
+//!
+//! A server that cannot be reached, is slow, or answers wrongly (a corrupt blob, a broken reply)
+//! turns the remote cache off for the rest of the run at its first failure, which costs at most
+//! one call's timeout; the run goes on locally and the reason is reported once. A wrong instance
+//! name or refused credentials found when connecting are errors that stop the run before it
+//! starts: a CI that silently stopped writing would be worse. This module must never show a
+//! header's value, never restore a blob it has not verified, and never upload a failure.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use globset::GlobSet;
+use once_remote::{Bytes, Client, digest_of, reapi};
+use serde::{Deserialize, Serialize};
+
+use crate::cache::{ActionResult, Cache, LOG_CAP};
+
+mod config;
+use crate::describe::Described;
+pub use config::RemoteFlags;
+
+/// Where the remote cache is and how to use it, as resolved from the flags, the environment and
+/// the manifest (see [`RemoteConfig::resolve`]).
+#[derive(Clone)]
+pub struct RemoteConfig {
+    /// `grpc://host:port` or `grpcs://host[:port]`.
+    pub url: String,
+    pub instance: String,
+    /// Upload successful results; `false` reads only.
+    pub upload: bool,
+    /// Sent with every call (credentials): never shown.
+    pub headers: Vec<(String, String)>,
+    /// Bounds every call, connecting included.
+    pub timeout: Duration,
+}
+
+impl fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("RemoteConfig")
+            .field("url", &self.url)
+            .field("instance", &self.instance)
+            .field("upload", &self.upload)
+            .field("headers", &names)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// What a run did with the remote cache: part of its report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteReport {
+    pub url: String,
+    pub instance: String,
+    pub upload: bool,
+    /// Actions replayed from the remote cache.
+    pub hits: usize,
+    /// Actions the remote cache did not have.
+    pub misses: usize,
+    /// Results uploaded.
+    pub uploaded: usize,
+    /// Calls sent to the server, each one round trip.
+    pub round_trips: u64,
+    /// Why the remote cache was turned off during the run, if it was: the run went on locally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// A remote cache for one run, shared by its workers: a pool of connections (one per worker at
+/// most, each a blocking client) and what the run did with it.
+pub struct Remote {
+    config: RemoteConfig,
+    clients: Mutex<Vec<Client>>,
+    /// Set once, at the first failure: the remote cache is off for the rest of the run.
+    off: OnceLock<String>,
+    /// The server refuses `UpdateActionResult`: known from its capabilities.
+    read_only_server: bool,
+    hits: AtomicUsize,
+    misses: AtomicUsize,
+    uploaded: AtomicUsize,
+    /// Calls of the clients dropped so far (those in the pool are counted when asked).
+    spent: AtomicU64,
+}
+
+impl fmt::Debug for Remote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Remote")
+            .field("config", &self.config)
+            .field("off", &self.off.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The outputs and log of a remote hit, downloaded and verified, not written anywhere yet.
+pub(crate) struct Fetched {
+    /// Path relative to the target's folder, bytes, executable.
+    pub outputs: Vec<(String, Bytes, bool)>,
+    pub log: Option<Bytes>,
+    pub duration_ms: u64,
+}
+
+impl Remote {
+    /// Connects to the server and reads its capabilities. A configuration the server refuses
+    /// (an unknown instance, credentials it does not accept, no SHA-256) is an error; a server
+    /// that cannot be reached or does not answer in time gives a remote cache that is off from
+    /// the start, with the reason as its warning.
+    pub fn connect(config: RemoteConfig) -> Result<Remote, once_remote::Error> {
+        let mut remote = Remote {
+            config,
+            clients: Mutex::new(Vec::new()),
+            off: OnceLock::new(),
+            read_only_server: false,
+            hits: AtomicUsize::new(0),
+            misses: AtomicUsize::new(0),
+            uploaded: AtomicUsize::new(0),
+            spent: AtomicU64::new(0),
+        };
+        let client = match remote.open() {
+            Ok(client) => client,
+            Err(error) if fatal(&error) => return Err(error),
+            Err(error) => {
+                remote.turn_off(&error);
+                return Ok(remote);
+            }
+        };
+        match client.capabilities() {
+            Ok(capabilities) => {
+                remote.read_only_server = !capabilities.action_cache_update_enabled;
+                remote.lock_clients().push(client);
+            }
+            Err(error) if fatal(&error) => return Err(error),
+            Err(error) => {
+                remote.spent.fetch_add(client.calls(), Ordering::Relaxed);
+                remote.turn_off(&error);
+            }
+        }
+        Ok(remote)
+    }
+
+    /// Whether uploads are asked for and possible.
+    fn uploads(&self) -> bool {
+        self.config.upload && !self.read_only_server
+    }
+
+    /// Whether the remote cache is still in use in this run.
+    pub(crate) fn is_on(&self) -> bool {
+        self.off.get().is_none()
+    }
+
+    /// What the run did with the remote cache so far.
+    pub fn report(&self) -> RemoteReport {
+        let pooled: u64 = self.lock_clients().iter().map(Client::calls).sum();
+        let mut warning = self.off.get().cloned();
+        if warning.is_none() && self.config.upload && self.read_only_server {
+            warning = Some(format!(
+                "the remote cache at `{}` does not accept results from clients: nothing was uploaded",
+                self.config.url
+            ));
+        }
+        RemoteReport {
+            url: self.config.url.clone(),
+            instance: self.config.instance.clone(),
+            upload: self.uploads(),
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            uploaded: self.uploaded.load(Ordering::Relaxed),
+            round_trips: self.spent.load(Ordering::Relaxed) + pooled,
+            warning,
+        }
+    }
+
+    /// Looks `described` up and downloads its outputs and log, all of them or nothing. `None`
+    /// for a miss, for a result this client will not restore (a failure, outputs outside
+    /// `outputs`, directories or links), and once the remote cache is off.
+    pub(crate) fn fetch(&self, described: &Described, outputs: &GlobSet) -> Option<Fetched> {
+        let result =
+            self.with_client(|client| client.get_action_result(&described.action_digest))?;
+        let Some(result) = result else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let Some(plan) = restorable(&result, outputs) else {
+            tracing::debug!(action = %described.action_digest.hash, "remote result not restorable: treated as a miss");
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let mut wanted: Vec<reapi::Digest> = plan
+            .iter()
+            .filter(|file| file.contents.is_empty())
+            .filter_map(|file| file.digest.clone())
+            .filter(|digest| digest.size_bytes > 0)
+            .collect();
+        let log_digest = result
+            .stdout_digest
+            .clone()
+            .filter(|d| u64::try_from(d.size_bytes).is_ok_and(|size| size <= LOG_CAP));
+        wanted.extend(log_digest.iter().cloned());
+        wanted.sort_by(|a, b| a.hash.cmp(&b.hash));
+        wanted.dedup();
+        let blobs = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            self.with_client(|client| client.batch_read_blobs(&wanted))?
+        };
+        let blob = |digest: &reapi::Digest| -> Option<Bytes> {
+            let i = wanted.iter().position(|w| w == digest)?;
+            blobs.get(i).cloned().flatten()
+        };
+        let mut fetched = Vec::with_capacity(plan.len());
+        for file in plan {
+            let digest = file.digest.clone().unwrap_or_default();
+            let bytes = if file.contents.is_empty() {
+                // A blob the server lost since it answered: the whole result is a miss.
+                match blob(&digest) {
+                    Some(bytes) => bytes,
+                    None if digest.size_bytes == 0 => Bytes::new(),
+                    None => {
+                        self.misses.fetch_add(1, Ordering::Relaxed);
+                        return None;
+                    }
+                }
+            } else if digest_of(&file.contents) == digest {
+                Bytes::from(file.contents.clone())
+            } else {
+                self.turn_off(&format!(
+                    "the remote cache at `{}` inlined bytes of `{}` that do not match its digest",
+                    self.config.url, file.path
+                ));
+                return None;
+            };
+            fetched.push((file.path.clone(), bytes, file.is_executable));
+        }
+        let log = log_digest.as_ref().and_then(blob);
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(Fetched {
+            outputs: fetched,
+            log,
+            duration_ms: duration_of(&result),
+        })
+    }
+
+    /// Uploads the result of a successful run: what is missing of its messages, outputs and log,
+    /// then its `ActionResult`. Does nothing when uploading is off.
+    pub(crate) fn upload(&self, described: &Described, result: &ActionResult, cache: &Cache) {
+        if !self.uploads() || !self.is_on() {
+            return;
+        }
+        let mut blobs: Vec<(reapi::Digest, Bytes)> = described
+            .blobs
+            .values()
+            .map(|bytes| (digest_of(bytes), Bytes::from(bytes.clone())))
+            .collect();
+        let mut files = Vec::with_capacity(result.outputs.len());
+        for output in &result.outputs {
+            let Some(bytes) = read_object(cache.object_path(&output.digest)) else {
+                return;
+            };
+            let digest = digest_of(&bytes);
+            files.push(reapi::OutputFile {
+                path: output.path.clone(),
+                digest: Some(digest.clone()),
+                is_executable: output.executable,
+                ..reapi::OutputFile::default()
+            });
+            blobs.push((digest, bytes));
+        }
+        let stdout_digest = result
+            .log
+            .as_deref()
+            .and_then(|log| read_object(cache.object_path(log)))
+            .map(|bytes| {
+                let digest = digest_of(&bytes);
+                blobs.push((digest.clone(), bytes));
+                digest
+            });
+        blobs.sort_by(|a, b| a.0.hash.cmp(&b.0.hash));
+        blobs.dedup_by(|a, b| a.0 == b.0);
+        let completed = SystemTime::now();
+        let started = completed - Duration::from_millis(result.duration_ms);
+        let action_result = reapi::ActionResult {
+            output_files: files,
+            exit_code: 0,
+            stdout_digest,
+            execution_metadata: Some(reapi::ExecutedActionMetadata {
+                worker: "once".to_owned(),
+                worker_start_timestamp: Some(started.into()),
+                worker_completed_timestamp: Some(completed.into()),
+                ..reapi::ExecutedActionMetadata::default()
+            }),
+            ..reapi::ActionResult::default()
+        };
+        let sent = self.with_client(|client| {
+            let digests: Vec<reapi::Digest> = blobs.iter().map(|(d, _)| d.clone()).collect();
+            let missing = client.find_missing_blobs(&digests)?;
+            let upload: Vec<(reapi::Digest, Bytes)> = blobs
+                .into_iter()
+                .filter(|(d, _)| missing.contains(d))
+                .collect();
+            if !upload.is_empty() {
+                client.batch_update_blobs(&upload)?;
+            }
+            client.update_action_result(&described.action_digest, &action_result)
+        });
+        if sent.is_some() {
+            self.uploaded.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Runs `call` on a pooled connection (or a new one). The first failure turns the remote
+    /// cache off; so does any failure to connect.
+    fn with_client<T>(
+        &self,
+        call: impl FnOnce(&Client) -> Result<T, once_remote::Error>,
+    ) -> Option<T> {
+        if !self.is_on() {
+            return None;
+        }
+        let pooled = self.lock_clients().pop();
+        let client = match pooled {
+            Some(client) => client,
+            None => match self.open() {
+                Ok(client) => client,
+                Err(error) => {
+                    self.turn_off(&error);
+                    return None;
+                }
+            },
+        };
+        match call(&client) {
+            Ok(value) => {
+                self.lock_clients().push(client);
+                Some(value)
+            }
+            Err(error) => {
+                self.spent.fetch_add(client.calls(), Ordering::Relaxed);
+                self.turn_off(&error);
+                None
+            }
+        }
+    }
+
+    fn open(&self) -> Result<Client, once_remote::Error> {
+        Client::connect(
+            &self.config.url,
+            &self.config.instance,
+            self.config.headers.clone(),
+            self.config.timeout,
+        )
+    }
+
+    fn turn_off(&self, reason: &dyn fmt::Display) {
+        let message = format!("{reason}; going on without the remote cache");
+        if self.off.set(message).is_ok() {
+            tracing::debug!(reason = %reason, "remote cache off");
+        }
+    }
+
+    /// The reason the remote cache went off, if it has.
+    pub(crate) fn warning(&self) -> Option<&str> {
+        self.off.get().map(String::as_str)
+    }
+
+    fn lock_clients(&self) -> std::sync::MutexGuard<'_, Vec<Client>> {
+        // Each update is one push or pop, which leaves the pool whole.
+        self.clients.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Errors that mean the configuration is wrong rather than the server unwell: worth stopping for.
+fn fatal(error: &once_remote::Error) -> bool {
+    use once_remote::Error as E;
+    matches!(
+        error,
+        E::InvalidUrl { .. }
+            | E::InvalidHeader { .. }
+            | E::WrongInstance { .. }
+            | E::Unauthenticated { .. }
+            | E::NoSha256 { .. }
+    )
+}
+
+/// The output files of `result` if this client may restore it: a success, files only (no
+/// directories nor links), each with a digest and a plain relative path that `outputs` matches,
+/// each path once.
+// The two deprecated link lists are still filled by servers of API 2.0; a result with links
+// in them is one this client cannot restore either.
+#[allow(deprecated)]
+fn restorable<'r>(
+    result: &'r reapi::ActionResult,
+    outputs: &GlobSet,
+) -> Option<Vec<&'r reapi::OutputFile>> {
+    if result.exit_code != 0
+        || !result.output_directories.is_empty()
+        || !result.output_symlinks.is_empty()
+        || !result.output_file_symlinks.is_empty()
+        || !result.output_directory_symlinks.is_empty()
+    {
+        return None;
+    }
+    let mut seen: Vec<&str> = Vec::with_capacity(result.output_files.len());
+    for file in &result.output_files {
+        let plain = !file.path.is_empty()
+            && file.path.split('/').all(|part| {
+                !part.is_empty() && part != "." && part != ".." && !part.contains('\\')
+            });
+        if !plain
+            || file.digest.is_none()
+            || !outputs.is_match(&file.path)
+            || seen.contains(&file.path.as_str())
+        {
+            return None;
+        }
+        seen.push(&file.path);
+    }
+    Some(result.output_files.iter().collect())
+}
+
+/// How long the run that produced `result` took, from its metadata (0 when it says nothing).
+fn duration_of(result: &reapi::ActionResult) -> u64 {
+    let Some(meta) = &result.execution_metadata else {
+        return 0;
+    };
+    let (Some(start), Some(end)) = (
+        &meta.worker_start_timestamp,
+        &meta.worker_completed_timestamp,
+    ) else {
+        return 0;
+    };
+    let millis = |t: &prost_types::Timestamp| {
+        t.seconds.saturating_mul(1000) + i64::from(t.nanos / 1_000_000)
+    };
+    u64::try_from(millis(end).saturating_sub(millis(start))).unwrap_or(0)
+}
+
+/// The bytes of a local cache object, `None` (and nothing uploaded for the action) when it
+/// cannot be read.
+fn read_object(path: PathBuf) -> Option<Bytes> {
+    match std::fs::read(&path) {
+        Ok(bytes) => Some(Bytes::from(bytes)),
+        Err(error) => {
+            tracing::debug!(path = %path.display(), %error, "cannot read a cache object to upload");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::output_globs;
+
+    fn result(paths: &[&str]) -> reapi::ActionResult {
+        reapi::ActionResult {
+            output_files: paths
+                .iter()
+                .map(|path| reapi::OutputFile {
+                    path: (*path).to_owned(),
+                    digest: Some(digest_of(path.as_bytes())),
+                    ..reapi::OutputFile::default()
+                })
+                .collect(),
+            ..reapi::ActionResult::default()
+        }
+    }
+
+    fn outputs() -> GlobSet {
+        output_globs("t:build", &["out/**".to_owned(), "dist/app".to_owned()]).unwrap()
+    }
+
+    #[test]
+    fn a_result_restores_only_plain_paths_its_outputs_name() {
+        assert_eq!(
+            restorable(
+                &result(&["out/a.js", "out/deep/b.map", "dist/app"]),
+                &outputs()
+            )
+            .map(|files| files.len()),
+            Some(3)
+        );
+        // What a hostile or confused server could name: outside the folder, absolute, through
+        // dot folders, a source file, or twice the same path.
+        for hostile in [
+            "../out/x",
+            "/etc/passwd",
+            "out/../src/main.rs",
+            "out/./a",
+            "out//a",
+            "src/main.rs",
+            "out\\..\\x",
+            "",
+        ] {
+            assert!(
+                restorable(&result(&[hostile]), &outputs()).is_none(),
+                "{hostile:?} was accepted"
+            );
+        }
+        assert!(restorable(&result(&["out/a", "out/a"]), &outputs()).is_none());
+    }
+
+    #[test]
+    fn failures_links_folders_and_files_without_digests_are_not_restored() {
+        let failed = reapi::ActionResult {
+            exit_code: 1,
+            ..result(&["out/a"])
+        };
+        assert!(restorable(&failed, &outputs()).is_none());
+        let folder = reapi::ActionResult {
+            output_directories: vec![reapi::OutputDirectory::default()],
+            ..result(&["out/a"])
+        };
+        assert!(restorable(&folder, &outputs()).is_none());
+        let link = reapi::ActionResult {
+            output_symlinks: vec![reapi::OutputSymlink::default()],
+            ..result(&["out/a"])
+        };
+        assert!(restorable(&link, &outputs()).is_none());
+        let mut no_digest = result(&["out/a"]);
+        no_digest.output_files[0].digest = None;
+        assert!(restorable(&no_digest, &outputs()).is_none());
+    }
+
+    #[test]
+    fn the_duration_comes_from_the_metadata_and_is_zero_without_it() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
+        let end = start + Duration::from_millis(1_250);
+        let timed = reapi::ActionResult {
+            execution_metadata: Some(reapi::ExecutedActionMetadata {
+                worker_start_timestamp: Some(start.into()),
+                worker_completed_timestamp: Some(end.into()),
+                ..reapi::ExecutedActionMetadata::default()
+            }),
+            ..reapi::ActionResult::default()
+        };
+        assert_eq!(duration_of(&timed), 1_250);
+        assert_eq!(duration_of(&reapi::ActionResult::default()), 0);
+    }
+}
