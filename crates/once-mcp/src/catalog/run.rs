@@ -39,8 +39,8 @@ use serde_json::{Map, Value, json};
 
 use super::LiveWorkspace;
 use crate::tool::{
-    Annotations, Answer, CallContext, Gate, Handler, Tool, ToolResult, optional_bool, optional_str,
-    optional_u64, required_str,
+    Annotations, Answer, CallContext, Gate, Handler, LogLevel, Tool, ToolResult, optional_bool,
+    optional_str, optional_u64, required_str,
 };
 
 /// How long `once_run` waits for the report when `wait_seconds` is not given.
@@ -269,7 +269,7 @@ fn start(
                     &options,
                     &mut |event| {
                         // The caller may have stopped listening; the run goes on regardless.
-                        let _ = events.send(Update::Event(describe(event, total)));
+                        let _ = events.send(update(event, total));
                     },
                 );
                 lock(&runs).remove(&run_id);
@@ -307,6 +307,7 @@ fn start(
                 progress += steps;
                 ctx.progress(progress as f64 / 2.0, Some(total as f64), Some(&text));
             }
+            Ok(Update::Warning(message)) => ctx.log(LogLevel::Warning, &message),
             Ok(Update::Done(report)) => break ended(&report.summary()),
             Err(RecvTimeoutError::Timeout) => {
                 break Ok(Answer::done(format!(
@@ -391,6 +392,8 @@ fn run_word(status: RunStatus) -> &'static str {
 
 enum Update {
     Event(Described),
+    /// Said once per run: the remote cache went off, and why.
+    Warning(String),
     Done(Box<RunReport>),
 }
 
@@ -453,13 +456,21 @@ fn describe(event: Event<'_>, total: usize) -> Described {
                 total,
             }
         }
-        // A progress message that advances nothing: the reason the run goes on without the
-        // remote cache, said once.
+        // Not progress: `update` sends it as a log message.
         Event::Warning { message } => Described {
-            text: format!("warning: {message}"),
+            text: message.to_owned(),
             steps: 0,
             total,
         },
+    }
+}
+
+/// A scheduler event as the call's loop receives it: progress, or a warning to log (progress
+/// must advance, and a warning advances nothing).
+fn update(event: Event<'_>, total: usize) -> Update {
+    match event {
+        Event::Warning { message } => Update::Warning(message.to_owned()),
+        event => Update::Event(describe(event, total)),
     }
 }
 
