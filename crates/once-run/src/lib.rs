@@ -13,8 +13,9 @@
 //! ```text
 //! request (TARGET[:CAP], --all CAP, k=v) ─► params (typed, checked) ─► plan (actions + deps, topological)
 //!     ─► schedule: for each action whose deps succeeded, on a pool of `jobs` threads:
-//!            key (BLAKE3 of action, command, params, environ, inputs, dep keys) ─► hit? restore outputs
-//!                                                                        └─► miss: once_exec::run ─► record
+//!            key (BLAKE3 of action, command, params, environ, inputs, dep keys) ─► local hit? restore outputs
+//!              └─► miss: remote cache? describe (REAPI Action) ─► remote hit? fetch all, verify, store locally, restore
+//!                    └─► miss (or no remote cache): once_exec::run ─► record ─► upload a success (when uploading)
 //!     ─► report (RunReport, every action, written to .once/runs/<id>/run.json by the store;
 //!                RunSummary, its bounded view, for the CLI's --json and MCP)
 //!     ─► query (the recent runs, a page of a run's actions or of an action's log: the one value
@@ -39,9 +40,15 @@
 //! persistent, or depends on one of those: their results are not functions of their inputs. A
 //! cache hit takes no lock, nor does a persistent action (a server would hold it while it runs).
 //!
-//! `describe` spells an action as the Remote Execution API does (a `Command`, a `Directory` tree
-//! of its inputs, an `Action`), by paths relative to the workspace root so that clones share
-//! digests; nothing in a run uses it yet.
+//! `describe` spells an action as the Remote Execution API does (a `Command`, a `Directory` tree of
+//! its inputs, an `Action`), by paths relative to the workspace root so that clones share digests.
+//! A run with a remote cache (`remote`, given in [`Options::remote`]) describes an action only
+//! after a local miss, once for both the remote lookup and the upload of its success. A remote hit
+//! is downloaded whole and verified (each blob's SHA-256, each path a plain relative one that the
+//! action's `outputs` globs match) before it is stored in the local cache and restored from there,
+//! so it is never restored in part nor anywhere a local hit could not be. The first failure of the
+//! server turns the remote cache off for the rest of the run (one warning); an action that cannot
+//! be described just runs without it.
 //!
 //! The environment part of a key (`environ`) is computed once per run where it can be: our own
 //! variables are read once, the keyed subset once per `pass-env` list, and the program a command
