@@ -61,11 +61,7 @@ impl RemoteConfig {
             return Ok(None);
         };
         let url = url.trim().to_owned();
-        if !(url.starts_with("grpc://") || url.starts_with("grpcs://")) {
-            return Err(bad(format!(
-                "`{url}` is not a remote cache url: expected `grpc://host:port` or `grpcs://host[:port]`"
-            )));
-        }
+        check_url(&url)?;
         let instance = flags
             .instance
             .clone()
@@ -102,6 +98,38 @@ impl RemoteConfig {
             headers,
             timeout: manifest.timeout.unwrap_or(DEFAULT_TIMEOUT),
         }))
+    }
+}
+
+/// `grpc://host:port` (a plaintext port has no usual number) or `grpcs://host[:port]`.
+fn check_url(url: &str) -> Result<(), Error> {
+    let expected = || {
+        bad(format!(
+            "`{url}` is not a remote cache url: expected `grpc://host:port` or `grpcs://host[:port]`"
+        ))
+    };
+    let (authority, port_required) = if let Some(rest) = url.strip_prefix("grpc://") {
+        (rest, true)
+    } else if let Some(rest) = url.strip_prefix("grpcs://") {
+        (rest, false)
+    } else {
+        return Err(expected());
+    };
+    let authority = authority.strip_suffix('/').unwrap_or(authority);
+    let host_and_port = match authority.rsplit_once(':') {
+        // `[::1]` alone: the colon belongs to the address.
+        Some((_, port)) if port.ends_with(']') => None,
+        Some((host, port)) => Some((host, port)),
+        None => None,
+    };
+    match host_and_port {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => Ok(()),
+        Some(_) => Err(expected()),
+        None if port_required => Err(bad(format!(
+            "`{url}` names no port: write `grpc://host:port` (plaintext gRPC has no default port)"
+        ))),
+        None if authority.is_empty() || authority.contains('/') => Err(expected()),
+        None => Ok(()),
     }
 }
 
@@ -246,6 +274,37 @@ mod tests {
         };
         let e = resolve(&CacheSettings::default(), &flags, &[]).unwrap_err();
         assert!(e.to_string().contains("grpc://host:port"), "{e}");
+        for url in [
+            "grpc://host",
+            "grpc://:80",
+            "grpc://h:port",
+            "grpcs://",
+            "grpcs://h/x",
+        ] {
+            let flags = RemoteFlags {
+                url: Some(url.into()),
+                ..RemoteFlags::default()
+            };
+            assert!(
+                resolve(&CacheSettings::default(), &flags, &[]).is_err(),
+                "{url} was accepted"
+            );
+        }
+        for url in [
+            "grpc://127.0.0.1:50051",
+            "grpcs://cache.example",
+            "grpcs://h:443/",
+            "grpc://[::1]:9",
+        ] {
+            let flags = RemoteFlags {
+                url: Some(url.into()),
+                ..RemoteFlags::default()
+            };
+            assert!(
+                resolve(&CacheSettings::default(), &flags, &[]).is_ok(),
+                "{url} was refused"
+            );
+        }
         let e = resolve(
             &manifest(),
             &RemoteFlags::default(),

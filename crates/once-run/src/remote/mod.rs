@@ -90,6 +90,8 @@ pub struct Remote {
     off: OnceLock<String>,
     /// The server refuses `UpdateActionResult`: known from its capabilities.
     read_only_server: bool,
+    /// Said when uploads were asked of a server that refuses them.
+    read_only_note: Option<String>,
     hits: AtomicUsize,
     misses: AtomicUsize,
     uploaded: AtomicUsize,
@@ -125,6 +127,7 @@ impl Remote {
             clients: Mutex::new(Vec::new()),
             off: OnceLock::new(),
             read_only_server: false,
+            read_only_note: None,
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
             uploaded: AtomicUsize::new(0),
@@ -141,6 +144,12 @@ impl Remote {
         match client.capabilities() {
             Ok(capabilities) => {
                 remote.read_only_server = !capabilities.action_cache_update_enabled;
+                if remote.read_only_server && remote.config.upload {
+                    remote.read_only_note = Some(format!(
+                        "the remote cache at `{}` does not accept results from clients: nothing will be uploaded",
+                        remote.config.url
+                    ));
+                }
                 remote.lock_clients().push(client);
             }
             Err(error) if fatal(&error) => return Err(error),
@@ -165,13 +174,7 @@ impl Remote {
     /// What the run did with the remote cache so far.
     pub fn report(&self) -> RemoteReport {
         let pooled: u64 = self.lock_clients().iter().map(Client::calls).sum();
-        let mut warning = self.off.get().cloned();
-        if warning.is_none() && self.config.upload && self.read_only_server {
-            warning = Some(format!(
-                "the remote cache at `{}` does not accept results from clients: nothing was uploaded",
-                self.config.url
-            ));
-        }
+        let warning = self.warning().map(str::to_owned);
         RemoteReport {
             url: self.config.url.clone(),
             instance: self.config.instance.clone(),
@@ -370,9 +373,13 @@ impl Remote {
         }
     }
 
-    /// The reason the remote cache went off, if it has.
+    /// What the person should know about the remote cache in this run, if anything: why it
+    /// went off, or that it takes no uploads though they were asked for.
     pub(crate) fn warning(&self) -> Option<&str> {
-        self.off.get().map(String::as_str)
+        self.off
+            .get()
+            .or(self.read_only_note.as_ref())
+            .map(String::as_str)
     }
 
     fn lock_clients(&self) -> std::sync::MutexGuard<'_, Vec<Client>> {
