@@ -115,11 +115,17 @@ instances:
             .unwrap_or_else(|| panic!("no CAS file for {hash} under {}", self.dir.display()))
     }
 
-    /// Kills bgd and everything it started (its process group), and reaps it.
-    pub fn stop(&mut self) {
+    /// Sends `signal` to bgd and everything it started (its process group): `SIGSTOP` makes a
+    /// server that accepts connections and never answers.
+    pub fn signal(&self, signal: i32) {
         let group = i32::try_from(self.child.id()).expect("a pid fits in i32");
         // SAFETY: signals the process group this harness created; no memory is involved.
-        unsafe { libc::kill(-group, libc::SIGKILL) };
+        unsafe { libc::kill(-group, signal) };
+    }
+
+    /// Kills bgd and everything it started, and reaps it.
+    pub fn stop(&mut self) {
+        self.signal(libc::SIGKILL);
         let _ = self.child.wait();
     }
 }

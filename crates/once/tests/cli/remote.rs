@@ -2,7 +2,8 @@
 //! test starts its own, see `once-remote/tests/support/buildgrid.rs`): clones in different
 //! folders share results, a server that dies, lies, hangs or is absent costs one warning and the
 //! run goes on locally, and a configuration the server refuses or that cannot be used stops the
-//! run before anything runs.
+//! run before anything runs. Nothing here reaches beyond loopback, and no server outlives its
+//! test: each BuildGrid and silent listener is stopped when dropped.
 
 use std::collections::BTreeMap;
 use std::net::{TcpListener, TcpStream};
@@ -94,12 +95,21 @@ fn shop(cache: &str) -> TempDir {
     dir
 }
 
+/// `once -C root ARGS`, with no remote cache settings but those the test gives.
 fn once(root: &Path, args: &[&str]) -> Command {
+    let mut command = once_in(root, &[]);
+    command.arg("-C").arg(root).args(args);
+    command
+}
+
+/// `once ARGS` started in `dir` as a shell there would start it (`PWD` too), finding the
+/// workspace above.
+fn once_in(dir: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(once_binary());
     command
-        .arg("-C")
-        .arg(root)
         .args(args)
+        .current_dir(dir)
+        .env("PWD", dir)
         .env_remove("ONCE_LOG");
     for var in [
         "ONCE_REMOTE_CACHE",
@@ -223,19 +233,24 @@ fn elsewhere(base: &TempDir, depth: usize, name: &str) -> PathBuf {
 /// Runs `action` in clone `a` and then in `b` (a copy of `a`'s sources made before `a` ran), and
 /// checks that `b` replays every action from the remote cache, byte for byte, logs included,
 /// and then from its own local cache.
+/// Clone `b` runs from its folder `b_sub`, as a person in it would.
 fn two_clones_share(
     server: &BuildGrid,
     a: &Path,
-    b: &Path,
+    (b, b_sub): (&Path, &str),
     args: &[&str],
     log_line: Option<(&str, &str)>,
 ) {
     copy_tree(a, b);
     assert!(!b.join(".once").exists());
+    let mut all = args.to_vec();
+    all.extend(["--json", "--remote-cache", &server.url]);
     let run = |root: &Path| {
-        let mut all = args.to_vec();
-        all.extend(["--json", "--remote-cache", &server.url]);
-        finish(once(root, &all))
+        if root == b {
+            finish(once_in(&b.join(b_sub), &all))
+        } else {
+            finish(once(root, &all))
+        }
     };
 
     let first = run(a).succeeded();
@@ -287,6 +302,11 @@ fn two_clones_share(
             .unwrap_or_else(|| panic!("no log for {action}: {report}"));
         let text = std::fs::read_to_string(log).expect("reads the replayed log");
         assert!(text.contains(line), "{log}: {text:?}");
+        let run_id = report["run_id"].as_str().expect("a run id");
+        let query = finish(once(b, &["query", "runs", run_id, "--action", action]));
+        assert_eq!(query.code(), Some(0), "{}", query.stderr());
+        let page = query.json();
+        assert!(page.to_string().contains(line), "{page}");
     }
 
     let third = run(b).succeeded();
@@ -304,7 +324,7 @@ fn two_clones_in_different_folders_share_every_result() {
     two_clones_share(
         &server,
         a.path(),
-        &b,
+        (&b, "lib"),
         &["run", "app:build"],
         Some(("gen:build", "gen says hello")),
     );
@@ -334,7 +354,7 @@ fn two_clones_of_the_starter_share_every_result() {
     two_clones_share(
         &server,
         a.path(),
-        &b,
+        (&b, "proto/schema"),
         &["run", "report:build", "--param", "level=full"],
         None,
     );
@@ -363,15 +383,19 @@ fn a_log_holds(root: &Path, log_name: &str, text: &str) -> bool {
     })
 }
 
-#[test]
-fn a_server_killed_during_a_run_costs_one_warning_and_the_run_goes_on_locally() {
-    let mut server = BuildGrid::start();
+/// `slow` waits (at most 60 s) for a marker file; `mid` and `top` depend on it in a chain, and
+/// eight leaves on it too. While `slow` runs, the test sends `signal` to BuildGrid and then
+/// writes the marker: the run must go on locally, paying at most one 1 s timeout.
+fn server_lost_during_a_run(signal: i32) {
+    let server = BuildGrid::start();
     let signals = TempDir::new();
     let marker = signals.path().join("go");
     let ws = TempDir::new();
-    // `slow` waits (at most 60 s) for the marker; two actions depend on it.
-    let manifest = format!(
+    let mut manifest = format!(
         r#"
+[cache]
+timeout = "1s"
+
 [targets.slow]
 kind = "command"
 path = "slow"
@@ -396,22 +420,35 @@ outputs = ["out/**"]
 "#,
         marker = marker.display()
     );
+    let mut folders = vec!["slow".to_owned(), "mid".to_owned()];
+    for i in 0..8 {
+        manifest.push_str(&format!(
+            "\n[targets.leaf{i}]\nkind = \"command\"\npath = \"leaf{i}\"\ndeps = [\"slow\"]\n\
+             [targets.leaf{i}.capabilities.build]\ncommand = \"mkdir -p out && echo {i} > out/n\"\n\
+             outputs = [\"out/**\"]\n"
+        ));
+        folders.push(format!("leaf{i}"));
+    }
     std::fs::write(ws.path().join("once.toml"), manifest).expect("writes the manifest");
-    for folder in ["slow", "mid"] {
+    for folder in folders {
         std::fs::create_dir_all(ws.path().join(folder)).expect("mkdir");
     }
-    let running = Running::start(once(
-        ws.path(),
-        &["run", "top:build", "--json", "--remote-cache", &server.url],
-    ));
+    // One job: were the timeout paid per action, the ten after `slow` would take 10 s.
+    let args = ["run", "top:build", "--all", "build", "-j", "1", "--json"];
+    let mut args = args.to_vec();
+    args.extend(["--remote-cache", &server.url]);
+    let running = Running::start(once(ws.path(), &args));
     wait_until(RUN_LIMIT, "slow:build starts", || {
         a_log_holds(ws.path(), "slow_build.log", "slow started")
     });
-    server.stop();
+    server.signal(signal);
     std::fs::write(&marker, "").expect("writes the marker");
+    let released = Instant::now();
     let finished = Finished(running.finish(RUN_LIMIT));
+    let took = released.elapsed();
     let report = finished.succeeded();
-    assert_eq!(report["counts"]["ran"], 3, "{report}");
+    assert_eq!(report["counts"]["total"], 11, "{report}");
+    assert_eq!(report["counts"]["ran"], 11, "{report}");
     assert_eq!(report["counts"]["remote"], 0, "{report}");
     assert_eq!(report["remote"]["uploaded"], 0, "{report}");
     assert!(report["remote"]["warning"].is_string(), "{report}");
@@ -422,6 +459,20 @@ outputs = ["out/**"]
         std::fs::read_to_string(ws.path().join("out/top.txt")).expect("top's output"),
         "slow\n"
     );
+    assert!(
+        took < Duration::from_secs(6),
+        "took {took:?} after the marker"
+    );
+}
+
+#[test]
+fn a_server_killed_during_a_run_costs_one_warning_and_the_run_goes_on_locally() {
+    server_lost_during_a_run(libc::SIGKILL);
+}
+
+#[test]
+fn a_server_that_hangs_during_a_run_costs_one_timeout_and_the_run_goes_on_locally() {
+    server_lost_during_a_run(libc::SIGSTOP);
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

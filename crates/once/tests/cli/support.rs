@@ -1,6 +1,7 @@
 //! A small fluent builder for running `once` in a fresh workspace, in the style of
 //! `Test::new().manifest(…).args(…).run()`, a handle on a live `once mcp` process, and a guard on
-//! a live `once serve` that kills it when dropped.
+//! a live `once serve` that kills it when dropped; and a process run in the background whose
+//! every wait is bounded.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
