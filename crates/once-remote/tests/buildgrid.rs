@@ -1,197 +1,20 @@
 //! The client against a real BuildGrid (`bgd`), the reference REAPI server: each test starts its
-//! own on a free loopback port with a disk CAS in a fresh folder, and stops it (its whole process
-//! group) when the test ends. BuildGrid missing is a failure that says how to install it.
+//! own (see `support/buildgrid.rs`), stopped when the test ends. BuildGrid missing is a failure
+//! that says how to install it.
 
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use once_remote::{Bytes, Client, Error, digest_of, reapi};
 
+#[path = "support/buildgrid.rs"]
+mod buildgrid;
+
+use buildgrid::BuildGrid;
+
 const TIMEOUT: Duration = Duration::from_secs(20);
 
-/// A running `bgd server start`, stopped on drop.
-struct BuildGrid {
-    child: Child,
-    dir: PathBuf,
-    url: String,
-}
-
-impl BuildGrid {
-    fn start() -> BuildGrid {
-        BuildGrid::start_with("  method: none")
-    }
-
-    /// Asks for JSON Web Tokens signed with a secret that no test knows.
-    fn start_with_jwt() -> BuildGrid {
-        BuildGrid::start_with("  method: jwt\n  algorithm: hs256\n  secret: SECRET_FILE")
-    }
-
-    fn start_with(authorization: &str) -> BuildGrid {
-        let bgd = bgd_path();
-        let dir = fresh_dir();
-        let port = free_port();
-        let secret = dir.join("jwt-secret");
-        std::fs::write(&secret, "a secret no client has").unwrap();
-        let authorization = authorization.replace("SECRET_FILE", &secret.display().to_string());
-        let config = format!(
-            r#"server:
-  - !channel
-    address: "127.0.0.1:{port}"
-    insecure-mode: true
-authorization:
-{authorization}
-storages:
-  - !disk-storage &cas
-    path: {cas}
-caches:
-  - !lru-action-cache &ac
-    storage: *cas
-    max-cached-refs: 1000
-    allow-updates: true
-    cache-failed-actions: false
-instances:
-  - name: ""
-    services:
-      - !action-cache
-        cache: *ac
-      - !cas
-        storage: *cas
-      - !bytestream
-        storage: *cas
-"#,
-            cas = dir.join("cas").display()
-        );
-        std::fs::write(dir.join("bgd.yml"), config).unwrap();
-        let log = std::fs::File::create(dir.join("bgd.log")).unwrap();
-        let child = Command::new(&bgd)
-            .args(["server", "start"])
-            .arg(dir.join("bgd.yml"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            // Its own process group, so that drop stops bgd and anything it started.
-            .process_group(0)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start `{}`: {e}", bgd.display()));
-        let mut server = BuildGrid {
-            child,
-            dir,
-            url: format!("grpc://127.0.0.1:{port}"),
-        };
-        server.wait_for_port(port);
-        server
-    }
-
-    /// Polls the port until bgd listens; bounded, and fails early if bgd exits.
-    fn wait_for_port(&mut self, port: u16) {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return;
-            }
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("bgd exited with {status} before listening:\n{}", self.log());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "bgd did not listen on port {port} within 90 s:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("bgd.log")).unwrap_or_default()
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(&self.url, "", vec![], TIMEOUT).unwrap()
-    }
-
-    /// The file where the disk CAS keeps `digest`'s bytes.
-    fn cas_file(&self, digest: &reapi::Digest) -> PathBuf {
-        let (dir, name) = digest.hash.split_at(2);
-        find_file(&self.dir.join("cas"), dir, name).unwrap_or_else(|| {
-            panic!(
-                "no CAS file for {} under {}",
-                digest.hash,
-                self.dir.display()
-            )
-        })
-    }
-
-    fn stop(&mut self) {
-        let group = i32::try_from(self.child.id()).unwrap();
-        // SAFETY: signals the process group this test created; no memory is involved.
-        unsafe { libc::kill(-group, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for BuildGrid {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn find_file(root: &Path, dir: &str, name: &str) -> Option<PathBuf> {
-    for entry in std::fs::read_dir(root).ok()? {
-        let path = entry.ok()?.path();
-        if path.is_dir() {
-            if let Some(found) = find_file(&path, dir, name) {
-                return Some(found);
-            }
-        } else if path.file_name().is_some_and(|n| n == name)
-            && path
-                .parent()
-                .and_then(Path::file_name)
-                .is_some_and(|d| d == dir)
-        {
-            return Some(path);
-        }
-    }
-    None
-}
-
-fn bgd_path() -> PathBuf {
-    let path = match std::env::var_os("ONCE_BGD") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../target/interop/buildgrid-venv/bin/bgd"),
-    };
-    assert!(
-        path.is_file(),
-        "BuildGrid's `bgd` is not at `{}`: install it with `scripts/install-test-deps` \
-         (or set `ONCE_BGD` to a `bgd`)",
-        path.display()
-    );
-    path
-}
-
-fn fresh_dir() -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "once-remote-bgd-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+fn client(server: &BuildGrid) -> Client {
+    Client::connect(&server.url, "", vec![], TIMEOUT).unwrap()
 }
 
 fn blob(data: Vec<u8>) -> (reapi::Digest, Bytes) {
@@ -209,7 +32,7 @@ fn big_blob() -> (reapi::Digest, Bytes) {
 #[test]
 fn blobs_and_action_results_round_trip() {
     let server = BuildGrid::start();
-    let client = server.client();
+    let client = client(&server);
     let caps = client.capabilities().unwrap();
     assert!(caps.max_batch_total_size_bytes > 1024, "{caps:?}");
     assert!(caps.action_cache_update_enabled);
@@ -262,7 +85,7 @@ fn blobs_and_action_results_round_trip() {
 #[test]
 fn many_digests_are_split_into_batches() {
     let server = BuildGrid::start();
-    let client = server.client();
+    let client = client(&server);
     // ~80 bytes each on the wire: 60,000 digests exceed one 4 MiB batch.
     let digests: Vec<reapi::Digest> = (0..60_000u32)
         .map(|i| digest_of(&i.to_le_bytes()))
@@ -274,14 +97,14 @@ fn many_digests_are_split_into_batches() {
 #[test]
 fn a_corrupted_blob_is_an_error_and_never_returned() {
     let server = BuildGrid::start();
-    let client = server.client();
+    let client = client(&server);
     let good = blob(b"the right bytes".to_vec());
     let big = big_blob();
     client
         .batch_update_blobs(&[good.clone(), big.clone()])
         .unwrap();
     for digest in [&good.0, &big.0] {
-        let file = server.cas_file(digest);
+        let file = server.cas_file(&digest.hash);
         let mut bytes = std::fs::read(&file).unwrap();
         bytes[0] ^= 0xff;
         std::fs::write(&file, bytes).unwrap();

@@ -399,7 +399,9 @@ enum Update {
 
 /// The remote cache for a run, as the manifest and the server's environment (`ONCE_REMOTE_*`)
 /// configure it, connected; a server that cannot be reached is no error (the run goes on
-/// locally and its report says why).
+/// locally and its report says why). A configuration the server refuses is a problem that
+/// names what to fix and who can: the caller has no flag to turn the remote cache off with, so
+/// the command line's advice (`--no-remote-cache`) would mislead it.
 fn remote(settings: &once_graph::CacheSettings) -> Result<Option<Arc<once_run::Remote>>, Answer> {
     let env = |name: &str| std::env::var(name).ok();
     let config = once_run::RemoteConfig::resolve(settings, &once_run::RemoteFlags::default(), &env)
@@ -411,7 +413,11 @@ fn remote(settings: &once_graph::CacheSettings) -> Result<Option<Arc<once_run::R
     };
     once_run::Remote::connect(config)
         .map(|remote| Some(Arc::new(remote)))
-        .map_err(|e| Answer::problem(once_run::Error::from(e).to_string()))
+        .map_err(|e| {
+            Answer::problem(format!(
+                "{e}; the person who started the server can fix the remote cache's settings"
+            ))
+        })
 }
 
 /// A scheduler event as a progress message, with how many half-steps it advances.

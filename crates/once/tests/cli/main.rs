@@ -16,6 +16,7 @@ mod memory;
 mod outcomes;
 mod placeholders;
 mod query;
+mod remote;
 mod run;
 mod run_env;
 mod run_output;

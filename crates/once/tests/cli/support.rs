@@ -1,6 +1,7 @@
 //! A small fluent builder for running `once` in a fresh workspace, in the style of
 //! `Test::new().manifest(…).args(…).run()`, a handle on a live `once mcp` process, and a guard on
-//! a live `once serve` that kills it when dropped.
+//! a live `once serve` that kills it when dropped; and a process run in the background whose
+//! every wait is bounded.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -316,25 +317,43 @@ pub fn attach_command(state: &Path, dir: Option<&Path>) -> Command {
 }
 
 /// Runs `command` to the end with stdin closed, failing the test after [`PATIENCE`].
-pub fn output_within(mut command: Command) -> Output {
-    let child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawns once");
-    let pid = child.id();
-    let (sender, done) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = sender.send(child.wait_with_output());
-    });
-    match done.recv_timeout(PATIENCE) {
-        Ok(output) => output.expect("waits"),
-        Err(_) => {
-            // SAFETY: a signal to the child we spawned, which has not been reaped (its waiter
-            // is still blocked), so the pid is still ours.
-            unsafe { libc::kill(i32::try_from(pid).expect("pid fits"), libc::SIGKILL) };
-            panic!("`once` did not finish within {PATIENCE:?}");
+pub fn output_within(command: Command) -> Output {
+    Running::start(command).finish(PATIENCE)
+}
+
+/// A process started with stdin closed and its output collected in the background, for a test
+/// that acts while it runs.
+pub struct Running {
+    pid: u32,
+    done: Receiver<std::io::Result<Output>>,
+}
+
+impl Running {
+    pub fn start(mut command: Command) -> Running {
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawns once");
+        let pid = child.id();
+        let (sender, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(child.wait_with_output());
+        });
+        Running { pid, done }
+    }
+
+    /// Waits for the end, failing the test (and killing the process) after `limit`.
+    pub fn finish(self, limit: Duration) -> Output {
+        match self.done.recv_timeout(limit) {
+            Ok(output) => output.expect("waits"),
+            Err(_) => {
+                // SAFETY: a signal to the child we spawned, which has not been reaped (its waiter
+                // is still blocked), so the pid is still ours.
+                unsafe { libc::kill(i32::try_from(self.pid).expect("pid fits"), libc::SIGKILL) };
+                panic!("`once` did not finish within {limit:?}");
+            }
         }
     }
 }
