@@ -16,6 +16,7 @@ mod digest;
 mod error;
 mod grpc;
 mod proto;
+mod tls;
 
 pub use bytes::Bytes;
 pub use client::{Capabilities, Client};
