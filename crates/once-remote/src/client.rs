@@ -782,6 +782,25 @@ mod tests {
     }
 
     #[test]
+    fn a_server_silent_in_the_tls_handshake_costs_one_timeout() {
+        // Accepts the connection and never answers the ClientHello.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("grpcs://{}", listener.local_addr().unwrap());
+        let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+        let timeout = Duration::from_millis(300);
+        let started = std::time::Instant::now();
+        let err = Client::connect(&url, "", vec![], timeout).unwrap_err();
+        let took = started.elapsed();
+        assert!(matches!(err, Error::CannotReach { .. }), "{err:?}");
+        assert!(took < timeout * 10, "{took:?}");
+        assert!(
+            err.to_string().contains("no connection within 300 ms"),
+            "{err}"
+        );
+        drop(held.join());
+    }
+
+    #[test]
     fn debug_never_shows_header_values() {
         let client = Client::connect(
             "grpc://127.0.0.1:1",

@@ -1,6 +1,7 @@
-//! gRPC over one HTTP/2 connection, by hand: each call is a POST of length-prefixed protobuf
-//! messages whose outcome is the `grpc-status` trailer. It knows nothing of the REAPI; it must
-//! never wait without the caller's deadline around it, and never put a header's value in an error.
+//! gRPC over one HTTP/2 connection (plain TCP, or TLS set up by `tls.rs`), by hand: each call is a
+//! POST of length-prefixed protobuf messages whose outcome is the `grpc-status` trailer. It knows
+//! nothing of the REAPI; it must never wait without the caller's deadline around it, and never put
+//! a header's value in an error.
 
 use std::time::Duration;
 
@@ -89,9 +90,9 @@ pub(crate) fn timeout_header(timeout: Duration) -> String {
     }
 }
 
-/// Sends `requests` (already framed) to `origin` (`http://host:port` or `https://host[:port]`, whose
-/// scheme and authority become `:scheme` and `:authority`) on a new stream and returns the response messages, whose
+/// Sends `requests` (already framed) on a new stream and returns the response messages, whose
 /// total size may not exceed `limit` bytes (a server cannot make the client hold without bound).
+/// `origin` (`http://host:port` or `https://host[:port]`) gives `:scheme` and `:authority`.
 ///
 /// A server may answer before it has read every request (ByteStream.Write of a blob it already
 /// has): then the rest is not sent, and the answer decides the call.
