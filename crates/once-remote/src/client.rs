@@ -16,6 +16,7 @@ use crate::error::{Error, code_name};
 use crate::grpc::{self, CallError};
 use crate::proto::google::bytestream as bs;
 use crate::reapi;
+use crate::tls::Tls;
 
 const AC: &str = "/build.bazel.remote.execution.v2.ActionCache/";
 const CAS: &str = "/build.bazel.remote.execution.v2.ContentAddressableStorage/";
@@ -45,7 +46,9 @@ pub struct Capabilities {
 pub struct Client {
     runtime: tokio::runtime::Runtime,
     url: String,
-    authority: String,
+    endpoint: Endpoint,
+    /// For `grpcs://` only: the trust roots and the name the server's certificate must carry.
+    tls: Option<Tls>,
     instance: String,
     headers: Vec<(HeaderName, HeaderValue)>,
     timeout: Duration,
@@ -70,15 +73,17 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// Connects to `url` (`grpc://host:port`; TLS is not supported yet) within `timeout`, which
-    /// also bounds every later call. `headers` go with every call (e.g. `authorization`).
+    /// Connects to `url` within `timeout`, which also bounds every later call: `grpc://host:port`
+    /// in plaintext, or `grpcs://host[:port]` in TLS (port 443 unless given) trusting the system's
+    /// CAs, or those of `SSL_CERT_FILE`/`SSL_CERT_DIR` when set. `headers` go with every call
+    /// (e.g. `authorization`).
     pub fn connect(
         url: &str,
         instance: &str,
         headers: Vec<(String, String)>,
         timeout: Duration,
     ) -> Result<Client, Error> {
-        let authority = parse_url(url)?;
+        let endpoint = parse_url(url)?;
         let headers = headers
             .into_iter()
             .map(|(name, value)| {
@@ -102,10 +107,20 @@ impl Client {
                 url: url.to_owned(),
                 detail: format!("cannot start the I/O runtime: {e}"),
             })?;
+        let tls = if endpoint.tls {
+            let tls = Tls::new(&endpoint.host).map_err(|detail| Error::CannotReach {
+                url: url.to_owned(),
+                detail,
+            })?;
+            Some(tls)
+        } else {
+            None
+        };
         let client = Client {
             runtime,
             url: url.to_owned(),
-            authority,
+            endpoint,
+            tls,
             instance: instance.to_owned(),
             headers,
             timeout,
@@ -419,7 +434,7 @@ impl Client {
         if let Some(send) = self.connection.borrow().as_ref() {
             return Ok(send.clone());
         }
-        let connect = grpc::connect(&self.authority);
+        let connect = grpc::connect(&self.endpoint.address, self.tls.as_ref());
         let send = match self
             .runtime
             .block_on(async { tokio::time::timeout_at(deadline, connect).await })
@@ -469,7 +484,7 @@ impl Client {
         self.calls.set(self.calls.get() + 1);
         let call = grpc::call(
             &send,
-            &self.authority,
+            &self.endpoint.origin,
             path,
             &self.headers,
             deadline.saturating_duration_since(Instant::now()),
@@ -548,25 +563,84 @@ impl Client {
     }
 }
 
-/// `host:port` out of `grpc://host:port`.
-fn parse_url(url: &str) -> Result<String, Error> {
+/// Where a remote cache's URL says the server is.
+#[derive(Debug)]
+struct Endpoint {
+    /// `grpcs://`: TLS.
+    tls: bool,
+    /// The host as a certificate names it: a DNS name or an IP address, without brackets.
+    host: String,
+    /// `host:port` to open a TCP connection to (an IPv6 address in brackets).
+    address: String,
+    /// The scheme and authority of every request: `:scheme` and `:authority`, without the port
+    /// when it is HTTPS's 443.
+    origin: String,
+}
+
+const EXPECTED_URL: &str = "expected `grpc://host:port` or `grpcs://host[:port]`";
+
+/// The `Endpoint` of `grpc://host:port` or `grpcs://host[:port]` (port 443 by default).
+fn parse_url(url: &str) -> Result<Endpoint, Error> {
     let invalid = |reason| Error::InvalidUrl {
         url: url.to_owned(),
         reason,
     };
-    if url.starts_with("grpcs://") || url.starts_with("https://") {
-        return Err(invalid("TLS is not supported yet: use `grpc://host:port`"));
-    }
-    let Some(authority) = url.strip_prefix("grpc://") else {
-        return Err(invalid("expected `grpc://host:port`"));
+    let (tls, rest) = if let Some(rest) = url.strip_prefix("grpc://") {
+        (false, rest)
+    } else if let Some(rest) = url.strip_prefix("grpcs://") {
+        (true, rest)
+    } else if url.starts_with("https://") {
+        return Err(invalid("gRPC over TLS is written `grpcs://host[:port]`"));
+    } else if url.starts_with("http://") {
+        return Err(invalid("plaintext gRPC is written `grpc://host:port`"));
+    } else {
+        return Err(invalid(EXPECTED_URL));
     };
-    let authority = authority.strip_suffix('/').unwrap_or(authority);
-    match authority.rsplit_once(':') {
-        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
-            Ok(authority.to_owned())
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    // `[v6]:port` or `[v6]`, else `host:port` or `host`.
+    let (host, bracketed, port) = if let Some(inner) = authority.strip_prefix('[') {
+        let (host, after) = inner.split_once(']').ok_or_else(|| invalid(EXPECTED_URL))?;
+        let port = match after {
+            "" => None,
+            _ => Some(
+                after
+                    .strip_prefix(':')
+                    .ok_or_else(|| invalid(EXPECTED_URL))?,
+            ),
+        };
+        (host, format!("[{host}]"), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, host.to_owned(), Some(port)),
+            None => (authority, authority.to_owned(), None),
         }
-        _ => Err(invalid("expected `grpc://host:port`")),
+    };
+    // A colon belongs in a host only inside brackets (IPv6).
+    let in_brackets = authority.starts_with('[');
+    let odd = |c: char| c.is_whitespace() || "/?#@[]".contains(c) || (c == ':' && !in_brackets);
+    if host.is_empty() || host.contains(odd) {
+        return Err(invalid(EXPECTED_URL));
     }
+    let port = match port {
+        Some(port) => port.parse::<u16>().map_err(|_| invalid(EXPECTED_URL))?,
+        None if tls => 443,
+        None => {
+            return Err(invalid(
+                "plaintext gRPC has no default port: `grpc://host:port`",
+            ));
+        }
+    };
+    let origin = match (tls, port) {
+        (true, 443) => format!("https://{bracketed}"),
+        (true, _) => format!("https://{bracketed}:{port}"),
+        (false, _) => format!("http://{bracketed}:{port}"),
+    };
+    Ok(Endpoint {
+        tls,
+        host: host.to_owned(),
+        address: format!("{bracketed}:{port}"),
+        origin,
+    })
 }
 
 /// Splits `items` into runs whose summed `cost` stays within `limit` (an item over the limit
@@ -624,20 +698,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_must_be_plain_grpc_with_a_port() {
+    fn urls_are_grpc_with_a_port_or_grpcs() {
+        let plain = parse_url("grpc://127.0.0.1:8980").unwrap();
         assert_eq!(
-            parse_url("grpc://127.0.0.1:8980").unwrap(),
-            "127.0.0.1:8980"
+            (plain.tls, plain.host.as_str(), plain.address.as_str()),
+            (false, "127.0.0.1", "127.0.0.1:8980")
         );
-        assert_eq!(parse_url("grpc://cache:1/").unwrap(), "cache:1");
+        assert_eq!(plain.origin, "http://127.0.0.1:8980");
+        assert_eq!(parse_url("grpc://cache:1/").unwrap().address, "cache:1");
+        // TLS on 443 unless told: the authority leaves the default port out, as HTTPS does.
+        let tls = parse_url("grpcs://cache.example.com").unwrap();
+        assert_eq!(
+            (tls.tls, tls.host.as_str(), tls.address.as_str()),
+            (true, "cache.example.com", "cache.example.com:443")
+        );
+        assert_eq!(tls.origin, "https://cache.example.com");
+        let tls = parse_url("grpcs://cache.example.com:8443/").unwrap();
+        assert_eq!(tls.address, "cache.example.com:8443");
+        assert_eq!(tls.origin, "https://cache.example.com:8443");
+        // An IPv6 address: brackets in the address, none in the name the certificate must carry.
+        let v6 = parse_url("grpcs://[::1]:9443").unwrap();
+        assert_eq!(
+            (v6.host.as_str(), v6.address.as_str()),
+            ("::1", "[::1]:9443")
+        );
         for bad in [
-            "grpcs://h:1",
-            "http://h:1",
             "grpc://h",
             "grpc://:1",
             "grpc://h:x",
+            "grpcs://",
+            "grpcs://:443",
+            "grpcs://h:x",
+            "grpcs://h:1/path",
+            "cache:1",
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
+        }
+        for (http, instead) in [
+            ("http://h:1", "`grpc://host:port`"),
+            ("https://h", "`grpcs://host[:port]`"),
+        ] {
+            let text = parse_url(http).unwrap_err().to_string();
+            assert!(text.contains(instead), "{text}");
         }
     }
 
@@ -684,6 +786,25 @@ mod tests {
         assert!(
             err.to_string()
                 .contains("did not answer `GetActionResult` within 300 ms")
+        );
+        drop(held.join());
+    }
+
+    #[test]
+    fn a_server_silent_in_the_tls_handshake_costs_one_timeout() {
+        // Accepts the connection and never answers the ClientHello.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("grpcs://{}", listener.local_addr().unwrap());
+        let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+        let timeout = Duration::from_millis(300);
+        let started = std::time::Instant::now();
+        let err = Client::connect(&url, "", vec![], timeout).unwrap_err();
+        let took = started.elapsed();
+        assert!(matches!(err, Error::CannotReach { .. }), "{err:?}");
+        assert!(took < timeout * 10, "{took:?}");
+        assert!(
+            err.to_string().contains("no connection within 300 ms"),
+            "{err}"
         );
         drop(held.join());
     }

@@ -1,6 +1,7 @@
-//! gRPC over one HTTP/2 connection, by hand: each call is a POST of length-prefixed protobuf
-//! messages whose outcome is the `grpc-status` trailer. It knows nothing of the REAPI; it must
-//! never wait without the caller's deadline around it, and never put a header's value in an error.
+//! gRPC over one HTTP/2 connection (plain TCP, or TLS set up by `tls.rs`), by hand: each call is a
+//! POST of length-prefixed protobuf messages whose outcome is the `grpc-status` trailer. It knows
+//! nothing of the REAPI; it must never wait without the caller's deadline around it, and never put
+//! a header's value in an error.
 
 use std::time::Duration;
 
@@ -8,6 +9,9 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use h2::client::SendRequest;
 use http::{HeaderName, HeaderValue};
 use prost::Message;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::tls::Tls;
 
 /// A call's failure before it is given a server's name and a call's name (see `client.rs`).
 #[derive(Debug)]
@@ -31,16 +35,29 @@ impl From<h2::Error> for CallError {
     }
 }
 
-/// Opens one HTTP/2 connection over plain TCP to `authority` and drives it on the runtime.
-pub(crate) async fn connect(authority: &str) -> Result<SendRequest<Bytes>, String> {
-    let tcp = tokio::net::TcpStream::connect(authority)
+/// Opens one HTTP/2 connection to `address` (`host:port`), in TLS when `tls` is given, and drives
+/// it on the runtime.
+pub(crate) async fn connect(
+    address: &str,
+    tls: Option<&Tls>,
+) -> Result<SendRequest<Bytes>, String> {
+    let tcp = tokio::net::TcpStream::connect(address)
         .await
         .map_err(|e| e.to_string())?;
     // Calls are small request/response pairs: Nagle's delay would add to every one.
     tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-    let (send, connection) = h2::client::handshake(tcp)
-        .await
-        .map_err(|e| e.to_string())?;
+    match tls {
+        None => start(tcp).await,
+        Some(tls) => start(tls.handshake(tcp).await?).await,
+    }
+}
+
+/// The HTTP/2 handshake over `io`, with the connection's task spawned on the runtime.
+async fn start<T>(io: T) -> Result<SendRequest<Bytes>, String>
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (send, connection) = h2::client::handshake(io).await.map_err(|e| e.to_string())?;
     // The connection task ends with the runtime (dropped with the client) or on a transport error,
     // which the next call then sees as a closed connection.
     tokio::spawn(async move {
@@ -75,12 +92,13 @@ pub(crate) fn timeout_header(timeout: Duration) -> String {
 
 /// Sends `requests` (already framed) on a new stream and returns the response messages, whose
 /// total size may not exceed `limit` bytes (a server cannot make the client hold without bound).
+/// `origin` (`http://host:port` or `https://host[:port]`) gives `:scheme` and `:authority`.
 ///
 /// A server may answer before it has read every request (ByteStream.Write of a blob it already
 /// has): then the rest is not sent, and the answer decides the call.
 pub(crate) async fn call<R: Message + Default>(
     send: &SendRequest<Bytes>,
-    authority: &str,
+    origin: &str,
     path: &str,
     headers: &[(HeaderName, HeaderValue)],
     timeout: Duration,
@@ -90,7 +108,7 @@ pub(crate) async fn call<R: Message + Default>(
     let mut send = send.clone().ready().await?;
     let mut request = http::Request::builder()
         .method("POST")
-        .uri(format!("http://{authority}{path}"))
+        .uri(format!("{origin}{path}"))
         .header("content-type", "application/grpc")
         .header("te", "trailers")
         .header("grpc-timeout", timeout_header(timeout));
@@ -275,11 +293,11 @@ mod tests {
         for (limit, fits) in [(total, true), (total - 1, false)] {
             let result = rt.block_on(async {
                 let authority = serve_once(body.clone()).await;
-                let send = connect(&authority).await.unwrap();
+                let send = connect(&authority, None).await.unwrap();
                 let framed = vec![frame(&m).unwrap()];
                 call::<crate::reapi::Digest>(
                     &send,
-                    &authority,
+                    &format!("http://{authority}"),
                     "/x/Y",
                     &[],
                     Duration::from_secs(5),
@@ -316,10 +334,11 @@ mod tests {
         let requests: Vec<Bytes> = (0..8).map(|_| frame(&chunk).unwrap()).collect();
         let got = rt.block_on(async {
             let authority = serve_once(frame(&answer).unwrap()).await;
-            let send = connect(&authority).await.unwrap();
+            let send = connect(&authority, None).await.unwrap();
+            let origin = format!("http://{authority}");
             let call = call::<crate::proto::google::bytestream::WriteResponse>(
                 &send,
-                &authority,
+                &origin,
                 "/google.bytestream.ByteStream/Write",
                 &[],
                 Duration::from_secs(10),

@@ -1,21 +1,25 @@
 //! A small blocking client of the caches of the Remote Execution API v2 (REAPI): the ActionCache,
 //! the content-addressable storage (CAS) and ByteStream, over gRPC that it frames itself on one
-//! HTTP/2 connection (`h2`), without tonic.
+//! HTTP/2 connection (`h2`), without tonic: `grpc://host:port` in plaintext (loopback, trusted
+//! networks) or `grpcs://host[:port]` in TLS (rustls, port 443 by default).
 //!
 //! Theory of operation: a `Client` owns a current-thread tokio runtime and, at most, one HTTP/2
 //! connection; each public call runs that runtime until its answer or the client's timeout, so
 //! callers see plain blocking functions and no async leaks out. A transport failure drops the
 //! connection and the next call opens a new one. Every blob read is checked against its SHA-256
 //! digest before it is returned; every call is bounded by the timeout; header values (credentials)
-//! never appear in errors or `Debug` output. Its message types (`reapi`) and `digest_of` serve any
-//! crate that describes actions as REAPI does (`once-run`); only a caller that means to reach a
-//! server makes a `Client`, and nothing here opens a connection until one is made.
+//! never appear in errors or `Debug` output. Over TLS the server's certificate must chain to the
+//! system's trust roots (or to those that `SSL_CERT_FILE`/`SSL_CERT_DIR` name instead) and carry
+//! the URL's host; nothing turns that check off. Its message types (`reapi`) and `digest_of` serve
+//! any crate that describes actions as REAPI does (`once-run`); only a caller that means to reach
+//! a server makes a `Client`, and nothing here opens a connection until one is made.
 
 mod client;
 mod digest;
 mod error;
 mod grpc;
 mod proto;
+mod tls;
 
 pub use bytes::Bytes;
 pub use client::{Capabilities, Client};

@@ -2,6 +2,7 @@
 //! own (see `support/buildgrid.rs`), stopped when the test ends. BuildGrid missing is a failure
 //! that says how to install it.
 
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use once_remote::{Bytes, Client, Error, digest_of, reapi};
@@ -9,7 +10,7 @@ use once_remote::{Bytes, Client, Error, digest_of, reapi};
 #[path = "support/buildgrid.rs"]
 mod buildgrid;
 
-use buildgrid::BuildGrid;
+use buildgrid::{BuildGrid, tls_file};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -197,4 +198,131 @@ fn refused_credentials_name_the_headers_sent_never_their_values() {
     let err = without.capabilities().unwrap_err();
     assert!(matches!(err, Error::Unauthenticated { .. }), "{err:?}");
     assert!(err.to_string().contains("no headers were sent"), "{err}");
+}
+
+/// Set in the child process that `in_child_trusting_the_test_ca` starts.
+const CHILD: &str = "ONCE_REMOTE_TEST_CHILD";
+
+/// Runs this binary's test named `test` again in a child process whose `SSL_CERT_FILE` is the test
+/// CA, as a user trusts a private CA; returns true in that child, which runs the test's body, and
+/// false in the parent once the child has passed. The variable is set only in a child because the
+/// environment is process-wide and tests run on parallel threads.
+fn in_child_trusting_the_test_ca(test: &str) -> bool {
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("SSL_CERT_FILE", tls_file("ca.pem"))
+        .env_remove("SSL_CERT_DIR")
+        .env(CHILD, "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "`{test}` failed in its child process ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
+#[test]
+fn tls_with_the_ca_in_ssl_cert_file_carries_every_call() {
+    if !in_child_trusting_the_test_ca("tls_with_the_ca_in_ssl_cert_file_carries_every_call") {
+        return;
+    }
+    let server = BuildGrid::start_tls("server");
+    // The certificate names both: the name checked is the URL's host, a DNS name or an address.
+    for host in ["localhost", "127.0.0.1"] {
+        let url = format!("grpcs://{host}:{}", server.port);
+        let client = Client::connect(&url, "", vec![], TIMEOUT).unwrap();
+        let caps = client.capabilities().unwrap();
+        assert!(caps.max_batch_total_size_bytes > 1024, "{caps:?}");
+        let small = blob(format!("over TLS to {host}\n").into_bytes());
+        let big = big_blob();
+        // The big blob goes over ByteStream, in many HTTP/2 frames through the TLS stream.
+        client
+            .batch_update_blobs(&[small.clone(), big.clone()])
+            .unwrap();
+        let read = client
+            .batch_read_blobs(&[small.0.clone(), big.0.clone()])
+            .unwrap();
+        assert_eq!(read, vec![Some(small.1.clone()), Some(big.1.clone())]);
+        assert_eq!(client.read_blob(&big.0).unwrap(), Some(big.1));
+        let action = digest_of(host.as_bytes());
+        let result = reapi::ActionResult {
+            exit_code: 0,
+            stdout_digest: Some(small.0.clone()),
+            ..Default::default()
+        };
+        client.update_action_result(&action, &result).unwrap();
+        let got = client.get_action_result(&action).unwrap().unwrap();
+        assert_eq!(got.stdout_digest, result.stdout_digest);
+    }
+}
+
+#[test]
+fn a_certificate_for_another_name_is_refused() {
+    if !in_child_trusting_the_test_ca("a_certificate_for_another_name_is_refused") {
+        return;
+    }
+    let server = BuildGrid::start_tls("other");
+    let url = format!("grpcs://localhost:{}", server.port);
+    let err = Client::connect(&url, "", vec![], TIMEOUT).unwrap_err();
+    assert!(matches!(err, Error::CannotReach { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("the TLS certificate of `localhost` is not valid for that name"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_untrusted_certificate_is_a_clear_error_not_a_hang() {
+    // This process does not trust the test CA (no `SSL_CERT_FILE` names it).
+    let server = BuildGrid::start_tls("server");
+    let timeout = Duration::from_secs(5);
+    let url = format!("grpcs://localhost:{}", server.port);
+    let started = Instant::now();
+    let err = Client::connect(&url, "", vec![], timeout).unwrap_err();
+    assert!(started.elapsed() < timeout, "{:?}", started.elapsed());
+    assert!(matches!(err, Error::CannotReach { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("cannot reach the remote cache at `{url}`")),
+        "{text}"
+    );
+    assert!(
+        text.contains("the TLS certificate of `localhost` is not trusted")
+            && text.contains("SSL_CERT_FILE"),
+        "{text}"
+    );
+
+    // The same server reached without TLS: refused within the timeout too.
+    let plain = format!("grpc://127.0.0.1:{}", server.port);
+    let started = Instant::now();
+    let err = Client::connect(&plain, "", vec![], timeout)
+        .and_then(|client| client.capabilities())
+        .unwrap_err();
+    assert!(started.elapsed() < timeout * 2, "{:?}", started.elapsed());
+    assert!(matches!(err, Error::CannotReach { .. }), "{err:?}");
+}
+
+#[test]
+fn a_plaintext_server_reached_with_grpcs_is_a_clear_error_within_the_timeout() {
+    let server = BuildGrid::start();
+    let timeout = Duration::from_secs(5);
+    let url = format!("grpcs://127.0.0.1:{}", server.port);
+    let started = Instant::now();
+    let err = Client::connect(&url, "", vec![], timeout).unwrap_err();
+    assert!(started.elapsed() < timeout * 2, "{:?}", started.elapsed());
+    assert!(matches!(err, Error::CannotReach { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("TLS handshake with `127.0.0.1` failed") && text.contains("`grpc://`"),
+        "{text}"
+    );
 }

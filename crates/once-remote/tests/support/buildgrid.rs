@@ -16,30 +16,52 @@ pub struct BuildGrid {
     dir: PathBuf,
     /// `grpc://127.0.0.1:PORT`.
     pub url: String,
+    /// For another scheme (`grpcs://`) or host on the same port.
+    #[allow(dead_code)] // Only once-remote's own tests speak TLS to it.
+    pub port: u16,
 }
 
 impl BuildGrid {
     pub fn start() -> BuildGrid {
-        BuildGrid::start_with("  method: none")
+        BuildGrid::start_with("  method: none", None)
     }
 
     /// Asks for JSON Web Tokens signed with a secret that no test knows.
     pub fn start_with_jwt() -> BuildGrid {
-        BuildGrid::start_with("  method: jwt\n  algorithm: hs256\n  secret: SECRET_FILE")
+        BuildGrid::start_with(
+            "  method: jwt\n  algorithm: hs256\n  secret: SECRET_FILE",
+            None,
+        )
     }
 
-    fn start_with(authorization: &str) -> BuildGrid {
+    /// Serves TLS only, with the certificate `tests/tls/{name}.pem` of once-remote (signed by
+    /// its test CA).
+    #[allow(dead_code)] // Only once-remote's own tests speak TLS to it.
+    pub fn start_tls(name: &str) -> BuildGrid {
+        BuildGrid::start_with("  method: none", Some(name))
+    }
+
+    fn start_with(authorization: &str, certificate: Option<&str>) -> BuildGrid {
         let bgd = bgd_path();
         let dir = fresh_dir();
         let port = free_port();
         let secret = dir.join("jwt-secret");
         std::fs::write(&secret, "a secret no client has").expect("writes the secret");
         let authorization = authorization.replace("SECRET_FILE", &secret.display().to_string());
+        let channel = match certificate {
+            None => "    insecure-mode: true".to_owned(),
+            Some(name) => format!(
+                "    insecure-mode: false\n    credentials:\n      tls-server-key: {}\n      \
+                 tls-server-cert: {}",
+                tls_file(&format!("{name}-key.pem")).display(),
+                tls_file(&format!("{name}.pem")).display(),
+            ),
+        };
         let config = format!(
             r#"server:
   - !channel
     address: "127.0.0.1:{port}"
-    insecure-mode: true
+{channel}
 authorization:
 {authorization}
 storages:
@@ -79,6 +101,7 @@ instances:
             child,
             dir,
             url: format!("grpc://127.0.0.1:{port}"),
+            port,
         };
         server.wait_for_port(port);
         server
@@ -135,6 +158,14 @@ impl Drop for BuildGrid {
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A file of once-remote's `tests/tls` (the test CA and certificates), from either test crate.
+#[allow(dead_code)] // Only once-remote's own tests speak TLS to it.
+pub fn tls_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../once-remote/tests/tls")
+        .join(name)
 }
 
 fn find_file(root: &Path, dir: &str, name: &str) -> Option<PathBuf> {

@@ -574,10 +574,14 @@ impl HttpReply {
 }
 
 /// Copies the folder `from` into the existing folder `to`, recursively: for fixtures that a test
-/// changes or serves from a folder of its own.
+/// changes or serves from a folder of its own. A `.once` folder is state, not source (a person
+/// may have run `once` in an example), and is never copied.
 pub fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).expect("lists") {
         let entry = entry.expect("an entry");
+        if entry.file_name() == ".once" {
+            continue;
+        }
         let target = to.join(entry.file_name());
         if entry.file_type().expect("a type").is_dir() {
             std::fs::create_dir_all(&target).expect("mkdir");
