@@ -83,9 +83,15 @@ pub(crate) struct Describer<'a> {
     ignores: Mutex<HashMap<PathBuf, Arc<Gitignore>>>,
     files: Mutex<HashMap<PathBuf, reapi::Digest>>,
     actions: Mutex<HashMap<usize, reapi::Digest>>,
+    /// The files of each folder and set of globs walked so far (see `files_of`).
+    walked: Mutex<HashMap<WalkId, Arc<Vec<(String, Entry)>>>>,
 }
 
+/// A folder, its input globs and the globs they exclude.
+type WalkId = (PathBuf, Vec<String>, Vec<String>);
+
 /// A file of the input tree.
+#[derive(Clone)]
 struct Entry {
     digest: reapi::Digest,
     executable: bool,
@@ -97,6 +103,21 @@ struct Entry {
 struct Folder {
     files: BTreeMap<String, Entry>,
     folders: BTreeMap<String, Folder>,
+}
+
+impl Folder {
+    /// Puts `entry` at the root-relative path `rooted`, making the folders on the way.
+    fn insert(&mut self, rooted: &str, entry: Entry) {
+        let mut parts: Vec<&str> = rooted.split('/').collect();
+        let Some(name) = parts.pop() else {
+            return;
+        };
+        let mut folder = self;
+        for part in parts {
+            folder = folder.folders.entry(part.to_owned()).or_default();
+        }
+        folder.files.insert(name.to_owned(), entry);
+    }
 }
 
 impl<'a> Describer<'a> {
@@ -112,6 +133,7 @@ impl<'a> Describer<'a> {
             ignores: Mutex::new(HashMap::new()),
             files: Mutex::new(HashMap::new()),
             actions: Mutex::new(HashMap::new()),
+            walked: Mutex::new(HashMap::new()),
         }
     }
 
@@ -275,12 +297,13 @@ impl<'a> Describer<'a> {
             .collect();
         excluded.sort_unstable();
         excluded.dedup();
-        let mut tree = Folder::default();
-        let mut walked: Vec<(PathBuf, String, Inputs)> = vec![(
-            step.dir.clone(),
-            step.path.clone(),
-            Inputs::new(&step.action, &step.inputs, excluded.iter())?,
-        )];
+        let mut lists = vec![self.files_of(
+            step,
+            (&step.dir, &step.path),
+            &step.inputs,
+            &excluded,
+            buffer,
+        )?];
         let mut seen = vec![false; self.plan.sources.len()];
         let mut stack: Vec<usize> = step.upstream.clone();
         while let Some(set) = stack.pop() {
@@ -292,60 +315,79 @@ impl<'a> Describer<'a> {
             }
             stack.extend(source_set.next.iter().copied());
             for member in &source_set.members {
-                walked.push((
-                    member.dir.clone(),
-                    member.path.clone(),
-                    Inputs::new(&step.action, &member.inputs, member.outputs.iter())?,
-                ));
+                lists.push(self.files_of(
+                    step,
+                    (&member.dir, &member.path),
+                    &member.inputs,
+                    &member.outputs,
+                    buffer,
+                )?);
             }
         }
-        for (dir, path, inputs) in &walked {
-            let folder = relative_folder(path);
-            for (relative, metadata) in inputs.files(dir, &self.above(dir)) {
-                let rooted = if folder.is_empty() {
-                    relative
-                } else {
-                    format!("{folder}/{relative}")
-                };
-                self.add(&mut tree, step, rooted, &metadata, buffer)?;
-            }
-            for (rooted, metadata) in inputs.rooted_files(&self.plan.root) {
-                self.add(&mut tree, step, rooted, &metadata, buffer)?;
+        let mut tree = Folder::default();
+        for list in &lists {
+            for (rooted, entry) in list.iter() {
+                // Never the env-file: its values are secrets, keyed by hash in the salt.
+                if step.env_file.as_deref() == Some(rooted.as_str()) {
+                    continue;
+                }
+                tree.insert(rooted, entry.clone());
             }
         }
         Ok(tree)
     }
 
-    fn add(
+    /// The files that `globs` minus `excluded` name in the folder `dir` (`path` from the root),
+    /// and the root-relative ones, by root-relative path with their digests: walked, and their
+    /// globs compiled, once per describer, since a source folder is an input of every action
+    /// that depends on its target (a thousand actions would otherwise walk it a thousand times).
+    fn files_of(
         &self,
-        tree: &mut Folder,
         step: &Step,
+        (dir, path): (&Path, &str),
+        globs: &[String],
+        excluded: &[String],
+        buffer: &mut [u8],
+    ) -> Result<Arc<Vec<(String, Entry)>>, Error> {
+        let id = (dir.to_path_buf(), globs.to_vec(), excluded.to_vec());
+        if let Some(found) = lock(&self.walked).get(&id) {
+            return Ok(Arc::clone(found));
+        }
+        let inputs = Inputs::new(&step.action, globs, excluded.iter())?;
+        let folder = relative_folder(path);
+        let mut files = Vec::new();
+        for (relative, metadata) in inputs.files(dir, &self.above(dir)) {
+            let rooted = if folder.is_empty() {
+                relative
+            } else {
+                format!("{folder}/{relative}")
+            };
+            files.push(self.entry(rooted, &metadata, buffer)?);
+        }
+        for (rooted, metadata) in inputs.rooted_files(&self.plan.root) {
+            files.push(self.entry(rooted, &metadata, buffer)?);
+        }
+        let files = Arc::new(files);
+        lock(&self.walked).insert(id, Arc::clone(&files));
+        Ok(files)
+    }
+
+    fn entry(
+        &self,
         rooted: String,
         metadata: &Metadata,
         buffer: &mut [u8],
-    ) -> Result<(), Error> {
-        if step.env_file.as_deref() == Some(rooted.as_str()) {
-            return Ok(());
-        }
+    ) -> Result<(String, Entry), Error> {
         let path = self.plan.root.join(&rooted);
         let digest = self.sha256(&path, metadata, buffer)?;
-        let mut parts: Vec<&str> = rooted.split('/').collect();
-        let Some(name) = parts.pop() else {
-            return Ok(());
-        };
-        let mut folder = tree;
-        for part in parts {
-            folder = folder.folders.entry(part.to_owned()).or_default();
-        }
-        folder.files.insert(
-            name.to_owned(),
+        Ok((
+            rooted,
             Entry {
                 digest,
                 executable: metadata.permissions().mode() & 0o111 != 0,
                 path,
             },
-        );
-        Ok(())
+        ))
     }
 
     /// The SHA-256 digest of the file at `path`: from the file-hash cache when a stamp proves it,
