@@ -84,11 +84,14 @@ pub(crate) struct Describer<'a> {
     files: Mutex<HashMap<PathBuf, reapi::Digest>>,
     actions: Mutex<HashMap<usize, reapi::Digest>>,
     /// The files of each folder and set of globs walked so far (see `files_of`).
-    walked: Mutex<HashMap<WalkId, Arc<Vec<(String, Entry)>>>>,
+    walked: Mutex<HashMap<WalkId, Listing>>,
 }
 
 /// A folder, its input globs and the globs they exclude.
 type WalkId = (PathBuf, Vec<String>, Vec<String>);
+
+/// The files a walk found, by root-relative path.
+type Listing = Arc<Vec<(String, Entry)>>;
 
 /// A file of the input tree.
 #[derive(Clone)]
@@ -348,7 +351,7 @@ impl<'a> Describer<'a> {
         globs: &[String],
         excluded: &[String],
         buffer: &mut [u8],
-    ) -> Result<Arc<Vec<(String, Entry)>>, Error> {
+    ) -> Result<Listing, Error> {
         let id = (dir.to_path_buf(), globs.to_vec(), excluded.to_vec());
         if let Some(found) = lock(&self.walked).get(&id) {
             return Ok(Arc::clone(found));
