@@ -42,8 +42,9 @@ use std::path::Path;
 use once_fs::{Folder, Kind, Mode, PathError, Root, WorkspacePath, clock};
 use serde::{Deserialize, Serialize};
 
+use crate::hashes::digest;
 use crate::model::{Action, Proposal, Status};
-use crate::store::{ChangeStore, current_hash, write_proposal};
+use crate::store::{ChangeStore, write_proposal};
 use crate::{Error, Fault};
 
 pub(crate) const JOURNAL: &str = "journal.json";
@@ -224,7 +225,7 @@ fn verify(root: &Root, proposal: &Proposal) -> Result<(), Error> {
     for change in &proposal.changes {
         let now = match WorkspacePath::parse(&change.path)
             .map_err(|e| e.to_string())
-            .and_then(|path| current_hash(root, &path))
+            .and_then(|path| digest(root, &path))
         {
             Ok(now) => now,
             Err(problem) => {
@@ -232,14 +233,24 @@ fn verify(root: &Root, proposal: &Proposal) -> Result<(), Error> {
                 continue;
             }
         };
-        match (change.action, &change.base_blake3, now) {
-            (Action::Create, _, Some(_)) => {
+        match (change.action, now) {
+            (Action::Create, Some(_)) => {
                 moved.push(format!("`{}` was created since", change.path));
             }
-            (Action::Replace | Action::Delete, _, None) => {
+            (Action::Replace | Action::Delete, None) => {
                 moved.push(format!("`{}` was deleted since", change.path));
             }
-            (Action::Replace | Action::Delete, Some(base), Some(now)) if *base != now => {
+            // Every base named is checked: BLAKE3 always, SHA-256 when the agent named it so.
+            (Action::Replace | Action::Delete, Some(now))
+                if change
+                    .base_blake3
+                    .as_ref()
+                    .is_some_and(|b| *b != now.blake3)
+                    || change
+                        .base_sha256
+                        .as_ref()
+                        .is_some_and(|b| *b != now.sha256) =>
+            {
                 moved.push(format!("`{}` was changed since", change.path));
             }
             _ => {}

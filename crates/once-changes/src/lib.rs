@@ -1,7 +1,7 @@
 //! Change sets: edits an agent proposes and a person decides on.
 //!
 //! An agent describes files to create, replace or delete, each replacement and deletion with the
-//! BLAKE3 hash of the base it saw. [`ChangeStore::propose`] checks every path and hash, saves the
+//! hash of the base it saw: SHA-256 (`sha256sum`) or BLAKE3, which [`hashes`] tells for any file. [`ChangeStore::propose`] checks every path and hash, saves the
 //! proposal under `.once/changes/<id>/` (`proposal.json` plus the new contents under `files/`)
 //! and applies nothing. A person then lists, reads (a unified diff against the files as they are
 //! now), applies or rejects it. Applying refuses the whole set if any base moved on, and is all or
@@ -16,11 +16,13 @@ mod apply;
 mod diff;
 mod error;
 mod fault;
+mod hashes;
 mod model;
 mod store;
 
 pub use error::Error;
 pub use fault::{FAULT_ENV, Fault};
+pub use hashes::{FileHashes, Hashes, MAX_PATH_CHARS, MAX_PATHS, hashes};
 pub use model::{
     Action, Change, ChangeDraft, ChangeSetCounts, ChangeSetList, ChangeSetRow, Draft, Proposal,
     Status,

@@ -81,8 +81,9 @@ pub struct ChangeDraft {
     pub path: String,
     /// The new content (create and replace).
     pub content: Option<String>,
-    /// BLAKE3 (hex) of the file the agent saw (replace and delete).
-    pub base_blake3: Option<String>,
+    /// The hash of the file the agent saw (replace and delete): `sha256:<hex>`, `blake3:<hex>`,
+    /// or 64 bare hex digits, which mean BLAKE3.
+    pub base: Option<String>,
 }
 
 /// A change set as an agent proposes it.
@@ -105,8 +106,13 @@ pub struct Change {
     pub action: Action,
     /// Relative to the workspace root.
     pub path: String,
-    /// BLAKE3 of the base the agent saw; null for a create (the file must not exist).
+    /// BLAKE3 of the base the agent saw; null for a create (the file must not exist). When the
+    /// agent named its base by SHA-256, this is the BLAKE3 of the very bytes that matched it.
     pub base_blake3: Option<String>,
+    /// SHA-256 of the base, when the agent named it so; checked as well as `base_blake3` when
+    /// the set is applied. Absent otherwise, and in change sets saved before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_sha256: Option<String>,
     /// BLAKE3 of the new content; null for a delete.
     pub new_blake3: Option<String>,
     /// The new content's file, relative to the change set's folder; null for a delete.

@@ -10,9 +10,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use once_fs::{Kind, Mode, Root, WorkspacePath, clock};
+use once_fs::{Mode, Root, WorkspacePath, clock};
 
 use crate::apply::{self, JOURNAL};
+use crate::hashes::{Base, digest};
 use crate::model::{Action, Change, ChangeSetCounts, ChangeSetList, ChangeSetRow, Draft, Proposal};
 use crate::{Error, Fault, Status};
 
@@ -140,7 +141,7 @@ impl ChangeStore {
             ));
         }
         let root = Root::open(&self.root).map_err(|e| format!("`{shown}`: {e}"))?;
-        let current = current_hash(&root, &path)?;
+        let current = digest(&root, &path)?;
         let need_content = matches!(change.action, Action::Create | Action::Replace);
         match (need_content, &change.content) {
             (true, None) => {
@@ -152,10 +153,16 @@ impl ChangeStore {
             (false, Some(_)) => return Err(format!("`{shown}`: a delete takes no `content`")),
             _ => {}
         }
-        match (change.action, &change.base_blake3, &current) {
+        let base = change
+            .base
+            .as_deref()
+            .map(Base::parse)
+            .transpose()
+            .map_err(|e| format!("`{shown}`: {e}"))?;
+        let base_blake3 = match (change.action, &base, &current) {
             (Action::Create, Some(_), _) => {
                 return Err(format!(
-                    "`{shown}`: a create takes no `base_blake3` (the file must not exist)"
+                    "`{shown}`: a create takes no `base` (the file must not exist)"
                 ));
             }
             (Action::Create, None, Some(_)) => {
@@ -163,10 +170,12 @@ impl ChangeStore {
                     "`{shown}` already exists: use `replace` with the hash of the content you read"
                 ));
             }
-            (Action::Create, None, None) => {}
+            (Action::Create, None, None) => None,
             (_, None, _) => {
                 return Err(format!(
-                    "`{shown}`: a {} needs `base_blake3`, the BLAKE3 hash of the content you read",
+                    "`{shown}`: a {} needs `base`, the hash of the content you read: \
+                     `sha256:<hex>` (what `sha256sum FILE` prints) or `blake3:<hex>`; \
+                     once_query_hashes gives both",
                     change.action.as_str()
                 ));
             }
@@ -175,18 +184,28 @@ impl ChangeStore {
                     "`{shown}` does not exist: use `create` for a new file"
                 ));
             }
-            (_, Some(base), Some(now)) if !base.eq_ignore_ascii_case(now) => {
+            (_, Some(base), Some(now)) if base.hex() != base.of(now) => {
                 return Err(format!(
-                    "`{shown}` is not the file you read: its BLAKE3 is now {now}, not {base}. Read \
-                     it again and redo your change on its current content"
+                    "`{shown}` is not the file you read: its {} is now {}, not {}. Read it again, \
+                     redo your change on its current content and name that as `base`: \
+                     `sha256:<hex>` (`sha256sum FILE`) or `blake3:<hex>`; once_query_hashes \
+                     gives both",
+                    base.algorithm(),
+                    base.of(now),
+                    base.hex()
                 ));
             }
-            _ => {}
-        }
+            // The base matched the bytes just read, so their BLAKE3 names the same content.
+            (_, Some(_), Some(now)) => Some(now.blake3.clone()),
+        };
         Ok(Change {
             action: change.action,
             path: shown,
-            base_blake3: change.base_blake3.as_ref().map(|b| b.to_ascii_lowercase()),
+            base_blake3,
+            base_sha256: match base {
+                Some(Base::Sha256(hex)) => Some(hex),
+                _ => None,
+            },
             new_blake3: change
                 .content
                 .as_ref()
@@ -385,22 +404,4 @@ pub(crate) fn write_proposal(folder: &Path, proposal: &Proposal) -> Result<(), E
     })?;
     bytes.push(b'\n');
     once_fs::write_atomic(&path, &bytes, Mode::Replace).map_err(Error::io("write", path.display()))
-}
-
-/// BLAKE3 of the file at `path`, or `None` when there is none, reached through `root` (so a
-/// link anywhere on the way, or a `.git` or `.once` folder, is refused). A folder, a link or
-/// anything but a regular file is an error: a change set changes files only. Each problem names
-/// the path.
-pub(crate) fn current_hash(root: &Root, path: &WorkspacePath) -> Result<Option<String>, String> {
-    match root.kind(path).map_err(|e| e.to_string())? {
-        None => Ok(None),
-        Some(Kind::File(_)) => match root.read(path).map_err(|e| e.to_string())? {
-            Some(bytes) => Ok(Some(once_fs::hash_hex(&bytes))),
-            None => Ok(None),
-        },
-        Some(Kind::Link) => {
-            Err("it is a symbolic link; once never writes through or over a link".into())
-        }
-        Some(_) => Err("it is not a regular file".into()),
-    }
 }

@@ -71,7 +71,7 @@ fn create(path: &str, content: &str) -> ChangeDraft {
         action: Action::Create,
         path: path.into(),
         content: Some(content.into()),
-        base_blake3: None,
+        base: None,
     }
 }
 
@@ -80,7 +80,7 @@ fn replace(path: &str, base: &str, content: &str) -> ChangeDraft {
         action: Action::Replace,
         path: path.into(),
         content: Some(content.into()),
-        base_blake3: Some(hash(base)),
+        base: Some(hash(base)),
     }
 }
 
@@ -89,7 +89,7 @@ fn delete(path: &str, base: &str) -> ChangeDraft {
         action: Action::Delete,
         path: path.into(),
         content: None,
-        base_blake3: Some(hash(base)),
+        base: Some(hash(base)),
     }
 }
 
@@ -190,6 +190,168 @@ fn a_proposal_reports_every_problem_and_saves_nothing() {
     }
     assert!(!s.root().join(".once/changes").exists() || s.store().ids().unwrap().is_empty());
     assert!(fs::read_dir(s.0.join("outside")).unwrap().next().is_none());
+}
+
+fn sha256(text: &str) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn a_sha256_base_is_checked_when_proposed_and_again_when_applied() {
+    let s = Scratch::new("sha256");
+    let base = format!("sha256:{}", sha256("pub fn a() {}\n"));
+    let replaced = ChangeDraft {
+        base: Some(base.clone()),
+        ..replace("src/lib.rs", "", "pub fn b() {}\n")
+    };
+    let proposal = s.store().propose(draft(vec![replaced.clone()])).unwrap();
+    let stored = &proposal.changes[0];
+    assert_eq!(stored.base_sha256.as_deref(), Some(&base[7..]));
+    assert_eq!(stored.base_blake3, Some(hash("pub fn a() {}\n")));
+    s.store().apply(&proposal.id).unwrap();
+    assert_eq!(
+        fs::read_to_string(s.root().join("src/lib.rs")).unwrap(),
+        "pub fn b() {}\n"
+    );
+
+    // The same base is stale now: refused when proposed, naming both forms and the tool.
+    let error = s.store().propose(draft(vec![replaced])).unwrap_err();
+    let Error::Invalid { problems } = &error else {
+        panic!("{error}");
+    };
+    for expected in [
+        "is not the file you read",
+        "SHA-256",
+        &sha256("pub fn b() {}\n"),
+        "sha256:<hex>",
+        "blake3:<hex>",
+        "once_query_hashes",
+    ] {
+        assert!(
+            problems[0].contains(expected),
+            "{problems:?} lacks {expected}"
+        );
+    }
+
+    // Moved on after the proposal: the apply is refused and nothing changes.
+    let current = format!("SHA256:{}", sha256("pub fn b() {}\n").to_uppercase());
+    let id = s
+        .store()
+        .propose(draft(vec![ChangeDraft {
+            base: Some(current),
+            ..delete("src/lib.rs", "")
+        }]))
+        .unwrap()
+        .id;
+    fs::write(s.root().join("src/lib.rs"), "pub fn c() {}\n").unwrap();
+    let error = s.store().apply(&id).unwrap_err();
+    assert!(matches!(error, Error::Moved { .. }), "{error}");
+    assert!(s.root().join("src/lib.rs").exists());
+}
+
+#[test]
+fn a_bare_or_prefixed_blake3_base_and_a_malformed_one() {
+    let s = Scratch::new("bases");
+    let blake3 = hash("old\n");
+    for base in [
+        blake3.clone(),
+        format!("blake3:{blake3}"),
+        blake3.to_uppercase(),
+    ] {
+        let change = ChangeDraft {
+            base: Some(base.clone()),
+            ..delete("old.txt", "")
+        };
+        let proposal = s.store().propose(draft(vec![change])).unwrap();
+        assert_eq!(
+            proposal.changes[0].base_blake3.as_ref(),
+            Some(&blake3),
+            "{base}"
+        );
+        assert_eq!(proposal.changes[0].base_sha256, None);
+    }
+    for base in ["sha1:0000", "not a hash", ""] {
+        let change = ChangeDraft {
+            base: Some(base.into()),
+            ..delete("old.txt", "")
+        };
+        let error = s.store().propose(draft(vec![change])).unwrap_err();
+        assert!(
+            error.to_string().contains("sha256:<64 hex digits>"),
+            "{error}"
+        );
+    }
+    let missing = ChangeDraft {
+        base: None,
+        ..delete("old.txt", "")
+    };
+    let error = s.store().propose(draft(vec![missing])).unwrap_err();
+    assert!(error.to_string().contains("once_query_hashes"), "{error}");
+}
+
+#[test]
+fn hashes_tell_size_and_both_digests_and_refuse_what_a_change_set_cannot_name() {
+    let s = Scratch::new("hashes");
+    let root = s.root();
+    fs::create_dir_all(root.join(".git")).unwrap();
+    fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    fs::write(s.0.join("outside/secret"), "secret\n").unwrap();
+    symlink(s.0.join("outside"), root.join("out")).unwrap();
+    symlink(s.0.join("outside/secret"), root.join("secret.txt")).unwrap();
+    let ask = |paths: &[&str]| {
+        let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+        crate::hashes(&root, &paths)
+    };
+    let answer = ask(&[
+        "./src//lib.rs",
+        "missing.txt",
+        "../outside/secret",
+        "/etc/passwd",
+        ".git/config",
+        "out/secret",
+        "secret.txt",
+        "src",
+    ])
+    .unwrap();
+    let value = serde_json::to_value(&answer).unwrap();
+    assert_eq!(
+        value["files"][0],
+        serde_json::json!({
+            "path": "src/lib.rs",
+            "exists": true,
+            "size": 14,
+            "blake3": hash("pub fn a() {}\n"),
+            "sha256": sha256("pub fn a() {}\n"),
+        })
+    );
+    assert_eq!(
+        value["files"][1],
+        serde_json::json!({"path": "missing.txt", "exists": false})
+    );
+    for (row, expected) in answer.files[2..].iter().zip([
+        "`..`",
+        "absolute",
+        "`.git/`",
+        "symbolic link",
+        "symbolic link",
+        "folder",
+    ]) {
+        let error = row.error.as_deref().unwrap_or_default();
+        assert!(error.contains(expected), "{row:?} lacks {expected:?}");
+        assert_eq!((row.exists, &row.blake3, &row.sha256), (None, &None, &None));
+    }
+    assert!(!answer.all_found());
+
+    for paths in [vec![], vec!["old.txt"; 101]] {
+        let error = ask(&paths).unwrap_err();
+        assert!(matches!(error, Error::Invalid { .. }), "{error}");
+    }
+    assert_eq!(ask(&vec!["old.txt"; 100]).unwrap().files.len(), 100);
+    assert!(ask(&[&"a".repeat(1025)]).is_err());
 }
 
 #[test]

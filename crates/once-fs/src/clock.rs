@@ -54,13 +54,11 @@ pub fn new_id(seconds: i64) -> String {
     )
 }
 
-/// 32 bits from the kernel's random source. Should it fail (it does not on Linux ≥ 3.17), the
+/// 32 bits from the platform's random source. Should it fail (it does not on Linux ≥ 3.17), the
 /// time, pid and a counter hashed together still differ between writers.
 pub fn random_u32() -> u32 {
     let mut bytes = [0u8; 4];
-    // SAFETY: the buffer is valid for writes of its length.
-    let filled = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if filled != 4 {
+    if getrandom::fill(&mut bytes).is_err() {
         use std::sync::atomic::{AtomicU64, Ordering};
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()

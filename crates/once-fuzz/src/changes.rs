@@ -173,7 +173,7 @@ fn draft(root: &Path, text: &str) -> Draft {
                 [Action::Create, Action::Replace, Action::Delete][action_text.len() % 3],
             );
             let path = fields.next().unwrap_or_default().to_string();
-            let base_blake3 = match fields.next().unwrap_or_default() {
+            let base = match fields.next().unwrap_or_default() {
                 "" => None,
                 "=" => Some(hash_of(&root.join(&path))),
                 base => Some(base.to_string()),
@@ -183,7 +183,7 @@ fn draft(root: &Path, text: &str) -> Draft {
                 action,
                 path,
                 content,
-                base_blake3,
+                base,
             }
         })
         .collect();
@@ -303,6 +303,6 @@ mod tests {
     fn a_base_of_equals_for_a_missing_file_is_a_hash_no_file_has() {
         let root = std::path::Path::new("/nonexistent-once-fuzz");
         let draft = super::draft(root, "t\nr\ndelete\tx\t=\n");
-        assert_eq!(draft.changes[0].base_blake3, Some("0".repeat(64)));
+        assert_eq!(draft.changes[0].base, Some("0".repeat(64)));
     }
 }

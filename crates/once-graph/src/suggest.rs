@@ -1,40 +1,9 @@
-//! "Did you mean …?" suggestions: an edit distance and a nearest-match picker.
+//! "Did you mean …?" suggestions: a nearest-match picker over `strsim`'s optimal-string-alignment
+//! distance (restricted Damerau–Levenshtein, in chars), where an adjacent transposition costs 1 and
+//! so the commonest typo (`comamnd`) is one edit away.
 //!
 //! Only ever called on the error path (an unknown key, target, kind…), so it may
 //! allocate freely; it must never be called for every key of a valid manifest.
-
-/// Optimal-string-alignment (restricted Damerau–Levenshtein) distance between
-/// `a` and `b`, counted in chars. Adjacent transpositions cost 1, which catches
-/// the commonest typos (`comamnd`).
-pub fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let (n, m) = (a.len(), b.len());
-    if n == 0 {
-        return m;
-    }
-    if m == 0 {
-        return n;
-    }
-    // Three rolling rows are enough for the transposition rule.
-    let mut prev2 = vec![0usize; m + 1];
-    let mut prev: Vec<usize> = (0..=m).collect();
-    let mut cur = vec![0usize; m + 1];
-    for i in 1..=n {
-        cur[0] = i;
-        for j in 1..=m {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(prev2[j - 2] + 1);
-            }
-            cur[j] = v;
-        }
-        std::mem::swap(&mut prev2, &mut prev);
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[m]
-}
 
 /// Candidates close to `word`: distance ≤ 2, or one is a prefix of the other
 /// (at least 3 chars), best first, at most `max`; ties broken by name so the
@@ -53,7 +22,7 @@ where
             let d = if length.abs_diff(c.chars().count()) > 2 {
                 usize::MAX
             } else {
-                distance(&lower, &c.to_ascii_lowercase())
+                strsim::osa_distance(&lower, &c.to_ascii_lowercase())
             };
             let prefix = length >= 3 && (c.starts_with(word) || word.starts_with(c));
             if d <= 2 && d < c.chars().count().max(1) {
@@ -88,6 +57,8 @@ mod tests {
 
     #[test]
     fn distances() {
+        // The metric the thresholds in `near` were chosen for: chars, transpositions cost 1.
+        use strsim::osa_distance as distance;
         assert_eq!(distance("", ""), 0);
         assert_eq!(distance("abc", ""), 3);
         assert_eq!(distance("comand", "command"), 1);
@@ -100,6 +71,8 @@ mod tests {
     fn nearest() {
         let c = ["command", "description", "deps", "deadline"];
         assert_eq!(best("comand", c), Some("command".into()));
+        assert_eq!(best("comamnd", c), Some("command".into()));
+        assert_eq!(best("DEADLNIE", c), Some("deadline".into()));
         assert_eq!(best("dep", c), Some("deps".into()));
         assert_eq!(best("zzzzzz", c), None);
         assert_eq!(

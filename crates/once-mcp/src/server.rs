@@ -687,7 +687,7 @@ impl Session {
             .filter(|_| comparable)
             .map(|t| {
                 (
-                    edit_distance(&name.to_lowercase(), &t.name.to_lowercase()),
+                    strsim::levenshtein(&name.to_lowercase(), &t.name.to_lowercase()),
                     t.name,
                 )
             })
@@ -961,21 +961,6 @@ fn describe_tool(tool: &Tool, version: ProtocolVersion) -> Value {
     Value::Object(entry)
 }
 
-/// Levenshtein distance over chars, for "did you mean".
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
-    }
-    previous[b.len()]
-}
-
 /// `clientInfo.name` and `clientInfo.version` of an `initialize` request, when the client sent them.
 fn client_name(params: &Map<String, Value>) -> Option<Arc<str>> {
     let info = params.get("clientInfo")?;
@@ -987,16 +972,4 @@ fn client_name(params: &Map<String, Value>) -> Option<Arc<str>> {
         Some(version) if !version.trim().is_empty() => format!("{name} {}", version.trim()).into(),
         _ => name.into(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn distance() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "ab"), 2);
-        assert_eq!(edit_distance("graph", "graph"), 0);
-    }
 }

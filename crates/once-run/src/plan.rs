@@ -488,27 +488,10 @@ fn near(targets: &[Target], name: &str) -> Option<String> {
     targets
         .iter()
         .filter(|t| t.name.chars().count().abs_diff(length) <= allowed)
-        .map(|t| (distance(&t.name, name), &t.name))
+        .map(|t| (strsim::levenshtein(&t.name, name), &t.name))
         .filter(|(d, _)| *d <= allowed)
         .min()
         .map(|(_, n)| n.clone())
-}
-
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let here = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(here + 1);
-            prev = here;
-        }
-    }
-    row[b.len()]
 }
 
 fn capability_list(target: &Target) -> String {

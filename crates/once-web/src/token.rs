@@ -13,8 +13,15 @@ use std::io;
 const TOKEN_BYTES: usize = 16;
 
 /// A session's token.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Eq)]
 pub struct Token([u8; TOKEN_BYTES]);
+
+impl PartialEq for Token {
+    /// `==` is [`Token::matches`]: a derived comparison would stop at the first differing byte.
+    fn eq(&self, other: &Token) -> bool {
+        self.matches(other)
+    }
+}
 
 impl fmt::Debug for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -24,24 +31,11 @@ impl fmt::Debug for Token {
 }
 
 impl Token {
-    /// A fresh token from `getrandom(2)`, which blocks only until the kernel's pool is seeded
-    /// once after boot, and never returns predictable bytes.
+    /// A fresh token from the platform's CSPRNG (`getrandom(2)` on Linux), which blocks only
+    /// until the kernel's pool is seeded once after boot, and never returns predictable bytes.
     pub fn generate() -> io::Result<Token> {
         let mut bytes = [0u8; TOKEN_BYTES];
-        let mut filled = 0;
-        while filled < TOKEN_BYTES {
-            let rest = &mut bytes[filled..];
-            // SAFETY: `rest` is a valid, writable buffer of `rest.len()` bytes.
-            let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-            if n < 0 {
-                let error = io::Error::last_os_error();
-                if error.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(error);
-            }
-            filled += usize::try_from(n).unwrap_or(0);
-        }
+        getrandom::fill(&mut bytes).map_err(io::Error::other)?;
         Ok(Token(bytes))
     }
 
@@ -67,12 +61,7 @@ impl Token {
     /// Whether `presented` is this token, in time that does not depend on where they differ,
     /// so a local attacker cannot learn it a byte at a time from response times.
     pub fn matches(&self, presented: &Token) -> bool {
-        let mut difference = 0u8;
-        for (a, b) in self.0.iter().zip(presented.0.iter()) {
-            difference |= a ^ b;
-        }
-        // Keep the optimiser from turning the fold back into an early-exit comparison.
-        std::hint::black_box(difference) == 0
+        constant_time_eq::constant_time_eq_16(&self.0, &presented.0)
     }
 
     /// The first line a client sends, without its newline.

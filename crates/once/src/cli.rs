@@ -82,6 +82,7 @@ Examples:
   once query schema cargo-package
   once query graph dependents core --transitive
   once query affected --cap test                What to test after the uncommitted changes
+  once query hashes src/lib.rs                  The hashes a change set names its base by
 
 Exit status: 0 with an answer, 1 when there is none (no such target), 2 for an invalid manifest."
     )]
@@ -233,7 +234,9 @@ Examples:
         subcommand,
         after_help = "\
 An agent proposes a change set with the MCP tool `once_change_set_propose`, which applies nothing.
-It is saved under `.once/changes/ID/` until a person decides.
+It is saved under `.once/changes/ID/` until a person decides. Each replacement or deletion names
+the content it was made from (`sha256:<hex>` or `blake3:<hex>`, see `once query hashes`); `apply`
+refuses the whole set when any such file changed since.
 
 Examples:
   once changes list                          Every change set, newest first
@@ -745,6 +748,25 @@ Examples:
 
 Always JSON: the same value as `once memory search|list|show --json`.")]
     Memory(MemoryQueryArgs),
+
+    /// Size, SHA-256 and BLAKE3 of files: the `base` a change set names (the `once_query_hashes` value)
+    #[command(after_help = "\
+Examples:
+  once query hashes src/lib.rs                   Size and both hashes, as text
+  once query hashes src/lib.rs README.md --json  The value `once_query_hashes` returns
+
+Paths are relative to the workspace root, at most 100 of them. Each is read as a change set
+reaches it: never through a symbolic link, never inside `.git` or `.once`, never a folder; such a
+path gets an `error` of its own. A change's `base` is `sha256:<sha256>` or `blake3:<blake3>`.
+Exit status 1 when a path is missing or refused, 2 for more than 100 paths.")]
+    Hashes {
+        /// Files, relative to the workspace root
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<String>,
+        /// Print the JSON value instead of text
+        #[arg(long)]
+        json: bool,
+    },
 
     /// Recent runs, a page of one run's actions, or a page of one action's log
     #[command(after_help = "\

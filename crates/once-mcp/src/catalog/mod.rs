@@ -111,9 +111,10 @@ pub fn instructions(root: &str, gates: Gates) -> String {
          once_remember; a refusal carries the current text, so merge and call again.\n\
          \n\
          To change files, propose a change set with once_change_set_propose: it saves your edits \
-         (each replacement or deletion with the BLAKE3 hash of the file you read) and applies \
-         nothing; the person reviews it with `once changes show ID` and applies or rejects it. \
-         Tell them the id it returns.\n"
+         (each replacement or deletion with the hash of the file you read as its `base`: \
+         `sha256:<hex>` from `sha256sum FILE`, or once_query_hashes, which gives SHA-256 and \
+         BLAKE3 for up to 100 files) and applies nothing; the person reviews it with `once \
+         changes show ID` and applies or rejects it. Tell them the id it returns.\n"
     );
     text.push_str(
         "\nOutcomes: every tool that acts (once_run, once_cancel, once_eval, once_eval_reset, \

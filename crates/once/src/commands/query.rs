@@ -26,6 +26,10 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         };
         return print(once_run::query_runs(&store, &q));
     }
+    // A file's hashes need no graph either, as `once_query_hashes` needs none.
+    if let Query::Hashes { paths, json } = request {
+        return hashes(&super::find_root(workspace)?, &paths, json);
+    }
     // Memory lives beside the graph, not in it: answered even while a manifest is invalid.
     if let Query::Memory(args) = request {
         return super::memory::query(workspace, args);
@@ -47,7 +51,9 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     match request {
-        Query::Workspace | Query::Runs(_) | Query::Memory(_) => unreachable!("answered above"),
+        Query::Workspace | Query::Runs(_) | Query::Memory(_) | Query::Hashes { .. } => {
+            unreachable!("answered above")
+        }
         Query::Affected(args) => super::affected::affected(&loaded, args),
         Query::Owner { path, json } => super::affected::owner(&loaded, &path, json),
         Query::Targets(args) => {
@@ -180,4 +186,36 @@ fn print<T: Serialize, E: Display>(answer: Result<T, E>) -> Result<Outcome> {
             Ok(Outcome::Failure)
         }
     }
+}
+
+/// `once query hashes`: the value of `once_changes::hashes`, as JSON or one block per path.
+fn hashes(root: &Path, paths: &[String], json: bool) -> Result<Outcome> {
+    let answer = match once_changes::hashes(root, paths) {
+        Ok(answer) => answer,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Ok(Outcome::Invalid);
+        }
+    };
+    if json {
+        output::json(&answer)?;
+    } else {
+        let mut text = String::new();
+        for file in &answer.files {
+            match (&file.error, &file.size, &file.sha256, &file.blake3) {
+                (Some(error), ..) => text.push_str(&format!("{}  error: {error}\n", file.path)),
+                (None, Some(size), Some(sha256), Some(blake3)) => text.push_str(&format!(
+                    "{}  {size} bytes\n  sha256:{sha256}\n  blake3:{blake3}\n",
+                    file.path
+                )),
+                _ => text.push_str(&format!("{}  no such file\n", file.path)),
+            }
+        }
+        output::text(&text)?;
+    }
+    Ok(if answer.all_found() {
+        Outcome::Success
+    } else {
+        Outcome::Failure
+    })
 }

@@ -245,6 +245,13 @@ fn every_answer_stays_under_40_kb_at_100_000_targets() {
         ),
         ("once_query_affected", json!({"since": huge})),
         ("once_query_affected", json!({})),
+        ("once_query_hashes", json!({"paths": [huge]})),
+        (
+            "once_query_hashes",
+            json!({"paths": vec![huge.as_str(); 101]}),
+        ),
+        ("once_query_hashes", json!({"paths": vec!["../x"; 100]})),
+        ("once_query_hashes", json!({"paths": vec!["once.toml"; 40]})),
     ] {
         s.call(tool, arguments);
     }

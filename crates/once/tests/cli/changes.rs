@@ -365,3 +365,207 @@ fn long_names_never_wedge_the_change_sets() {
     let other = propose(root);
     ok(&once(root, &["changes", "reject", &other], &[]));
 }
+
+/// What `sha256sum src/lib.rs` prints for [`LIB`].
+const LIB_SHA256: &str = "6bb4ec83453bc2ef6ea55fd5a116ff0286cc5694dde3e4d0d33f375ef3ab4875";
+
+/// The value of a tool that answered, or the whole reply in the panic.
+fn value(reply: &Value) -> Value {
+    assert_ne!(reply["result"]["isError"], json!(true), "{reply}");
+    reply["result"]["structuredContent"]["result"].clone()
+}
+
+/// The loop an agent goes through: read a file, ask for its hashes, propose a replacement named
+/// by its SHA-256; a person applies it with the CLI. A base that went stale is refused, and the
+/// refusal says how to get a fresh one.
+#[test]
+fn an_agent_names_its_base_by_sha256_and_a_person_applies_it() {
+    let ws = workspace();
+    let root = ws.path();
+    let mut mcp = Mcp::spawn(root, &[]);
+    mcp.initialize();
+    let listed = mcp.tools(1);
+    let tool = listed
+        .iter()
+        .find(|t| t["name"] == "once_query_hashes")
+        .expect("once_query_hashes is listed without any --allow flag");
+    assert_eq!(tool["annotations"]["readOnlyHint"], json!(true), "{tool}");
+    assert!(
+        tool["description"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("sha256sum"),
+        "{tool}"
+    );
+    let propose = listed
+        .iter()
+        .find(|t| t["name"] == "once_change_set_propose")
+        .expect("listed");
+    for expected in ["sha256:", "once_query_hashes", "sha256sum"] {
+        assert!(
+            propose["description"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(expected),
+            "{expected}: {propose}"
+        );
+    }
+
+    let read = std::fs::read_to_string(root.join("src/lib.rs")).expect("reads");
+    let hashes = value(&mcp.call(2, "once_query_hashes", json!({"paths": ["src/lib.rs"]})));
+    assert_eq!(
+        hashes,
+        json!({"files": [{
+            "path": "src/lib.rs",
+            "exists": true,
+            "size": read.len(),
+            "blake3": blake3(&read),
+            "sha256": LIB_SHA256,
+        }]})
+    );
+    let sha256 = hashes["files"][0]["sha256"].as_str().expect("a digest");
+    let proposed = value(&mcp.call(
+        3,
+        "once_change_set_propose",
+        json!({
+            "title": "Add b",
+            "rationale": "The CLI needs it.",
+            "changes": [{"action": "replace", "path": "src/lib.rs",
+                         "content": format!("{read}pub fn b() {{}}\n"),
+                         "base": format!("sha256:{sha256}")}],
+        }),
+    ));
+    let id = proposed["id"].as_str().expect("an id").to_string();
+    let shown: Value =
+        serde_json::from_str(&ok(&once(root, &["changes", "show", &id, "--json"], &[])))
+            .expect("JSON");
+    assert_eq!(shown["changes"][0]["base_sha256"], json!(LIB_SHA256));
+    let applied = ok(&once(root, &["changes", "apply", &id], &[]));
+    assert!(applied.contains("applied"), "{applied}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/lib.rs")).expect("reads"),
+        "pub fn a() {}\npub fn b() {}\n"
+    );
+
+    // The base the agent read before is stale now.
+    let stale = mcp.call(
+        4,
+        "once_change_set_propose",
+        json!({
+            "title": "Add c",
+            "rationale": "Also needed.",
+            "changes": [{"action": "replace", "path": "src/lib.rs", "content": "x\n",
+                         "base": format!("sha256:{sha256}")}],
+        }),
+    );
+    assert_eq!(stale["result"]["isError"], json!(true), "{stale}");
+    let text = stale["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    for expected in [
+        "refused",
+        "is not the file you read",
+        "sha256:<hex>",
+        "blake3:<hex>",
+        "once_query_hashes",
+    ] {
+        assert!(text.contains(expected), "{expected:?} missing from {text}");
+    }
+    // A bare BLAKE3 base still works as it always did, and the CLI tells the same hashes.
+    let now = std::fs::read_to_string(root.join("src/lib.rs")).expect("reads");
+    value(&mcp.call(
+        5,
+        "once_change_set_propose",
+        json!({
+            "title": "Drop lib",
+            "rationale": "Old style.",
+            "changes": [{"action": "delete", "path": "src/lib.rs", "base_blake3": blake3(&now)}],
+        }),
+    ));
+    let asked = value(&mcp.call(
+        6,
+        "once_query_hashes",
+        json!({"paths": ["src/lib.rs", "old.txt", "nope.txt"]}),
+    ));
+    let printed = once(
+        root,
+        &[
+            "query",
+            "hashes",
+            "src/lib.rs",
+            "old.txt",
+            "nope.txt",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        printed.status.code(),
+        Some(1),
+        "a missing file: {printed:?}"
+    );
+    let printed: Value = serde_json::from_slice(&printed.stdout).expect("JSON");
+    assert_eq!(printed, asked);
+    assert_eq!(
+        asked["files"][2],
+        json!({"path": "nope.txt", "exists": false})
+    );
+}
+
+/// Paths that a change set could never name get an error of their own, and nothing is read
+/// through a link; a question out of bounds is refused whole.
+#[test]
+fn hashes_refuse_links_escapes_git_and_folders_and_stay_bounded() {
+    let ws = workspace();
+    let root = ws.path();
+    let outside = TempDir::new();
+    std::fs::write(outside.path().join("secret"), "secret\n").expect("writes");
+    std::os::unix::fs::symlink(outside.path(), root.join("escape")).expect("links");
+    std::os::unix::fs::symlink(outside.path().join("secret"), root.join("secret.txt"))
+        .expect("links");
+    std::fs::create_dir_all(root.join(".git")).expect("mkdir");
+    std::fs::write(root.join(".git/config"), "[core]\n").expect("writes");
+    let mut mcp = Mcp::spawn(root, &[]);
+    mcp.initialize();
+    let asked = value(&mcp.call(
+        1,
+        "once_query_hashes",
+        json!({"paths": ["escape/secret", "secret.txt", "../x", ".git/config", "src", "/etc/passwd"]}),
+    ));
+    let rows = asked["files"].as_array().expect("rows");
+    assert_eq!(rows.len(), 6, "{asked}");
+    for (row, expected) in rows.iter().zip([
+        "symbolic link",
+        "symbolic link",
+        "`..`",
+        "`.git/`",
+        "folder",
+        "absolute",
+    ]) {
+        let error = row["error"].as_str().unwrap_or_default();
+        assert!(error.contains(expected), "{row} lacks {expected:?}");
+        assert!(
+            row.get("sha256").is_none() && row.get("exists").is_none(),
+            "{row}"
+        );
+    }
+    let printed = once(
+        root,
+        &["query", "hashes", "escape/secret", "src/lib.rs", "--json"],
+        &[],
+    );
+    assert_eq!(printed.status.code(), Some(1), "{printed:?}");
+    let text = ok(&once(root, &["query", "hashes", "src/lib.rs"], &[]));
+    assert!(
+        text.contains(LIB_SHA256) && text.contains("src/lib.rs"),
+        "{text}"
+    );
+
+    let many: Vec<String> = (0..101).map(|i| format!("f{i}")).collect();
+    let refused = mcp.call(2, "once_query_hashes", json!({"paths": many}));
+    assert_eq!(refused["result"]["isError"], json!(true), "{refused}");
+    let none = mcp.call(3, "once_query_hashes", json!({"paths": []}));
+    assert_eq!(none["result"]["isError"], json!(true), "{none}");
+    let hundred = value(&mcp.call(4, "once_query_hashes", json!({"paths": &many[..100]})));
+    assert_eq!(hundred["files"].as_array().map(Vec::len), Some(100));
+}
