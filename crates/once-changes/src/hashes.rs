@@ -24,6 +24,9 @@ use crate::Error;
 pub const MAX_PATHS: usize = 100;
 /// The longest path, in characters, one question may name.
 pub const MAX_PATH_CHARS: usize = 1024;
+/// Most bytes of rows in one answer: an MCP answer holds its value twice and must stay under
+/// 40 KB, however long the paths asked about.
+const ROWS_BYTES: usize = 16 * 1024;
 /// Bytes of hex in either digest.
 const HEX_DIGITS: usize = 64;
 
@@ -187,14 +190,21 @@ pub struct FileHashes {
 /// `once query hashes` and `once_query_hashes`: one row per path asked, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Hashes {
-    /// One row per path, in the order asked.
+    /// One row per path, in the order asked, as many as fit in the answer.
     pub files: Vec<FileHashes>,
+    /// The paths at the end of the question that did not fit: ask about them again.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub omitted: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Hashes {
     /// Whether every path is a file with its digests.
     pub fn all_found(&self) -> bool {
-        self.files.iter().all(|f| f.exists == Some(true))
+        self.omitted == 0 && self.files.iter().all(|f| f.exists == Some(true))
     }
 }
 
@@ -220,8 +230,18 @@ pub fn hashes(root: &Path, paths: &[String]) -> Result<Hashes, Error> {
         return Err(Error::Invalid { problems });
     }
     let opened = Root::open(root).map_err(Error::io("open", root.display()))?;
-    let files = paths.iter().map(|text| row(&opened, text)).collect();
-    Ok(Hashes { files })
+    let mut files = Vec::with_capacity(paths.len());
+    let mut bytes = 0;
+    for text in paths {
+        let row = row(&opened, text);
+        bytes += serde_json::to_string(&row).map_or(0, |json| json.len()) + 1;
+        if !files.is_empty() && bytes > ROWS_BYTES {
+            break;
+        }
+        files.push(row);
+    }
+    let omitted = paths.len() - files.len();
+    Ok(Hashes { files, omitted })
 }
 
 fn row(root: &Root, text: &str) -> FileHashes {

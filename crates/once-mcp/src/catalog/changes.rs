@@ -36,7 +36,8 @@ fn query_hashes(live: &Arc<LiveWorkspace>) -> Tool {
              each replacement's or deletion's `base`. `sha256sum FILE` computes the same SHA-256 \
              in any shell. A path a change set cannot name (outside the workspace, through a \
              symbolic link, inside `.git/` or `.once/`, a folder) gets an `error` instead; a \
-             missing file `exists: false`.",
+             missing file `exists: false`. Rows stop at 16 KB: `omitted` counts the paths at \
+             the end left for another call.",
             once_changes::MAX_PATHS
         ),
         input_schema: json!({
@@ -73,6 +74,7 @@ fn query_hashes(live: &Arc<LiveWorkspace>) -> Tool {
                         "additionalProperties": false,
                     },
                 },
+                "omitted": {"type": "integer", "description": "Paths at the end of the question that did not fit in this answer: ask about them again"},
             },
             "required": ["files"],
             "additionalProperties": false,

@@ -568,4 +568,25 @@ fn hashes_refuse_links_escapes_git_and_folders_and_stay_bounded() {
     assert_eq!(none["result"]["isError"], json!(true), "{none}");
     let hundred = value(&mcp.call(4, "once_query_hashes", json!({"paths": &many[..100]})));
     assert_eq!(hundred["files"].as_array().map(Vec::len), Some(100));
+
+    // A hundred files with long names: the answer stays under 40 KB, and says how many paths
+    // at the end it left for another call.
+    let long: Vec<String> = (0..100)
+        .map(|i| format!("long/{i:03}-{}.txt", "n".repeat(200)))
+        .collect();
+    std::fs::create_dir_all(root.join("long")).expect("mkdir");
+    for path in &long {
+        std::fs::write(root.join(path), path).expect("writes");
+    }
+    let reply = mcp.call(5, "once_query_hashes", json!({"paths": long}));
+    assert!(
+        reply.to_string().len() < 40 * 1024,
+        "{} bytes",
+        reply.to_string().len()
+    );
+    let answer = value(&reply);
+    let rows = answer["files"].as_array().expect("rows");
+    let omitted = answer["omitted"].as_u64().expect("omitted") as usize;
+    assert!(omitted > 0 && rows.len() + omitted == 100, "{answer}");
+    assert_eq!(rows[rows.len() - 1]["path"], json!(long[rows.len() - 1]));
 }
