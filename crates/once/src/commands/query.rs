@@ -190,13 +190,21 @@ fn print<T: Serialize, E: Display>(answer: Result<T, E>) -> Result<Outcome> {
 
 /// `once query hashes`: the value of `once_changes::hashes`, as JSON or one block per path.
 fn hashes(root: &Path, paths: &[String], json: bool) -> Result<Outcome> {
-    let answer = match once_changes::hashes(root, paths) {
+    // One answer stops its rows where an MCP reply must; a terminal takes them all, so ask
+    // again for the paths each answer left.
+    let mut answer = match once_changes::hashes(root, paths) {
         Ok(answer) => answer,
         Err(error) => {
             eprintln!("error: {error}");
             return Ok(Outcome::Invalid);
         }
     };
+    while answer.omitted > 0 {
+        let rest = &paths[answer.files.len()..];
+        let more = once_changes::hashes(root, rest)?;
+        answer.omitted = more.omitted;
+        answer.files.extend(more.files);
+    }
     if json {
         output::json(&answer)?;
     } else {

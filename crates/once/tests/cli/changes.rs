@@ -589,4 +589,10 @@ fn hashes_refuse_links_escapes_git_and_folders_and_stay_bounded() {
     let omitted = answer["omitted"].as_u64().expect("omitted") as usize;
     assert!(omitted > 0 && rows.len() + omitted == 100, "{answer}");
     assert_eq!(rows[rows.len() - 1]["path"], json!(long[rows.len() - 1]));
+    // The command line has no reply to fit: it answers every path.
+    let mut args = vec!["query", "hashes", "--json"];
+    args.extend(long.iter().map(String::as_str));
+    let printed: Value = serde_json::from_str(&ok(&once(root, &args, &[]))).expect("JSON");
+    assert_eq!(printed["files"].as_array().map(Vec::len), Some(100));
+    assert!(printed.get("omitted").is_none(), "{printed}");
 }
