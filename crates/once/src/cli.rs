@@ -228,6 +228,24 @@ Examples:
   once materialize polyglot --dry-run --json      Only say what would be written")]
     Materialize(MaterializeArgs),
 
+    /// Print the completion script of a shell: bash, zsh, fish, powershell or elvish
+    #[command(after_help = "\
+The script completes subcommands, flags and their fixed values. Write it where the shell looks:
+
+  bash        once completions bash > ~/.local/share/bash-completion/completions/once
+  zsh         once completions zsh > ~/.zfunc/_once
+              (and in ~/.zshrc, before `compinit`: fpath=(~/.zfunc $fpath))
+  fish        once completions fish > ~/.config/fish/completions/once.fish
+  powershell  once completions powershell >> $PROFILE
+  elvish      once completions elvish >> ~/.config/elvish/rc.elv
+
+Open a new shell afterwards. Run it again after upgrading once.")]
+    Completions {
+        /// The shell to write the script for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+
     /// Change sets proposed by agents: read them, then apply or reject them
     #[command(
         subcommand,

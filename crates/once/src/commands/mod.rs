@@ -4,6 +4,7 @@
 mod affected;
 mod changes;
 mod check;
+mod completions;
 mod eval;
 mod examples;
 mod init;
@@ -26,6 +27,7 @@ use crate::exit::Outcome;
 pub fn run(cli: Cli) -> Outcome {
     init_logging();
     let result = match cli.command {
+        Command::Completions { shell } => completions::run(shell),
         Command::Check { json } => check::run(cli.workspace.as_deref(), json),
         Command::Init { json } => init::run(cli.workspace.as_deref(), json),
         Command::Query(query) => query::run(cli.workspace.as_deref(), query),

@@ -5,6 +5,7 @@ mod affected;
 mod bounded;
 mod changes;
 mod check;
+mod completions;
 mod contain;
 mod discovery;
 mod eval;
