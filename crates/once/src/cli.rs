@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 const ABOUT: &str = "A self-describing, typed build graph for your workspace, with project memory, \
 opened to coding agents over the Model Context Protocol";
@@ -919,8 +919,22 @@ pub struct GraphPages {
     pub page: PageArgs,
 }
 
+/// The command line of this process; on a wrong one, the error (exit 2), and on `--help` or
+/// `--version` the text (exit 0), each coloured as [`crate::colour`] decides for its stream.
 pub fn parse() -> Cli {
-    Cli::parse()
+    let mut command = Cli::command().color(crate::colour::clap_choice(&std::io::stdout()));
+    let parsed = command
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches));
+    match parsed {
+        Ok(cli) => cli,
+        // Help and the version go to stdout, errors to stderr: each stream decides for itself.
+        Err(error) if error.use_stderr() => {
+            let mut command = Cli::command().color(crate::colour::clap_choice(&std::io::stderr()));
+            error.format(&mut command).exit()
+        }
+        Err(error) => error.exit(),
+    }
 }
 
 #[cfg(test)]

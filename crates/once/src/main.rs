@@ -3,6 +3,7 @@
 //! own stdout lives in this crate; the libraries never print.
 
 mod cli;
+mod colour;
 mod commands;
 mod exit;
 mod live;

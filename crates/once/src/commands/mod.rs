@@ -53,16 +53,14 @@ pub fn run(cli: Cli) -> Outcome {
     }
 }
 
-/// Logs go to stderr only, at the level `ONCE_LOG` names (default `warn`), coloured only on a
-/// terminal and never when `NO_COLOR` is set: a pipe or a log file gets plain text.
+/// Logs go to stderr only, at the level `ONCE_LOG` names (default `warn`), coloured as
+/// [`crate::colour`] decides for stderr: a pipe or a log file gets plain text unless forced.
 fn init_logging() {
-    use std::io::IsTerminal;
     let level = std::env::var("ONCE_LOG")
         .ok()
         .and_then(|value| value.parse::<tracing::Level>().ok())
         .unwrap_or(tracing::Level::WARN);
-    let colour = std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = crate::colour::enabled(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(level)

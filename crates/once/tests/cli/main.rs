@@ -5,6 +5,7 @@ mod affected;
 mod bounded;
 mod changes;
 mod check;
+mod colour;
 mod completions;
 mod contain;
 mod discovery;
