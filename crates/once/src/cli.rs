@@ -703,10 +703,18 @@ Examples:
     #[command(after_help = "\
 Examples:
   once query schema                  The manifest and every kind
-  once query schema npm-package      Just one kind")]
+  once query schema npm-package      Just one kind
+  once query schema --manifest > once.schema.json
+
+With `--manifest` the answer is the schema of once.toml alone, a document editors read: put
+`#:schema ./once.schema.json` on the first line of once.toml for taplo and Even Better TOML.
+It needs no workspace, so it is printed even while once.toml is broken.")]
     Schema {
         /// Only this kind
         kind: Option<String>,
+        /// Only the schema of once.toml, as one plain JSON Schema document
+        #[arg(long, conflicts_with = "kind")]
+        manifest: bool,
     },
 
     /// Walk the dependency graph, or print all of it (as JSON, Graphviz dot or Mermaid)

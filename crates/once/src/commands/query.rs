@@ -26,6 +26,12 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         };
         return print(once_run::query_runs(&store, &q));
     }
+    // The manifest's schema is the same in every workspace, and most wanted while a manifest is
+    // broken: it is answered without loading one.
+    if let Query::Schema { manifest: true, .. } = request {
+        output::json(&query::manifest_schema())?;
+        return Ok(Outcome::Success);
+    }
     // Memory lives beside the graph, not in it: answered even while a manifest is invalid.
     if let Query::Memory(args) = request {
         return super::memory::query(workspace, args);
@@ -67,7 +73,7 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
             }
         }
         Query::Target { name } => print(query::target(&loaded, &TargetQuery { name })),
-        Query::Schema { kind } => print(query::schema(&loaded, &SchemaQuery { kind })),
+        Query::Schema { kind, .. } => print(query::schema(&loaded, &SchemaQuery { kind })),
         Query::Graph(GraphArgs { walk: None, format }) => {
             let picture = query::picture(&loaded);
             match format {

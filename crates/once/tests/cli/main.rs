@@ -12,6 +12,7 @@ mod discovery;
 mod eval;
 mod examples;
 mod false_green;
+mod manifest_schema;
 mod mcp;
 mod mcp_http;
 mod memory;
