@@ -26,7 +26,7 @@ The workspace is the nearest folder, upwards from here, that holds a `once.toml`
 /// The parsed command line.
 #[derive(Debug, Parser)]
 #[command(name = "once", version, about = ABOUT, after_help = EXAMPLES)]
-#[command(propagate_version = true, max_term_width = 100)]
+#[command(max_term_width = 100)]
 pub struct Cli {
     /// Use the workspace in DIR instead of searching upwards from the current folder
     #[arg(short = 'C', long = "workspace", value_name = "DIR", global = true)]
@@ -444,7 +444,7 @@ pub struct AddArgs {
     /// A target the entry is about (repeat for more)
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
-    /// A file the entry is about, relative to the current folder (repeat for more)
+    /// A file the entry is about, relative to here or to the workspace root (repeat for more)
     #[arg(long = "path", value_name = "PATH")]
     pub paths: Vec<String>,
     /// The body text
@@ -477,7 +477,7 @@ pub struct EditArgs {
     /// Replace the linked targets (repeat for more)
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Option<Vec<String>>,
-    /// Replace the linked files (repeat for more)
+    /// Replace the linked files, each relative to here or to the workspace root (repeat for more)
     #[arg(long = "path", value_name = "PATH")]
     pub paths: Option<Vec<String>>,
     /// New body
@@ -548,7 +548,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION")]
     pub deadline: Option<String>,
     /// How many actions run at once (default: the number of cores)
-    #[arg(long, short = 'j', value_name = "N")]
+    #[arg(long, short = 'j', value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
     /// Run even what the cache could replay
     #[arg(long)]
@@ -770,6 +771,8 @@ Examples:
   once query memory --id 20261129-101500-1a2b3c4d  One entry with its body
 
 Always JSON: the same value as `once memory search|list|show --json`.")]
+    // Always JSON, so the `--json` it shares with `once memory list` is accepted but not offered.
+    #[command(mut_arg("json", |arg| arg.hide(true)))]
     Memory(MemoryQueryArgs),
 
     /// Recent runs, a page of one run's actions, or a page of one action's log
@@ -815,7 +818,7 @@ pub struct RunsArgs {
     pub offset: Option<u64>,
     /// How many runs (default 10, max 50), actions (default 50, max 200) or log lines (default
     /// 100, max 500)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
 }
 
@@ -846,7 +849,7 @@ pub struct PageArgs {
     #[arg(long)]
     pub cursor: Option<String>,
     /// How many rows per page
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: Option<u32>,
 }
 

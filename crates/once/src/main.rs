@@ -13,6 +13,7 @@ mod render;
 mod session;
 mod signals;
 mod stdout_guard;
+mod wording;
 
 use std::process::ExitCode;
 

@@ -21,7 +21,8 @@ use anyhow::{Context, Result};
 use once_graph::Workspace;
 
 use crate::cli::{Cli, Command};
-use crate::exit::Outcome;
+use crate::exit::{Outcome, Usage};
+use crate::wording;
 
 /// Runs one command and reports any error on stderr.
 pub fn run(cli: Cli) -> Outcome {
@@ -47,8 +48,12 @@ pub fn run(cli: Cli) -> Outcome {
     match result {
         Ok(outcome) => outcome,
         Err(error) => {
-            eprintln!("error: {error:#}");
-            Outcome::Failure
+            eprintln!("error: {}", wording::for_cli(&format!("{error:#}")));
+            if error.chain().any(|cause| cause.is::<Usage>()) {
+                Outcome::Invalid
+            } else {
+                Outcome::Failure
+            }
         }
     }
 }

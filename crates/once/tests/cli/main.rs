@@ -6,6 +6,7 @@ mod bounded;
 mod changes;
 mod check;
 mod colour;
+mod command_line;
 mod completions;
 mod contain;
 mod discovery;

@@ -687,13 +687,20 @@ command = "echo the reason; exit 3"
     assert_eq!(log["total_lines"], 3);
     assert_eq!(log["next_offset"], 2);
 
-    // No such run: the same agent-actionable text on stderr as in the tool's error, exit 1.
+    // No such run: the tool's error names the tool to call, the command line's the command to
+    // run; both say the same otherwise. Exit 1.
     let (code, value, stderr) = query_runs(ws.path(), &["nope"]);
     assert_eq!((code, value), (Some(1), Value::Null));
     let answer = mcp.call(10, "once_query_runs", json!({"run_id": "nope"}));
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
-    assert_eq!(stderr.trim_end(), format!("error: {text}"));
     assert!(text.contains("once_query_runs without arguments"), "{text}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "error: {}",
+            text.replace("once_query_runs without arguments", "`once query runs`")
+        )
+    );
     // `--action` needs a run.
     let (code, _, _) = query_runs(ws.path(), &["--action", "a:build"]);
     assert_eq!(code, Some(2));
