@@ -25,5 +25,6 @@ mod run_env;
 mod run_output;
 mod run_record;
 mod session;
+mod state_folder;
 mod support;
 mod window;
