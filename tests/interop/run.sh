@@ -10,6 +10,7 @@
 #   inspector.mjs   the MCP Inspector v2's CLI, one invocation per call
 # against the workspace examples/starter (with a once.toml), then with calls-discovered.json against
 # examples/discovered, which has none: its graph is what its Cargo.toml and package.json files say.
+# Then manifest_schema.py checks `once query schema --manifest` with the Python `jsonschema` package.
 # Then MCP over HTTP, against a `once serve` of examples/starter:
 #   ts_client.mjs --http   the same table through the SDK's StreamableHTTPClientTransport
 #   py_client.py --http    the same table through the Python SDK's streamable_http_client
@@ -80,6 +81,25 @@ for client in ts_client.mjs py_client.py inspector.mjs; do
     summary+=("$client ($table): $last")
 done
 done
+
+# --- The manifest's JSON Schema, checked by a validator that is not ours ------------------------
+echo "--- manifest_schema.py"
+out="$(mktemp)"
+"$python" "$here/manifest_schema.py" "$binary" "$root" </dev/null 2>&1 | tee "$out"
+status="${PIPESTATUS[0]}"
+last="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)"
+rm -f "$out"
+if [ -z "$last" ]; then
+    failed=$((failed + 1))
+    summary+=("manifest_schema.py: no summary (exit $status)")
+else
+    p="${last%% passed*}"
+    f="${last#*passed, }"
+    f="${f%% failed}"
+    passed=$((passed + p))
+    failed=$((failed + f))
+    summary+=("manifest_schema.py: $last")
+fi
 
 # --- MCP over HTTP ---------------------------------------------------------------------------------
 http_state="$(mktemp -d)"

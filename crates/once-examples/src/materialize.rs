@@ -9,9 +9,14 @@
 //! rename): the check that counts is the one made at the moment of writing. Identical files are
 //! left alone, so materializing twice is the same as once.
 //!
+//! Into a folder of a workspace that has a `once.toml` of its own, the example's `once.toml` is
+//! written as a member manifest: without its `[workspace]` table, which only the root's may have,
+//! so the root can list the folder under `members`.
+//!
 //! Must never write outside the root, never through a link or into `.git`/`.once`, and never
 //! replace an existing file.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use once_fs::{Kind, Mode, Root, WorkspacePath};
@@ -41,6 +46,7 @@ pub fn materialize(
     into: Option<&WorkspacePath>,
     dry_run: bool,
 ) -> Result<Materialized, Error> {
+    let member = into.is_some() && root.join(MANIFEST).is_file();
     let root = Root::open(root).map_err(|source| Error::Io {
         action: "open",
         path: root.display().to_string(),
@@ -56,8 +62,13 @@ pub fn materialize(
             None => relative,
         };
         let shown = relative.to_string();
-        match compare(&root, &relative, file.bytes) {
-            Ok(State::Missing) => plan.push((shown, relative, file.bytes)),
+        let bytes = if member && file.path == MANIFEST {
+            member_manifest(file.bytes)
+        } else {
+            Cow::Borrowed(file.bytes)
+        };
+        match compare(&root, &relative, &bytes) {
+            Ok(State::Missing) => plan.push((shown, relative, bytes)),
             Ok(State::Same) => unchanged.push(shown),
             Ok(State::Differs(problem)) => conflicts.push(Conflict {
                 path: shown,
@@ -88,6 +99,34 @@ pub fn materialize(
         created: plan.into_iter().map(|(shown, _, _)| shown).collect(),
         unchanged,
     })
+}
+
+const MANIFEST: &str = "once.toml";
+
+/// An example's `once.toml` without its `[workspace]` table: the header and its keys, up to the
+/// next table. The examples are ours and their manifests plain, so lines are enough.
+fn member_manifest(bytes: &[u8]) -> Cow<'static, [u8]> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::with_capacity(text.len());
+    let mut skipping = false;
+    for line in text.split_inclusive('\n') {
+        let header = line.trim_start().starts_with('[');
+        if line.trim() == "[workspace]" {
+            skipping = true;
+            out.push_str(
+                "# A member of the workspace above: the root once.toml holds the workspace table.\n",
+            );
+            continue;
+        }
+        if skipping && header {
+            skipping = false;
+            out.push('\n');
+        }
+        if !skipping {
+            out.push_str(line);
+        }
+    }
+    Cow::Owned(out.into_bytes())
 }
 
 enum State {

@@ -371,7 +371,8 @@ impl Folder {
 /// `<root>/.once/changes`) if missing, and refuses it if any folder from the workspace root down
 /// is a symbolic link (a folder outside any `.once` is simply made). Our state keeps its own writes by path (temporary files, locks, renames);
 /// this check, made before them, keeps a link planted in advance (`.once` itself, or
-/// `.once/memory`) from leading them out of the workspace.
+/// `.once/memory`) from leading them out of the workspace. When this call makes `.once` itself,
+/// it also writes `.once/.gitignore` (see `STATE_GITIGNORE`).
 pub fn state_dir(dir: &Path) -> Result<(), PathError> {
     let parts: Vec<_> = dir.components().collect();
     let Some(at) = parts.iter().rposition(|c| c.as_os_str() == ".once") else {
@@ -393,8 +394,38 @@ pub fn state_dir(dir: &Path) -> Result<(), PathError> {
             source,
         })?;
     // No reserved-name check here: `.once` is exactly where this folder is meant to be.
-    opened.walk(&path, path.parts().len(), true)?;
+    let walked = opened.walk(&path, path.parts().len(), true)?;
+    let made_state = walked.is_some_and(|(_, made)| made.iter().any(|p| p.parts().len() == 1));
+    if made_state {
+        write_state_gitignore(&root.join(".once"));
+    }
     Ok(())
+}
+
+/// What `.once/.gitignore` says: everything in `.once` stays out of version control (caches, run
+/// records, change sets, this file) except project memory, which is meant to be reviewed and
+/// committed like code; memory's lock and half-written files stay out too.
+const STATE_GITIGNORE: &str = "\
+# Written by once when it made this folder. Caches, run records and change sets stay on this
+# machine; project memory (memory/) is shared through version control.
+/*
+!/memory/
+/memory/.lock
+/memory/.*.tmp
+";
+
+/// Writes `.once/.gitignore` unless a file of that name exists, keeping a person's own. Best
+/// effort: `.once` works without it, so a failure costs only a noisier `git status`, and must
+/// not fail the write that made the folder. `create_new` never follows a link planted there.
+fn write_state_gitignore(state: &Path) {
+    use std::io::Write as _;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(state.join(".gitignore"));
+    if let Ok(mut file) = file {
+        let _ = file.write_all(STATE_GITIGNORE.as_bytes());
+    }
 }
 
 /// A short hidden name for a file staged in the folder it will be renamed in. It never depends on

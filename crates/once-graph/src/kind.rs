@@ -64,6 +64,10 @@ pub struct FieldSpec {
     pub default: FieldDefault,
     /// What it means.
     pub description: String,
+    /// For a list field: the flag its items follow in a command. `{features}` with flag
+    /// `--features` renders as `--features=a,b`, and as nothing at all for an empty list, so a
+    /// command names it unconditionally. Without a flag a list renders comma-separated.
+    pub flag: Option<String>,
 }
 
 impl Kind {
@@ -181,6 +185,7 @@ fn package_field(what: &str) -> FieldSpec {
         required: false,
         default: FieldDefault::TargetName,
         description: format!("{what}; defaults to the target name"),
+        flag: None,
     }
 }
 
@@ -242,7 +247,7 @@ fn build_kinds() -> Vec<Kind> {
     let mut cargo_build = cap(
         "build",
         "Compile the package",
-        "cargo build -p {package} {release}",
+        "cargo build -p {package} {features} {release}",
         CARGO_IN,
         &[],
     );
@@ -256,7 +261,7 @@ fn build_kinds() -> Vec<Kind> {
     let mut cargo_test = cap(
         "test",
         "Run the package's tests",
-        "cargo test -p {package} {filter}",
+        "cargo test -p {package} {features} {filter}",
         CARGO_IN,
         &[],
     );
@@ -279,7 +284,10 @@ fn build_kinds() -> Vec<Kind> {
                     ty: FieldType::StringList,
                     required: false,
                     default: FieldDefault::Value(serde_json::Value::Array(Vec::new())),
-                    description: "Cargo features of the package".into(),
+                    description: "Cargo features to enable: passed as `--features` to build, \
+                                  test, check and lint"
+                        .into(),
+                    flag: Some("--features".into()),
                 },
             ],
             defaults: Vec::new(),
@@ -289,14 +297,14 @@ fn build_kinds() -> Vec<Kind> {
                 cap(
                     "check",
                     "Type-check the package",
-                    "cargo check -p {package}",
+                    "cargo check -p {package} {features}",
                     CARGO_IN,
                     &[],
                 ),
                 cap(
                     "lint",
                     "Lint with clippy, warnings are errors",
-                    "cargo clippy -p {package} -- -D warnings",
+                    "cargo clippy -p {package} {features} -- -D warnings",
                     CARGO_IN,
                     &[],
                 ),
@@ -325,6 +333,7 @@ fn build_kinds() -> Vec<Kind> {
                 required: false,
                 default: FieldDefault::TargetName,
                 description: "Go module path; defaults to the target name".into(),
+                flag: None,
             }],
             defaults: Vec::new(),
             capabilities: sorted(vec![
@@ -445,7 +454,7 @@ mod tests {
         let cargo = find_kind("cargo-package").expect("cargo");
         assert_eq!(
             cargo.capability("lint").map(|c| c.command.as_str()),
-            Some("cargo clippy -p {package} -- -D warnings")
+            Some("cargo clippy -p {package} {features} -- -D warnings")
         );
         assert!(find_kind("nope").is_none());
     }

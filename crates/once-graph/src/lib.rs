@@ -9,6 +9,7 @@ pub mod diagnostic;
 pub mod discover;
 pub mod duration;
 mod error;
+mod features;
 pub mod graph;
 mod hash;
 pub mod inputs;

@@ -272,6 +272,7 @@ impl Workspace {
         diags.extend(scripts.diagnostics);
         absent.extend(scripts.absent);
         let (targets, graph) = resolve(pending, &declared, &files, &shared, &mut diags);
+        diags.extend(crate::features::unknown(&root, &targets, &files));
 
         // Deterministic order: by file (root first), then position.
         diags.sort_by(|a, b| {

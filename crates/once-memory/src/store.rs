@@ -136,7 +136,7 @@ impl Store {
             created: clock::rfc3339(now),
             updated: clock::rfc3339(now),
             revision: 1,
-            body: draft.body,
+            body: with_final_newline(draft.body),
         };
         // 32 random bits per second make a clash rare; the no-clobber link makes it harmless.
         for _ in 0..16 {
@@ -205,7 +205,7 @@ impl Store {
             entry.targets = clean(targets);
         }
         if let Some(body) = body {
-            entry.body = body;
+            entry.body = with_final_newline(body);
         }
         entry.paths = match new_paths {
             Some(links) => links,
@@ -329,4 +329,12 @@ fn normalize(path: &str) -> Result<String, Error> {
         });
     }
     Ok(parts.join("/"))
+}
+/// `body` ending with a newline, as every text file should (editors and `git diff` flag the
+/// last line otherwise); an empty body stays empty, since the front matter already ends with one.
+fn with_final_newline(mut body: String) -> String {
+    if !body.is_empty() && !body.ends_with('\n') {
+        body.push('\n');
+    }
+    body
 }

@@ -301,11 +301,12 @@ fn a_stale_revision_is_refused_with_the_current_text() {
         Error::StaleRevision { expected, current } => {
             assert_eq!(expected, 1);
             assert_eq!(current.revision, 2);
-            assert_eq!(current.body, "second");
+            // Written with the final newline every text file gets.
+            assert_eq!(current.body, "second\n");
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(store.get(&entry.id).unwrap().body, "second");
+    assert_eq!(store.get(&entry.id).unwrap().body, "second\n");
     assert!(matches!(
         store.forget(&entry.id, Some(1)),
         Err(Error::StaleRevision { .. })

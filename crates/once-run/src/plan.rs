@@ -527,6 +527,33 @@ fn action_name(ws: &Workspace, a: ActionId) -> String {
     format!("{}:{}", target.name, target.capabilities[c].name)
 }
 
+/// A kind's field as a command shows it: text as it is, a list comma-separated after its flag
+/// (`--features=a,b`), or nothing when the list is empty and has a flag to leave out.
+fn field_fill(target: &Target, name: &str, value: &Value) -> Fill {
+    match value {
+        Value::String(text) => Fill::Text(text.clone()),
+        Value::Array(items) => {
+            let joined = items
+                .iter()
+                .map(|item| {
+                    item.as_str()
+                        .map_or_else(|| item.to_string(), str::to_owned)
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+            let flag = once_graph::kind::find_kind(&target.kind)
+                .and_then(|kind| kind.fields.iter().find(|field| field.name == name))
+                .and_then(|field| field.flag.as_deref());
+            match flag {
+                Some(_) if items.is_empty() => Fill::Nothing,
+                Some(flag) => Fill::Text(format!("{flag}={joined}")),
+                None => Fill::Text(joined),
+            }
+        }
+        other => Fill::Text(other.to_string()),
+    }
+}
+
 /// The command with parameters, then the kind's fields, then `{target}` and `{path}` filled in,
 /// each value quoted for where its placeholder sits. A command that cannot reach `sh -c` whole
 /// (too long for one argument, or holding a NUL byte) is refused here, before anything runs.
@@ -546,10 +573,7 @@ fn render(
                 return Some(params::render(param, value));
             }
             if let Some(field) = target.fields.get(name) {
-                return Some(Fill::Text(match field {
-                    Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                }));
+                return Some(field_fill(target, name, field));
             }
             match name {
                 "target" => Some(Fill::Text(target.name.clone())),

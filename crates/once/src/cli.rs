@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 const ABOUT: &str = "A self-describing, typed build graph for your workspace, with project memory, \
 opened to coding agents over the Model Context Protocol";
@@ -26,7 +26,7 @@ The workspace is the nearest folder, upwards from here, that holds a `once.toml`
 /// The parsed command line.
 #[derive(Debug, Parser)]
 #[command(name = "once", version, about = ABOUT, after_help = EXAMPLES)]
-#[command(propagate_version = true, max_term_width = 100)]
+#[command(max_term_width = 100)]
 pub struct Cli {
     /// Use the workspace in DIR instead of searching upwards from the current folder
     #[arg(short = 'C', long = "workspace", value_name = "DIR", global = true)]
@@ -229,6 +229,24 @@ Examples:
   once materialize polyglot --dry-run --json      Only say what would be written")]
     Materialize(MaterializeArgs),
 
+    /// Print the completion script of a shell: bash, zsh, fish, powershell or elvish
+    #[command(after_help = "\
+The script completes subcommands, flags and their fixed values. Write it where the shell looks:
+
+  bash        once completions bash > ~/.local/share/bash-completion/completions/once
+  zsh         once completions zsh > ~/.zfunc/_once
+              (and in ~/.zshrc, before `compinit`: fpath=(~/.zfunc $fpath))
+  fish        once completions fish > ~/.config/fish/completions/once.fish
+  powershell  once completions powershell >> $PROFILE
+  elvish      once completions elvish >> ~/.config/elvish/rc.elv
+
+Open a new shell afterwards. Run it again after upgrading once.")]
+    Completions {
+        /// The shell to write the script for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+
     /// Change sets proposed by agents: read them, then apply or reject them
     #[command(
         subcommand,
@@ -429,7 +447,7 @@ pub struct AddArgs {
     /// A target the entry is about (repeat for more)
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Vec<String>,
-    /// A file the entry is about, relative to the current folder (repeat for more)
+    /// A file the entry is about, relative to here or to the workspace root (repeat for more)
     #[arg(long = "path", value_name = "PATH")]
     pub paths: Vec<String>,
     /// The body text
@@ -462,7 +480,7 @@ pub struct EditArgs {
     /// Replace the linked targets (repeat for more)
     #[arg(long = "target", value_name = "TARGET")]
     pub targets: Option<Vec<String>>,
-    /// Replace the linked files (repeat for more)
+    /// Replace the linked files, each relative to here or to the workspace root (repeat for more)
     #[arg(long = "path", value_name = "PATH")]
     pub paths: Option<Vec<String>>,
     /// New body
@@ -533,7 +551,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION")]
     pub deadline: Option<String>,
     /// How many actions run at once (default: the number of cores)
-    #[arg(long, short = 'j', value_name = "N")]
+    #[arg(long, short = 'j', value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
     /// Run even what the cache could replay
     #[arg(long)]
@@ -688,10 +707,18 @@ Examples:
     #[command(after_help = "\
 Examples:
   once query schema                  The manifest and every kind
-  once query schema npm-package      Just one kind")]
+  once query schema npm-package      Just one kind
+  once query schema --manifest > once.schema.json
+
+With `--manifest` the answer is the schema of once.toml alone, a document editors read: put
+`#:schema ./once.schema.json` on the first line of once.toml for taplo and Even Better TOML.
+It needs no workspace, so it is printed even while once.toml is broken.")]
     Schema {
         /// Only this kind
         kind: Option<String>,
+        /// Only the schema of once.toml, as one plain JSON Schema document
+        #[arg(long, conflicts_with = "kind")]
+        manifest: bool,
     },
 
     /// Walk the dependency graph, or print all of it (as JSON, Graphviz dot or Mermaid)
@@ -747,6 +774,8 @@ Examples:
   once query memory --id 20261129-101500-1a2b3c4d  One entry with its body
 
 Always JSON: the same value as `once memory search|list|show --json`.")]
+    // Always JSON, so the `--json` it shares with `once memory list` is accepted but not offered.
+    #[command(mut_arg("json", |arg| arg.hide(true)))]
     Memory(MemoryQueryArgs),
 
     /// Size, SHA-256 and BLAKE3 of files: the `base` a change set names (the `once_query_hashes` value)
@@ -811,7 +840,7 @@ pub struct RunsArgs {
     pub offset: Option<u64>,
     /// How many runs (default 10, max 50), actions (default 50, max 200) or log lines (default
     /// 100, max 500)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
 }
 
@@ -842,7 +871,7 @@ pub struct PageArgs {
     #[arg(long)]
     pub cursor: Option<String>,
     /// How many rows per page
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: Option<u32>,
 }
 
@@ -923,8 +952,22 @@ pub struct GraphPages {
     pub page: PageArgs,
 }
 
+/// The command line of this process; on a wrong one, the error (exit 2), and on `--help` or
+/// `--version` the text (exit 0), each coloured as [`crate::colour`] decides for its stream.
 pub fn parse() -> Cli {
-    Cli::parse()
+    let mut command = Cli::command().color(crate::colour::clap_choice(&std::io::stdout()));
+    let parsed = command
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches));
+    match parsed {
+        Ok(cli) => cli,
+        // Help and the version go to stdout, errors to stderr: each stream decides for itself.
+        Err(error) if error.use_stderr() => {
+            let mut command = Cli::command().color(crate::colour::clap_choice(&std::io::stderr()));
+            error.format(&mut command).exit()
+        }
+        Err(error) => error.exit(),
+    }
 }
 
 #[cfg(test)]

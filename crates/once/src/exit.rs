@@ -1,6 +1,7 @@
 //! Exit codes and how a command's outcome maps to them. The codes are part of the CLI's contract:
 //! scripts and agents branch on them, so they change only with a major version.
 
+use std::fmt;
 use std::process::ExitCode;
 
 /// How a command ended.
@@ -15,6 +16,19 @@ pub enum Outcome {
     /// A signal stopped the command (after everything it started was stopped): exit 128 + N.
     Signal(i32),
 }
+
+/// A wrong command line that only a command can see (a value clap cannot check, such as an
+/// unknown memory kind): returned as an error, it is reported like any other, with exit 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 impl From<Outcome> for ExitCode {
     fn from(outcome: Outcome) -> Self {

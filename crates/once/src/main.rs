@@ -3,6 +3,7 @@
 //! own stdout lives in this crate; the libraries never print.
 
 mod cli;
+mod colour;
 mod commands;
 mod exit;
 mod live;
@@ -12,6 +13,7 @@ mod render;
 mod session;
 mod signals;
 mod stdout_guard;
+mod wording;
 
 use std::process::ExitCode;
 

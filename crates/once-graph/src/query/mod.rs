@@ -27,7 +27,7 @@ pub use graph::{GraphAnswer, GraphMode, GraphNode, GraphQuery, graph};
 /// The largest page any list query returns.
 pub use page::MAX_LIMIT as MAX_PAGE_LIMIT;
 pub use picture::{Picture, PictureEdge, PictureNode, picture};
-pub use schema::{SchemaQuery, schema};
+pub use schema::{SchemaQuery, manifest_schema, schema};
 pub use target::{CapabilityDetail, ManifestLocation, TargetDetail, TargetQuery, target};
 pub use targets::{TargetRow, TargetsPage, TargetsQuery, targets};
 pub use workspace::{

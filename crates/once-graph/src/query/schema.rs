@@ -66,7 +66,9 @@ fn strings() -> Value {
     json!({ "type": "array", "items": { "type": "string" } })
 }
 
-fn manifest_schema() -> Value {
+/// The JSON Schema of `once.toml` alone: one document with `$schema` and no `$id`, so a copy
+/// written to a file (`once query schema --manifest`) is what an editor's TOML support reads.
+pub fn manifest_schema() -> Value {
     let pass_env = json!({
         "type": "array",
         "items": { "type": "string", "pattern": "^[A-Za-z0-9_*?]+$" },

@@ -15,7 +15,7 @@ use once_graph::query::{self, AffectedAnswer, AffectedQuery, ChangedFile, OwnerQ
 
 use crate::cli::AffectedArgs;
 use crate::exit::Outcome;
-use crate::output;
+use crate::{output, wording};
 
 /// Why no answer could be given, and the exit status it earns.
 pub enum Refusal {
@@ -30,11 +30,11 @@ impl Refusal {
     pub fn report(self) -> Outcome {
         match self {
             Refusal::Invalid(message) => {
-                eprintln!("error: {message}");
+                eprintln!("error: {}", wording::for_cli(&message));
                 Outcome::Invalid
             }
             Refusal::Failed(message) => {
-                eprintln!("error: {message}");
+                eprintln!("error: {}", wording::for_cli(&message));
                 Outcome::Failure
             }
         }
@@ -55,6 +55,9 @@ pub fn affected(workspace: &Workspace, args: AffectedArgs) -> Result<Outcome> {
     match query::affected(workspace, &q) {
         Ok(answer) if args.json => output::json(&answer)?,
         Ok(answer) => output::text(&render(&answer))?,
+        Err(error) if super::query::Refusal::is_wrong_argument(&error) => {
+            return Ok(Refusal::Invalid(error.to_string()).report());
+        }
         Err(error) => return Ok(Refusal::Failed(error.to_string()).report()),
     }
     Ok(Outcome::Success)
@@ -123,7 +126,7 @@ fn changed(root: &Path, since: Option<&str>, named: &[PathBuf]) -> Result<Vec<St
 /// `path` relative to the workspace root: from the current folder when it exists there, else
 /// from the root when it exists there, else from the current folder; refused when it lies
 /// outside the workspace.
-fn resolve(root: &Path, path: &Path) -> Result<String, Refusal> {
+pub(super) fn resolve(root: &Path, path: &Path) -> Result<String, Refusal> {
     let root = &root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     let cwd = std::env::current_dir()
         .and_then(|cwd| cwd.canonicalize())

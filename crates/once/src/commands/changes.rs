@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use once_changes::{ChangeStore, Error, Status};
 
 use crate::cli::ChangesCommand;
@@ -22,7 +22,10 @@ pub fn run(workspace: Option<&Path>, command: ChangesCommand) -> Result<Outcome>
                 Some(text) => match Status::parse(text) {
                     Some(status) => Some(status),
                     None => {
-                        bail!("unknown status `{text}`: use pending, applied, rejected or failed")
+                        return Err(crate::exit::Usage(format!(
+                            "unknown status `{text}`: use pending, applied, rejected or failed"
+                        ))
+                        .into());
                     }
                 },
             };

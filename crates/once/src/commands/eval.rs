@@ -251,7 +251,7 @@ fn print(printed: &Printed<'_>) -> Result<()> {
         stdout.write_all(printed.stdout.as_bytes())?;
         stdout.flush()?;
     }
-    eprint!("{}", printed.stderr);
+    eprint!("{}", own_stderr(printed.stderr, printed.error));
     if let Some(value) = printed.value {
         output::text(value)?;
     }
@@ -264,9 +264,21 @@ fn print(printed: &Printed<'_>) -> Result<()> {
     Ok(())
 }
 
+/// The code's stderr as printed before its value: all of it, unless the error already starts
+/// with it. An nREPL error is the text the server wrote to `err` followed by the exception
+/// (`Execution error … Divide by zero`, then `class java.lang.ArithmeticException`), so printing
+/// both would say it twice.
+fn own_stderr<'a>(stderr: &'a str, error: Option<&str>) -> &'a str {
+    let told = stderr.trim_end();
+    match error {
+        Some(error) if !told.is_empty() && error.starts_with(told) => "",
+        _ => stderr,
+    }
+}
+
 fn parse_deadline(text: &str) -> Result<std::time::Duration> {
     once_graph::duration::parse_duration(text)
-        .map_err(|error| anyhow!("invalid `--deadline`: {error}"))
+        .map_err(|error| crate::exit::Usage(format!("invalid `--deadline`: {error}")).into())
 }
 
 /// The code to evaluate; empty code is refused here, before any evaluator is asked.
@@ -299,6 +311,18 @@ fn code_text(args: &EvalArgs) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_that_repeats_the_stderr_is_printed_once() {
+        let err = "Execution error (ArithmeticException) at user/eval1 (REPL:1).\nDivide by zero\n";
+        let error = "Execution error (ArithmeticException) at user/eval1 (REPL:1).\nDivide by \
+                     zero\nclass java.lang.ArithmeticException";
+        assert_eq!(own_stderr(err, Some(error)), "");
+        // Output that is not part of the error, or no error at all: printed as it came.
+        assert_eq!(own_stderr("warning\n", Some("Traceback …")), "warning\n");
+        assert_eq!(own_stderr(err, None), err);
+        assert_eq!(own_stderr("", Some("boom")), "");
+    }
 
     #[test]
     fn a_tool_error_is_read_as_its_message_or_its_evaluation() {

@@ -5,15 +5,15 @@
 //! never hold the store's lock while a person is typing in an editor.
 
 use std::io::{IsTerminal, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use once_graph::Workspace;
 use once_memory::{Change, Draft, Kind, MemoryQuery, Store, front_matter};
 
 use crate::cli::{AddArgs, EditArgs, ListArgs, MemoryCommand, MemoryQueryArgs};
-use crate::exit::Outcome;
-use crate::output;
+use crate::exit::{Outcome, Usage};
+use crate::{output, wording};
 
 pub fn run(workspace: Option<&Path>, command: MemoryCommand) -> Result<Outcome> {
     let root = super::find_root(workspace)?;
@@ -74,9 +74,13 @@ fn graph_targets(root: &Path) -> impl Fn(&str) -> bool {
 }
 
 fn kind(name: &str) -> Result<Kind> {
-    Kind::parse(name).with_context(|| {
+    Kind::parse(name).ok_or_else(|| {
         let names: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
-        format!("unknown kind `{name}`; use one of {}", names.join(", "))
+        Usage(format!(
+            "unknown kind `{name}`; use one of {}",
+            names.join(", ")
+        ))
+        .into()
     })
 }
 
@@ -98,6 +102,11 @@ fn read(store: &Store, q: &MemoryQuery, json: bool, full: bool) -> Result<Outcom
     let target_exists = graph_targets(store.root());
     let page = match once_memory::query(store, q, &target_exists) {
         Ok(page) => page,
+        // A cursor or a limit the query cannot take: the command line was wrong.
+        Err(error @ once_memory::Error::Invalid { .. }) => {
+            eprintln!("error: {}", wording::for_cli(&error.to_string()));
+            return Ok(Outcome::Invalid);
+        }
         Err(error) => {
             eprintln!("error: {error}");
             return Ok(Outcome::Failure);
@@ -332,18 +341,18 @@ fn body(text: Option<String>, file: Option<&Path>) -> Result<Option<String>> {
     }
 }
 
-/// Paths given relative to the current folder, made relative to the workspace root.
+/// `--path` values made relative to the workspace root, resolved as `once query affected
+/// --files` resolves them: from the current folder when the file is there, else from the root,
+/// so a path copied from either works. One outside the workspace is a wrong command line.
 fn workspace_paths(root: &Path, paths: &[String]) -> Result<Vec<String>> {
-    let cwd = std::env::current_dir().context("cannot read the current folder")?;
     paths
         .iter()
-        .map(|path| {
-            let absolute: PathBuf = cwd.join(path);
-            let absolute = absolute.canonicalize().unwrap_or(absolute);
-            let relative = absolute.strip_prefix(root).with_context(|| {
-                format!("`{path}` is outside the workspace `{}`", root.display())
-            })?;
-            Ok(relative.to_string_lossy().replace('\\', "/"))
-        })
+        .map(
+            |path| match super::affected::resolve(root, Path::new(path)) {
+                Ok(relative) => Ok(relative),
+                Err(super::affected::Refusal::Invalid(message)) => Err(Usage(message).into()),
+                Err(super::affected::Refusal::Failed(message)) => Err(anyhow::anyhow!(message)),
+            },
+        )
         .collect()
 }

@@ -4,6 +4,7 @@
 mod affected;
 mod changes;
 mod check;
+mod completions;
 mod eval;
 mod examples;
 mod init;
@@ -20,12 +21,14 @@ use anyhow::{Context, Result};
 use once_graph::Workspace;
 
 use crate::cli::{Cli, Command};
-use crate::exit::Outcome;
+use crate::exit::{Outcome, Usage};
+use crate::wording;
 
 /// Runs one command and reports any error on stderr.
 pub fn run(cli: Cli) -> Outcome {
     init_logging();
     let result = match cli.command {
+        Command::Completions { shell } => completions::run(shell),
         Command::Check { json } => check::run(cli.workspace.as_deref(), json),
         Command::Init { json } => init::run(cli.workspace.as_deref(), json),
         Command::Query(query) => query::run(cli.workspace.as_deref(), query),
@@ -45,22 +48,24 @@ pub fn run(cli: Cli) -> Outcome {
     match result {
         Ok(outcome) => outcome,
         Err(error) => {
-            eprintln!("error: {error:#}");
-            Outcome::Failure
+            eprintln!("error: {}", wording::for_cli(&format!("{error:#}")));
+            if error.chain().any(|cause| cause.is::<Usage>()) {
+                Outcome::Invalid
+            } else {
+                Outcome::Failure
+            }
         }
     }
 }
 
-/// Logs go to stderr only, at the level `ONCE_LOG` names (default `warn`), coloured only on a
-/// terminal and never when `NO_COLOR` is set: a pipe or a log file gets plain text.
+/// Logs go to stderr only, at the level `ONCE_LOG` names (default `warn`), coloured as
+/// [`crate::colour`] decides for stderr: a pipe or a log file gets plain text unless forced.
 fn init_logging() {
-    use std::io::IsTerminal;
     let level = std::env::var("ONCE_LOG")
         .ok()
         .and_then(|value| value.parse::<tracing::Level>().ok())
         .unwrap_or(tracing::Level::WARN);
-    let colour = std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = crate::colour::enabled(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(level)

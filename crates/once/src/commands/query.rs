@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::cli::{self, GraphArgs, GraphPages, NeighbourArgs, PageArgs, PictureFormat, Query};
 use crate::exit::Outcome;
-use crate::output;
+use crate::{output, wording};
 
 pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
     // Runs are read from the run store, not the graph: they are answered even while a manifest
@@ -29,6 +29,12 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
     // A file's hashes need no graph either, as `once_query_hashes` needs none.
     if let Query::Hashes { paths, json } = request {
         return hashes(&super::find_root(workspace)?, &paths, json);
+    }
+    // The manifest's schema is the same in every workspace, and most wanted while a manifest is
+    // broken: it is answered without loading one.
+    if let Query::Schema { manifest: true, .. } = request {
+        output::json(&query::manifest_schema())?;
+        return Ok(Outcome::Success);
     }
     // Memory lives beside the graph, not in it: answered even while a manifest is invalid.
     if let Query::Memory(args) = request {
@@ -73,7 +79,7 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
             }
         }
         Query::Target { name } => print(query::target(&loaded, &TargetQuery { name })),
-        Query::Schema { kind } => print(query::schema(&loaded, &SchemaQuery { kind })),
+        Query::Schema { kind, .. } => print(query::schema(&loaded, &SchemaQuery { kind })),
         Query::Graph(GraphArgs { walk: None, format }) => {
             let picture = query::picture(&loaded);
             match format {
@@ -174,16 +180,21 @@ fn page(args: PageArgs) -> (Option<String>, Option<u32>) {
     (args.cursor, args.limit)
 }
 
-/// Prints a query's value, or its error as a message that says what to do next (exit 1).
-fn print<T: Serialize, E: Display>(answer: Result<T, E>) -> Result<Outcome> {
+/// Prints a query's value, or its error as a message that says what to do next, in the
+/// command line's words: exit 2 for a wrong argument, 1 when there is no answer.
+fn print<T: Serialize, E: Refusal>(answer: Result<T, E>) -> Result<Outcome> {
     match answer {
         Ok(value) => {
             output::json(&value)?;
             Ok(Outcome::Success)
         }
         Err(error) => {
-            eprintln!("error: {error}");
-            Ok(Outcome::Failure)
+            eprintln!("error: {}", wording::for_cli(&error.to_string()));
+            Ok(if error.is_wrong_argument() {
+                Outcome::Invalid
+            } else {
+                Outcome::Failure
+            })
         }
     }
 }
@@ -226,4 +237,24 @@ fn hashes(root: &Path, paths: &[String], json: bool) -> Result<Outcome> {
     } else {
         Outcome::Failure
     })
+}
+
+/// A query's error, told apart: the caller sent something wrong, or there is no answer.
+pub trait Refusal: Display {
+    fn is_wrong_argument(&self) -> bool;
+}
+
+impl Refusal for query::QueryError {
+    fn is_wrong_argument(&self) -> bool {
+        matches!(
+            self,
+            query::QueryError::InvalidCursor | query::QueryError::InvalidArgument { .. }
+        )
+    }
+}
+
+impl Refusal for once_run::QueryRunsError {
+    fn is_wrong_argument(&self) -> bool {
+        matches!(self, once_run::QueryRunsError::ActionWithoutRun)
+    }
 }

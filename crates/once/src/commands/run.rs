@@ -108,7 +108,7 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         .context("cannot create the run's folder under `.once/runs`")?;
     let cache = once_run::Cache::new(workspace.root());
     let terminal = io::stderr().is_terminal();
-    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = crate::colour::enabled(&io::stderr());
     let live = Live::start(&plan, args.output_logs, terminal, colour)
         .context("cannot start the thread that shows the run")?;
     let report = once_run::execute(

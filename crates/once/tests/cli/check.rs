@@ -80,3 +80,26 @@ fn a_manifest_that_is_not_utf8_is_a_clean_error() {
     assert_eq!(run.code(), 2, "{}", run.transcript());
     assert!(run.stderr().contains("once.toml:2:"), "{}", run.stderr());
 }
+
+#[test]
+fn a_cargo_feature_the_package_does_not_declare_is_a_warning() {
+    let run = crate::support::Test::new()
+        .manifest(
+            "[targets.core]\nkind = \"cargo-package\"\npath = \"core\"\n\
+             features = [\"fast\", \"fats\", \"serde\", \"dep-feature/x\"]\n",
+        )
+        .file(
+            "core/Cargo.toml",
+            "[package]\nname = \"core\"\nversion = \"0.1.0\"\n\n[features]\nfast = []\n\n\
+             [dependencies]\nserde = { version = \"1\", optional = true }\n",
+        )
+        .args(["check"])
+        .run();
+    // A warning, not an error: cargo has the last word on what a package offers.
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let stderr = run.stderr();
+    assert!(stderr.contains("unknown-feature"), "{stderr}");
+    assert!(stderr.contains("feature `fats`"), "{stderr}");
+    assert!(stderr.contains("`default`, `fast`, `serde`"), "{stderr}");
+    assert_eq!(stderr.matches("unknown-feature").count(), 1, "{stderr}");
+}

@@ -305,3 +305,43 @@ fn help_teaches_with_examples() {
         );
     }
 }
+
+#[test]
+fn materialized_into_a_member_folder_it_is_a_member() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    std::fs::write(
+        root.join("once.toml"),
+        "[workspace]\nname = \"shop\"\nmembers = [\"packages/*\"]\n",
+    )
+    .expect("writes");
+    ok(&once(
+        root,
+        &["materialize", "node-package", "--into", "packages/web2"],
+        &[],
+    ));
+    let member = std::fs::read_to_string(root.join("packages/web2/once.toml")).expect("written");
+    assert!(!member.contains("[workspace]"), "{member}");
+    assert!(member.contains("[targets.hello]"), "{member}");
+    let check = once(root, &["check"], &[]);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let targets: Value =
+        serde_json::from_str(&ok(&once(root, &["query", "targets"], &[]))).expect("JSON");
+    let names: Vec<&str> = targets["targets"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|row| row["name"].as_str().expect("a name"))
+        .collect();
+    assert!(names.contains(&"hello"), "{targets}");
+    // Into the root of a folder of its own, an example is a workspace of its own, as written.
+    let alone = TempDir::new();
+    ok(&once(alone.path(), &["materialize", "node-package"], &[]));
+    let text = std::fs::read_to_string(alone.path().join("once.toml")).expect("written");
+    assert!(text.contains("[workspace]"), "{text}");
+}

@@ -531,3 +531,80 @@ fn query_memory_prints_the_same_value_as_memory_json() {
         "{listed}"
     );
 }
+
+/// The linked paths of the entry `add` printed the id of.
+fn linked_paths(root: &Path, add: &Output) -> Vec<String> {
+    assert_eq!(
+        add.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    let id = String::from_utf8_lossy(&add.stdout).trim().to_owned();
+    let show = once(root, &["memory", "show", &id, "--json"]);
+    let value: Value = serde_json::from_slice(&show.stdout).expect("JSON");
+    value["entries"][0]["paths"]
+        .as_array()
+        .expect("paths")
+        .iter()
+        .map(|link| link["path"].as_str().expect("a path").to_owned())
+        .collect()
+}
+
+#[test]
+fn path_is_relative_to_here_or_else_to_the_workspace_root() {
+    let dir = workspace();
+    let root = dir.path();
+    let src = root.join("src");
+    // From a subfolder: a file there, and a file named from the root.
+    let here = once(&src, &["memory", "add", "--title", "t", "--path", "lib.rs"]);
+    assert_eq!(linked_paths(root, &here), ["src/lib.rs"]);
+    let from_root = once(
+        &src,
+        &["memory", "add", "--title", "t", "--path", "once.toml"],
+    );
+    assert_eq!(linked_paths(root, &from_root), ["once.toml"]);
+    let nested = once(
+        &src,
+        &["memory", "add", "--title", "t", "--path", "src/lib.rs"],
+    );
+    assert_eq!(linked_paths(root, &nested), ["src/lib.rs"]);
+    // From outside the workspace, named with `-C`: relative to its root.
+    let outside = TempDir::new();
+    let root_text = root.display().to_string();
+    let add = once(
+        outside.path(),
+        &[
+            "-C",
+            &root_text,
+            "memory",
+            "add",
+            "--title",
+            "t",
+            "--path",
+            "src/lib.rs",
+        ],
+    );
+    assert_eq!(linked_paths(root, &add), ["src/lib.rs"]);
+    // A path outside the workspace is a wrong command line.
+    let escape = once(
+        &src,
+        &["memory", "add", "--title", "t", "--path", "../../x"],
+    );
+    assert_eq!(escape.status.code(), Some(2));
+}
+
+#[test]
+fn entry_files_end_with_a_newline() {
+    let dir = workspace();
+    let root = dir.path();
+    for body in ["no newline at the end", "", "two\nlines\n"] {
+        let add = once(root, &["memory", "add", "--title", "t", "--body", body]);
+        assert_eq!(add.status.code(), Some(0));
+        let id = String::from_utf8_lossy(&add.stdout).trim().to_owned();
+        let text = std::fs::read_to_string(root.join(format!(".once/memory/{id}.md")))
+            .expect("the entry file");
+        assert!(text.ends_with('\n'), "{body:?}: {text:?}");
+        assert!(!text.ends_with("\n\n\n"), "{body:?}: {text:?}");
+    }
+}

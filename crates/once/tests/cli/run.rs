@@ -687,13 +687,20 @@ command = "echo the reason; exit 3"
     assert_eq!(log["total_lines"], 3);
     assert_eq!(log["next_offset"], 2);
 
-    // No such run: the same agent-actionable text on stderr as in the tool's error, exit 1.
+    // No such run: the tool's error names the tool to call, the command line's the command to
+    // run; both say the same otherwise. Exit 1.
     let (code, value, stderr) = query_runs(ws.path(), &["nope"]);
     assert_eq!((code, value), (Some(1), Value::Null));
     let answer = mcp.call(10, "once_query_runs", json!({"run_id": "nope"}));
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
-    assert_eq!(stderr.trim_end(), format!("error: {text}"));
     assert!(text.contains("once_query_runs without arguments"), "{text}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "error: {}",
+            text.replace("once_query_runs without arguments", "`once query runs`")
+        )
+    );
     // `--action` needs a run.
     let (code, _, _) = query_runs(ws.path(), &["--action", "a:build"]);
     assert_eq!(code, Some(2));
@@ -723,4 +730,56 @@ fn warnings_on_a_pipe_carry_no_colour_codes() {
         !stderr.contains('\u{1b}'),
         "colour codes on a pipe: {stderr:?}"
     );
+}
+
+/// A `cargo` that only says how it was called, first on `PATH`.
+fn fake_cargo(test: crate::support::Test) -> crate::support::Test {
+    let bin = test.root().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    let cargo = bin.join("cargo");
+    std::fs::write(&cargo, "#!/bin/sh\necho \"cargo $*\"\n").expect("writes");
+    let mut permissions = std::fs::metadata(&cargo).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&cargo, permissions).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    test.env("PATH", &path)
+}
+
+#[test]
+fn cargo_package_features_reach_every_cargo_command_that_takes_them() {
+    let run = fake_cargo(crate::support::Test::new().manifest(
+        "[targets.core]\nkind = \"cargo-package\"\nfeatures = [\"fast\", \"json\"]\n\
+         [targets.plain]\nkind = \"cargo-package\"\n",
+    ))
+    .args([
+        "run",
+        "core:build",
+        "core:test",
+        "core:check",
+        "core:lint",
+        "core:fmt",
+        "plain:build",
+        "--output-logs",
+        "full",
+    ])
+    .run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let stderr = run.stderr();
+    for line in [
+        "core:build  | cargo build -p core --features=fast,json",
+        "core:test   | cargo test -p core --features=fast,json",
+        "core:check  | cargo check -p core --features=fast,json",
+        "core:lint   | cargo clippy -p core --features=fast,json -- -D warnings",
+        "core:fmt    | cargo fmt -p core",
+        "plain:build | cargo build -p plain",
+    ] {
+        assert!(
+            stderr.lines().any(|l| l.trim_end() == line),
+            "{line:?} missing: {stderr}"
+        );
+    }
 }

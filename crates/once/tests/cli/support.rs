@@ -48,6 +48,7 @@ impl Drop for TempDir {
 pub struct Test {
     dir: TempDir,
     args: Vec<String>,
+    env: Vec<(String, String)>,
     current_dir: Option<PathBuf>,
 }
 
@@ -56,8 +57,15 @@ impl Test {
         Test {
             dir: TempDir::new(),
             args: Vec::new(),
+            env: Vec::new(),
             current_dir: None,
         }
+    }
+
+    /// Set an environment variable of the run (the colour variables are otherwise unset).
+    pub fn env(mut self, name: &str, value: &str) -> Test {
+        self.env.push((name.to_owned(), value.to_owned()));
+        self
     }
 
     pub fn manifest(self, text: &str) -> Test {
@@ -96,6 +104,9 @@ impl Test {
             .args(&self.args)
             .current_dir(&cwd)
             .env_remove("ONCE_LOG")
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .output()
             .expect("runs once");
