@@ -311,8 +311,9 @@ impl Remote {
             let digests: Vec<reapi::Digest> = blobs.iter().map(|(d, _)| d.clone()).collect();
             let missing = client.find_missing_blobs(&digests)?;
             let upload: Vec<(reapi::Digest, Bytes)> = blobs
-                .into_iter()
+                .iter()
                 .filter(|(d, _)| missing.contains(d))
+                .cloned()
                 .collect();
             if !upload.is_empty() {
                 client.batch_update_blobs(&upload)?;
@@ -325,11 +326,10 @@ impl Remote {
     }
 
     /// Runs `call` on a pooled connection (or a new one). The first failure turns the remote
-    /// cache off; so does any failure to connect.
-    fn with_client<T>(
-        &self,
-        call: impl FnOnce(&Client) -> Result<T, once_remote::Error>,
-    ) -> Option<T> {
+    /// cache off; so does any failure to connect. A server that says it is busy
+    /// (`RESOURCE_EXHAUSTED`: too many calls at once, as BuildGrid says past 5 per core) is asked
+    /// again a few times, after a short and growing pause, before that counts as a failure.
+    fn with_client<T>(&self, call: impl Fn(&Client) -> Result<T, once_remote::Error>) -> Option<T> {
         if !self.is_on() {
             return None;
         }
@@ -344,7 +344,21 @@ impl Remote {
                 }
             },
         };
-        match call(&client) {
+        let mut result = call(&client);
+        for pause_ms in BUSY_PAUSES_MS {
+            if !matches!(
+                &result,
+                Err(once_remote::Error::Status {
+                    code: "RESOURCE_EXHAUSTED",
+                    ..
+                })
+            ) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(pause_ms));
+            result = call(&client);
+        }
+        match result {
             Ok(value) => {
                 self.lock_clients().push(client);
                 Some(value)
@@ -387,6 +401,10 @@ impl Remote {
         self.clients.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+/// The pauses before asking a busy server again: about a third of a second in all, so a busy
+/// server never costs more than a slow one.
+const BUSY_PAUSES_MS: [u64; 3] = [20, 60, 180];
 
 /// Errors that mean the configuration is wrong rather than the server unwell: worth stopping for.
 fn fatal(error: &once_remote::Error) -> bool {
