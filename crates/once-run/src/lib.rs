@@ -76,9 +76,11 @@ mod environ;
 mod error;
 mod hashes;
 mod key;
+mod keyer;
 mod owner;
 mod params;
 mod plan;
+mod preview;
 mod query;
 mod remote;
 mod report;
@@ -93,6 +95,7 @@ pub use error::Error;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
 pub use plan::{Plan, SourceSet, Step, Upstream, plan};
+pub use preview::{Preview, PreviewAction, PreviewOptions, Reason, Verdict, preview};
 pub use query::{
     QueryRunsError, RunRow, RunsAnswer, RunsList, RunsQuery, query_runs, runs_input_schema,
     runs_output_schema,

@@ -557,6 +557,10 @@ pub struct RunArgs {
     /// Run even what the cache could replay
     #[arg(long)]
     pub force: bool,
+    /// Run nothing: print the plan in order and, for each action, whether the cache would
+    /// replay it or why it would run (writes nothing, asks no remote cache)
+    #[arg(long)]
+    pub dry_run: bool,
     /// After a failure, go on with everything that does not depend on it
     #[arg(long)]
     pub keep_going: bool,

@@ -5,6 +5,7 @@ mod affected;
 mod changes;
 mod check;
 mod completions;
+mod dry_run;
 mod eval;
 mod examples;
 mod init;

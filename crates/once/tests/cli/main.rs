@@ -10,6 +10,7 @@ mod command_line;
 mod completions;
 mod contain;
 mod discovery;
+mod dry_run;
 mod eval;
 mod examples;
 mod false_green;
