@@ -801,6 +801,20 @@ Exit status 1 when a path is missing or refused, 2 for more than 100 paths.")]
         json: bool,
     },
 
+    /// Every MCP tool of `once mcp`, gated ones included: name, title, description, schemas
+    #[command(after_help = "\
+Examples:
+  once query tools --json                    The catalog as JSON: each tool and its gate's flag
+  once query tools --markdown > docs/tools.md    The tools page, generated from the same catalog")]
+    Tools {
+        /// Print the tools page (Markdown) instead of JSON
+        #[arg(long)]
+        markdown: bool,
+        /// Print JSON (the default)
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+    },
+
     /// Recent runs, a page of one run's actions, or a page of one action's log
     #[command(after_help = "\
 Examples:

@@ -15,6 +15,7 @@ mod query;
 mod run;
 mod serve;
 mod sessions;
+mod tools;
 
 use std::path::{Path, PathBuf};
 

@@ -29,4 +29,5 @@ mod run_record;
 mod session;
 mod state_folder;
 mod support;
+mod tools_page;
 mod window;
