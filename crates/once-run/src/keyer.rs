@@ -15,7 +15,9 @@ use ignore::gitignore::Gitignore;
 use crate::environ::Environ;
 use crate::error::Error;
 use crate::hashes::FileHashes;
-use crate::key::{Inputs, Key, Source, action_key, folders_above, gitignore, source_digest};
+use crate::key::{
+    Inputs, Key, Source, action_key, folders_above, gitignore, source_digest, source_files,
+};
 use crate::plan::{Plan, Step};
 
 /// Input globs and the output globs they exclude, which together decide an [`Inputs`].
@@ -106,7 +108,7 @@ impl<'a> Keyer<'a> {
     /// sets it depends on, so it covers everything the members depend on, transitively. Taken
     /// once per run, after those of the sets it depends on (with an explicit stack: their indices
     /// are smaller, and a long chain must not overflow ours).
-    fn set_digest(
+    pub(crate) fn set_digest(
         &self,
         action: &str,
         set: usize,
@@ -213,6 +215,35 @@ impl<'a> Keyer<'a> {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(id, digest);
         Ok(digest)
+    }
+
+    /// The files of `step`'s own sources with their digests, walked as [`Keyer::key`] walks
+    /// them (the same globs minus the same outputs): what its key's manifest lists. Walked
+    /// afresh, not remembered: a run would otherwise hold every folder's listing.
+    pub(crate) fn own_files(
+        &self,
+        step: &Step,
+        buffer: &mut [u8],
+    ) -> Result<Vec<(String, blake3::Hash)>, Error> {
+        let mut excluded = [&step.outputs[..], &step.written[..]].concat();
+        excluded.sort_unstable();
+        excluded.dedup();
+        let inputs = self.inputs(&step.action, &step.inputs, &[&excluded])?;
+        source_files(
+            &Source {
+                dir: &step.dir,
+                inputs: &inputs,
+                above: &self.above(&step.dir),
+            },
+            &self.plan.root,
+            self.hashes,
+            buffer,
+        )
+    }
+
+    /// The environment and file hashes keys are computed with.
+    pub(crate) fn environ(&self) -> (&'a Environ, &'a FileHashes) {
+        (self.environ, self.hashes)
     }
 
     fn above(&self, dir: &Path) -> Vec<Arc<Gitignore>> {

@@ -720,6 +720,14 @@ impl Worker<'_> {
                 },
             ) {
                 Ok(result) => {
+                    // The key's parts beside its entry, for "why did this run again?" next time.
+                    match crate::explain::parts(self.plan, &self.keyer, step, dep_keys, key, buffer)
+                    {
+                        Ok(parts) => crate::explain::remember(self.cache, &parts),
+                        Err(error) => {
+                            tracing::warn!(action = %step.action, %error, "cannot list the key's parts");
+                        }
+                    }
                     if let (Some(remote), Some(described)) = (self.remote, &described) {
                         remote.upload(described, &result, self.cache);
                     }

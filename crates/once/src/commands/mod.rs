@@ -9,6 +9,7 @@ mod dry_run;
 mod eval;
 mod examples;
 mod init;
+mod key;
 mod mcp;
 mod memory;
 mod query;

@@ -68,6 +68,11 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         | Query::Tools { .. } => {
             unreachable!("answered above")
         }
+        Query::Key {
+            action,
+            params,
+            json,
+        } => super::key::run(&loaded, &action, &params, json),
         Query::Affected(args) => super::affected::affected(&loaded, args),
         Query::Owner { path, json } => super::affected::owner(&loaded, &path, json),
         Query::Targets(args) => {

@@ -42,7 +42,7 @@ cache = false
 "#;
 
 /// Every file and folder under `root`: its kind, size, modification time and bytes.
-fn tree(root: &Path) -> BTreeMap<String, (bool, u64, Option<SystemTime>, Vec<u8>)> {
+pub(crate) fn tree(root: &Path) -> BTreeMap<String, (bool, u64, Option<SystemTime>, Vec<u8>)> {
     let mut found = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(folder) = stack.pop() {
