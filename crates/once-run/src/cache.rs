@@ -101,6 +101,14 @@ impl Cache {
         self.root.join("cas").join(digest)
     }
 
+    /// Where the manifest of the last key recorded for `action` is kept (see `explain.rs`):
+    /// named by the action's hash, so any action name makes one plain file name.
+    pub(crate) fn manifest_path(&self, action: &str) -> PathBuf {
+        self.root
+            .join("keys")
+            .join(blake3::hash(action.as_bytes()).to_hex().as_str())
+    }
+
     /// Where the object named `digest` (a BLAKE3, hex) is kept.
     pub(crate) fn object_path(&self, digest: &str) -> PathBuf {
         self.cas(digest)

@@ -360,8 +360,26 @@ pub(crate) fn source_digest(
         hasher.update(&(bytes.len() as u64).to_le_bytes());
         hasher.update(bytes);
     };
-    source(of, root, hashes, buffer, &mut field)?;
+    source(of, root, hashes, buffer, &mut |path, digest| {
+        field(path.as_bytes());
+        field(digest.as_bytes());
+    })?;
     Ok(hasher.finalize())
+}
+
+/// The files of `of` and their digests, as [`source_digest`] covers them (root-relative ones
+/// spelled with their leading `//`): what a key's manifest lists.
+pub(crate) fn source_files(
+    of: &Source<'_>,
+    root: &Path,
+    hashes: &FileHashes,
+    buffer: &mut [u8],
+) -> Result<Vec<(String, blake3::Hash)>, Error> {
+    let mut files = Vec::new();
+    source(of, root, hashes, buffer, &mut |path, digest| {
+        files.push((path.to_owned(), digest));
+    })?;
+    Ok(files)
 }
 
 /// The key of `step`, given the digest of its own sources, those of the targets it depends on
@@ -413,30 +431,28 @@ pub(crate) fn action_key(
     Ok(Key(hasher.finalize()))
 }
 
-/// Feeds the files of `source` to `field`, each as its relative path and its digest: first
-/// those of its folder, then the root-relative ones (marked by their leading `//`).
+/// Hands each file of `source` to `file`, as its relative path and its digest: first those of
+/// its folder, then the root-relative ones (marked by their leading `//`).
 fn source(
     source: &Source<'_>,
     root: &Path,
     hashes: &FileHashes,
     buffer: &mut [u8],
-    field: &mut impl FnMut(&[u8]),
+    file: &mut dyn FnMut(&str, blake3::Hash),
 ) -> Result<(), Error> {
     for (relative, metadata) in source.inputs.files(source.dir, source.above) {
         let path = source.dir.join(&relative);
         let digest = hashes
             .digest(&path, &metadata, buffer)
             .map_err(Error::io(&path))?;
-        field(relative.as_bytes());
-        field(digest.as_bytes());
+        file(&relative, digest);
     }
     for (relative, metadata) in source.inputs.rooted_files(root) {
         let path = root.join(&relative);
         let digest = hashes
             .digest(&path, &metadata, buffer)
             .map_err(Error::io(&path))?;
-        field(format!("//{relative}").as_bytes());
-        field(digest.as_bytes());
+        file(&format!("//{relative}"), digest);
     }
     Ok(())
 }

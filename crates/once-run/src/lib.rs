@@ -22,6 +22,11 @@
 //!               of `once query runs` and `once_query_runs`)
 //! ```
 //!
+//! Keys are computed by one `keyer` for a run and for what looks at a run before it happens:
+//! `preview` (`once run --dry-run`: each action cached or why it would run) and `explain` (`once
+//! query key`: a key's parts, compared with the manifest of parts the last record left in
+//! `.once/cache/keys/`). Neither runs nor writes anything.
+//!
 //! Everything that can be wrong with a request (an unknown target, a capability it lacks, a
 //! parameter of the wrong type) is found while planning, before anything runs. The scheduler is
 //! dynamic: an action starts the moment its last dependency succeeds, not when a whole wave is
@@ -74,11 +79,14 @@ mod describe;
 mod dotenv;
 mod environ;
 mod error;
+mod explain;
 mod hashes;
 mod key;
+mod keyer;
 mod owner;
 mod params;
 mod plan;
+mod preview;
 mod query;
 mod remote;
 mod report;
@@ -90,9 +98,14 @@ pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
 pub use changed::{GIT_DEADLINE, changed_files};
 pub use describe::{Described, describe, describe_all};
 pub use error::Error;
+pub use explain::{
+    Change, DepPart, EnvPart, Explanation, FILES_CAP, FilePart, KeyParts, Rest, UpstreamPart,
+    changes, explain,
+};
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
 pub use plan::{Plan, SourceSet, Step, Upstream, plan};
+pub use preview::{Preview, PreviewAction, PreviewOptions, Reason, Verdict, preview};
 pub use query::{
     QueryRunsError, RunRow, RunsAnswer, RunsList, RunsQuery, query_runs, runs_input_schema,
     runs_output_schema,

@@ -557,6 +557,14 @@ pub struct RunArgs {
     /// Run even what the cache could replay
     #[arg(long)]
     pub force: bool,
+    /// Before running, print what each action that would run has in its key and what changed
+    /// since its last recorded run (on stderr)
+    #[arg(long)]
+    pub explain: bool,
+    /// Run nothing: print the plan in order and, for each action, whether the cache would
+    /// replay it or why it would run (writes nothing, asks no remote cache)
+    #[arg(long)]
+    pub dry_run: bool,
     /// After a failure, go on with everything that does not depend on it
     #[arg(long)]
     pub keep_going: bool,
@@ -794,6 +802,40 @@ Exit status 1 when a path is missing or refused, 2 for more than 100 paths.")]
         paths: Vec<String>,
         /// Print the JSON value instead of text
         #[arg(long)]
+        json: bool,
+    },
+
+    /// What an action's key is made of, and what changed since its last recorded run
+    #[command(after_help = "\
+Examples:
+  once query key web:build             Its parts, and why it would run again (or not)
+  once query key web:build --json      The same as JSON: key, entry, last_key, changes, parts
+
+Each run that records a result also keeps the parts of its key in `.once/cache/keys/`; this
+compares them with the parts the key has now. It runs nothing and writes nothing.")]
+    Key {
+        /// `TARGET` or `TARGET:CAPABILITY`
+        #[arg(value_name = "TARGET[:CAPABILITY]")]
+        action: String,
+        /// A parameter of the action, `NAME=VALUE` (repeat for more)
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
+        /// Print the JSON value instead of text
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Every MCP tool of `once mcp`, gated ones included: name, title, description, schemas
+    #[command(after_help = "\
+Examples:
+  once query tools --json                    The catalog as JSON: each tool and its gate's flag
+  once query tools --markdown > docs/tools.md    The tools page, generated from the same catalog")]
+    Tools {
+        /// Print the tools page (Markdown) instead of JSON
+        #[arg(long)]
+        markdown: bool,
+        /// Print JSON (the default)
+        #[arg(long, conflicts_with = "markdown")]
         json: bool,
     },
 

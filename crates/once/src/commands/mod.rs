@@ -5,15 +5,18 @@ mod affected;
 mod changes;
 mod check;
 mod completions;
+mod dry_run;
 mod eval;
 mod examples;
 mod init;
+mod key;
 mod mcp;
 mod memory;
 mod query;
 mod run;
 mod serve;
 mod sessions;
+mod tools;
 
 use std::path::{Path, PathBuf};
 

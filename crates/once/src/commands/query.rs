@@ -36,6 +36,10 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         output::json(&query::manifest_schema())?;
         return Ok(Outcome::Success);
     }
+    // The catalog's text and schemas are the same in every workspace.
+    if let Query::Tools { markdown, .. } = request {
+        return super::tools::print(workspace, markdown);
+    }
     // Memory lives beside the graph, not in it: answered even while a manifest is invalid.
     if let Query::Memory(args) = request {
         return super::memory::query(workspace, args);
@@ -57,9 +61,18 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     match request {
-        Query::Workspace | Query::Runs(_) | Query::Memory(_) | Query::Hashes { .. } => {
+        Query::Workspace
+        | Query::Runs(_)
+        | Query::Memory(_)
+        | Query::Hashes { .. }
+        | Query::Tools { .. } => {
             unreachable!("answered above")
         }
+        Query::Key {
+            action,
+            params,
+            json,
+        } => super::key::run(&loaded, &action, &params, json),
         Query::Affected(args) => super::affected::affected(&loaded, args),
         Query::Owner { path, json } => super::affected::owner(&loaded, &path, json),
         Query::Targets(args) => {

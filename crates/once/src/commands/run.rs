@@ -91,6 +91,12 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         }
         Err(error) => return Err(error.into()),
     };
+    if args.explain {
+        super::key::explain_run(&workspace, &plan, args.force)?;
+    }
+    if args.dry_run {
+        return super::dry_run::show(&workspace, &plan, &args);
+    }
     let mut options = Options {
         keep_going: args.keep_going,
         force: args.force,

@@ -1,0 +1,482 @@
+//! What an action's key is made of, and which of those parts changed since the last recorded run
+//! of that action: the answer to "why did this run again?" (`once query key`, `once run
+//! --explain`).
+//!
+//! # The key's manifest
+//!
+//! Each time a run records a result in `ac/<key>`, it also writes the key's parts ([`KeyParts`])
+//! to `.once/cache/keys/<BLAKE3 of the action's name>`, replacing the last one by a rename, so a
+//! reader sees the old manifest or the new one, never half of either. Invariants:
+//! - one file per action, overwritten on each record: the manifest always describes the last key
+//!   recorded for that action, and `ac/` stays exactly as it was (the manifest is beside it,
+//!   never part of an entry nor of a key);
+//! - bounded: at most [`FILES_CAP`] files are listed by path and digest; the rest are counted
+//!   and covered by one digest, so a change among them is still seen (as "a file past the
+//!   first N"), and a manifest stays under about 200 KB whatever the target's size;
+//! - no value of a variable is ever written: a variable is listed by name, whether its key
+//!   takes a hash of its value (a secret) or the value itself, and a hash of the value, which is
+//!   enough to say it changed;
+//! - a manifest that cannot be written costs only the explanation, never the run: it is logged
+//!   and the run goes on; one that cannot be read or parsed reads as none.
+//!
+//! Explaining computes keys as a run does ([`crate::keyer`]) and must never write anything: no
+//! run folder, no entry, no manifest, no saved file hashes.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cache::Cache;
+use crate::environ::{Environ, Program, hidden, secret_hash};
+use crate::error::Error;
+use crate::key::{KEY_VERSION, Key};
+use crate::keyer::Keyer;
+use crate::plan::{Plan, Step};
+
+/// Most files a manifest lists by path; the rest are counted and digested together.
+pub const FILES_CAP: usize = 1000;
+
+/// The parts of one action's key, as far as they can be named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyParts {
+    pub action: String,
+    /// The key these parts make (hex).
+    pub key: String,
+    /// What goes into every key; a new version changes every key.
+    pub version: String,
+    pub command: String,
+    /// The target's folder, relative to the workspace root.
+    pub folder: String,
+    /// The parameters, as JSON text.
+    pub params: String,
+    /// The keyed variables, sorted by name.
+    pub env: Vec<EnvPart>,
+    /// The program the command starts: its path, or `PATH` when the key takes the whole `PATH`.
+    pub program: String,
+    /// The program's content digest, or the `PATH` value's hash.
+    pub program_digest: String,
+    pub outputs: Vec<String>,
+    /// The action's own input files (root-relative ones spelled `//…`), at most [`FILES_CAP`].
+    pub files: Vec<FilePart>,
+    /// The files past the first [`FILES_CAP`], if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_rest: Option<Rest>,
+    /// The sources of the targets its target depends on, one digest per source set.
+    pub upstream: Vec<UpstreamPart>,
+    /// Its dependencies' keys.
+    pub deps: Vec<DepPart>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvPart {
+    pub name: String,
+    /// The key takes a hash of the value, not the value (a secret-looking name, or a value from
+    /// the env-file).
+    pub secret: bool,
+    /// A hash of the value (never the value).
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePart {
+    pub path: String,
+    /// BLAKE3 of the content (hex).
+    pub digest: String,
+}
+
+/// Files past the cap: how many, and one digest over their paths and digests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rest {
+    pub count: usize,
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpstreamPart {
+    /// The folders of the targets in the set, relative to the root.
+    pub targets: Vec<String>,
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DepPart {
+    pub action: String,
+    pub key: String,
+}
+
+/// One part that differs between the last recorded key and the current one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// `version`, `command`, `folder`, `params`, `env`, `program`, `outputs`, `file`,
+    /// `files_rest`, `upstream` or `dep`.
+    pub part: &'static str,
+    /// The variable, file, dependency or targets it is about, when the part has several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `added`, `removed` or `changed`.
+    pub how: &'static str,
+}
+
+/// The answer of `once query key ACTION` for one action.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    pub action: String,
+    /// The key a run would look up now.
+    pub key: String,
+    /// Whether `ac/<key>` is there (a run would replay it).
+    pub entry: bool,
+    /// The key of the last recorded run of this action, if one was recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_key: Option<String>,
+    /// What changed since then; empty when the keys are equal or nothing was recorded.
+    pub changes: Vec<Change>,
+    /// One line: what this means.
+    pub verdict: String,
+    pub parts: KeyParts,
+}
+
+/// The parts of `step`'s key `key`, given its dependencies' keys (in `step.deps` order).
+pub(crate) fn parts(
+    plan: &Plan,
+    keyer: &Keyer<'_>,
+    step: &Step,
+    dep_keys: &[Key],
+    key: Key,
+    buffer: &mut [u8],
+) -> Result<KeyParts, Error> {
+    let (environ, hashes) = keyer.environ();
+    let env = env_parts(environ, step);
+    let (program, path) = environ.identity(step, hashes, buffer);
+    let (program, program_digest) = match program {
+        Program::Found { path, digest } => {
+            (path.display().to_string(), digest.to_hex().to_string())
+        }
+        Program::Path => ("PATH".to_owned(), secret_hash(&path).to_hex().to_string()),
+    };
+    let all = keyer.own_files(step, buffer)?;
+    let files_rest = (all.len() > FILES_CAP).then(|| {
+        let mut hasher = blake3::Hasher::new();
+        for (path, digest) in &all[FILES_CAP..] {
+            hasher.update(&(path.len() as u64).to_le_bytes());
+            hasher.update(path.as_bytes());
+            hasher.update(digest.as_bytes());
+        }
+        Rest {
+            count: all.len() - FILES_CAP,
+            digest: hasher.finalize().to_hex().to_string(),
+        }
+    });
+    let files = all
+        .iter()
+        .take(FILES_CAP)
+        .map(|(path, digest)| FilePart {
+            path: path.clone(),
+            digest: digest.to_hex().to_string(),
+        })
+        .collect();
+    let upstream = step
+        .upstream
+        .iter()
+        .map(|&set| {
+            let digest = keyer.set_digest(&step.action, set, buffer)?;
+            let targets = plan
+                .sources
+                .get(set)
+                .map(|s| s.members.iter().map(|m| m.path.clone()).collect())
+                .unwrap_or_default();
+            Ok(UpstreamPart {
+                targets,
+                digest: digest.to_hex().to_string(),
+            })
+        })
+        .collect::<Result<_, Error>>()?;
+    let deps = step
+        .deps
+        .iter()
+        .zip(dep_keys)
+        .map(|(&d, key)| DepPart {
+            action: plan.steps[d].action.clone(),
+            key: key.to_hex(),
+        })
+        .collect();
+    Ok(KeyParts {
+        action: step.action.clone(),
+        key: key.to_hex(),
+        version: String::from_utf8_lossy(KEY_VERSION)
+            .trim_end_matches('\0')
+            .to_owned(),
+        command: step.command.clone(),
+        folder: step.path.clone(),
+        params: serde_json::Value::from(serde_json::Map::from_iter(step.params.clone()))
+            .to_string(),
+        env,
+        program,
+        program_digest,
+        outputs: step.outputs.to_vec(),
+        files,
+        files_rest,
+        upstream,
+        deps,
+    })
+}
+
+fn env_parts(environ: &Environ, step: &Step) -> Vec<EnvPart> {
+    environ
+        .keyed(step)
+        .into_iter()
+        .map(|(name, value)| EnvPart {
+            secret: hidden(step, &name),
+            digest: secret_hash(&value).to_hex().to_string(),
+            name,
+        })
+        .collect()
+}
+
+/// Replaces the manifest of `parts.action` with `parts`; a failure is logged, never raised.
+pub(crate) fn remember(cache: &Cache, parts: &KeyParts) {
+    let path = cache.manifest_path(&parts.action);
+    let written = serde_json::to_vec(parts)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| {
+            if let Some(parent) = path.parent() {
+                once_fs::state_dir(parent).map_err(std::io::Error::other)?;
+            }
+            once_fs::write_replacing(&path, &bytes)
+        });
+    if let Err(error) = written {
+        tracing::warn!(action = %parts.action, %error, "cannot write the key's manifest");
+    }
+}
+
+/// The manifest of the last key recorded for `action`, if there is a readable one.
+pub(crate) fn recalled(cache: &Cache, action: &str) -> Option<KeyParts> {
+    let bytes = fs::read(cache.manifest_path(action)).ok()?;
+    serde_json::from_slice::<KeyParts>(&bytes)
+        .ok()
+        .filter(|parts| parts.action == action)
+}
+
+/// Pushes onto `found` what was removed from, changed in, or added to `a` to make `b`.
+fn compare(
+    found: &mut Vec<Change>,
+    part: &'static str,
+    a: BTreeMap<String, String>,
+    b: BTreeMap<String, String>,
+) {
+    for (name, value) in &a {
+        let how = match b.get(name) {
+            None => "removed",
+            Some(other) if other != value => "changed",
+            Some(_) => continue,
+        };
+        found.push(Change {
+            part,
+            name: Some(name.clone()),
+            how,
+        });
+    }
+    for name in b.keys().filter(|name| !a.contains_key(*name)) {
+        found.push(Change {
+            part,
+            name: Some(name.clone()),
+            how: "added",
+        });
+    }
+}
+
+/// The parts that differ from `last` to `now`, in the order of [`KeyParts`]' fields.
+pub fn changes(last: &KeyParts, now: &KeyParts) -> Vec<Change> {
+    let mut found = Vec::new();
+    let mut one = |part: &'static str, a: &str, b: &str| {
+        if a != b {
+            found.push(Change {
+                part,
+                name: None,
+                how: "changed",
+            });
+        }
+    };
+    one("version", &last.version, &now.version);
+    one("command", &last.command, &now.command);
+    one("folder", &last.folder, &now.folder);
+    one("params", &last.params, &now.params);
+    let named =
+        |items: Vec<(String, String)>| -> BTreeMap<String, String> { items.into_iter().collect() };
+    let env = |p: &KeyParts| {
+        named(
+            p.env
+                .iter()
+                .map(|e| (e.name.clone(), format!("{}{}", e.secret, e.digest)))
+                .collect(),
+        )
+    };
+    compare(&mut found, "env", env(last), env(now));
+    let program = |p: &KeyParts| named(vec![(p.program.clone(), p.program_digest.clone())]);
+    compare(&mut found, "program", program(last), program(now));
+    let outputs = |p: &KeyParts| {
+        named(
+            p.outputs
+                .iter()
+                .map(|o| (o.clone(), String::new()))
+                .collect(),
+        )
+    };
+    compare(&mut found, "outputs", outputs(last), outputs(now));
+    let files = |p: &KeyParts| {
+        named(
+            p.files
+                .iter()
+                .map(|f| (f.path.clone(), f.digest.clone()))
+                .collect(),
+        )
+    };
+    compare(&mut found, "file", files(last), files(now));
+    if last.files_rest != now.files_rest {
+        found.push(Change {
+            part: "files_rest",
+            name: Some(format!("files past the first {FILES_CAP}")),
+            how: "changed",
+        });
+    }
+    let upstream = |p: &KeyParts| {
+        named(
+            p.upstream
+                .iter()
+                .map(|u| (u.targets.join(", "), u.digest.clone()))
+                .collect(),
+        )
+    };
+    compare(&mut found, "upstream", upstream(last), upstream(now));
+    let deps = |p: &KeyParts| {
+        named(
+            p.deps
+                .iter()
+                .map(|d| (d.action.clone(), d.key.clone()))
+                .collect(),
+        )
+    };
+    compare(&mut found, "dep", deps(last), deps(now));
+    found
+}
+
+/// Explains the key of every step of `plan`, in plan order, reading and writing nothing but
+/// what a key needs to read.
+pub fn explain(plan: &Plan, cache: &Cache) -> Result<Vec<Explanation>, Error> {
+    let hashes = cache.file_hashes();
+    let environ = Environ::new();
+    let keyer = Keyer::new(plan, &hashes, &environ);
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut keys: Vec<Key> = Vec::with_capacity(plan.steps.len());
+    let mut explained = Vec::with_capacity(plan.steps.len());
+    for step in &plan.steps {
+        let dep_keys: Vec<Key> = step.deps.iter().map(|&d| keys[d]).collect();
+        let key = keyer.key(step, &dep_keys, &mut buffer)?;
+        keys.push(key);
+        let now = parts(plan, &keyer, step, &dep_keys, key, &mut buffer)?;
+        let entry = cache.lookup(&key).is_some();
+        let last = recalled(cache, &step.action);
+        let changes = match &last {
+            Some(last) if last.key != now.key => changes(last, &now),
+            _ => Vec::new(),
+        };
+        let verdict = verdict(&now, last.as_ref(), entry, &changes);
+        explained.push(Explanation {
+            action: step.action.clone(),
+            key: now.key.clone(),
+            entry,
+            last_key: last.map(|l| l.key),
+            changes,
+            verdict,
+            parts: now,
+        });
+    }
+    // A preview of keys saves no file hashes: `.once/cache/files` is left as it was.
+    drop(hashes);
+    Ok(explained)
+}
+
+fn verdict(now: &KeyParts, last: Option<&KeyParts>, entry: bool, changes: &[Change]) -> String {
+    match (last, entry) {
+        (Some(last), true) if last.key == now.key => {
+            "nothing changed: the entry is there, a run would replay it".to_owned()
+        }
+        (_, true) => "the entry is there, a run would replay it".to_owned(),
+        (None, false) => "no run of this action was recorded: it would run".to_owned(),
+        (Some(last), false) if last.key == now.key => {
+            "nothing changed since the last recorded run, but its entry is gone: it would run"
+                .to_owned()
+        }
+        (Some(_), false) if changes.is_empty() => {
+            "the key changed in a part the manifest does not name: it would run".to_owned()
+        }
+        (Some(_), false) => format!(
+            "{} changed since the last recorded run: it would run",
+            if changes.len() == 1 {
+                "1 part".to_owned()
+            } else {
+                format!("{} parts", changes.len())
+            }
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(files: &[(&str, &str)], rest: Option<(usize, &str)>) -> KeyParts {
+        KeyParts {
+            action: "t:build".into(),
+            key: "k".into(),
+            version: "v".into(),
+            command: "make".into(),
+            folder: "t".into(),
+            params: "{}".into(),
+            env: vec![EnvPart {
+                name: "API_TOKEN".into(),
+                secret: true,
+                digest: "d1".into(),
+            }],
+            program: "PATH".into(),
+            program_digest: "p".into(),
+            outputs: vec!["out/**".into()],
+            files: files
+                .iter()
+                .map(|(path, digest)| FilePart {
+                    path: (*path).into(),
+                    digest: (*digest).into(),
+                })
+                .collect(),
+            files_rest: rest.map(|(count, digest)| Rest {
+                count,
+                digest: digest.into(),
+            }),
+            upstream: Vec::new(),
+            deps: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_changed_part_is_named_and_nothing_else() {
+        let last = parts(&[("a.rs", "1"), ("b.rs", "1")], None);
+        let mut now = parts(&[("a.rs", "2"), ("c.rs", "1")], Some((3, "r")));
+        now.env[0].digest = "d2".into();
+        let changed = changes(&last, &now);
+        let found: Vec<(&str, Option<&str>, &str)> = changed
+            .iter()
+            .map(|c| (c.part, c.name.as_deref(), c.how))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("env", Some("API_TOKEN"), "changed"),
+                ("file", Some("a.rs"), "changed"),
+                ("file", Some("b.rs"), "removed"),
+                ("file", Some("c.rs"), "added"),
+                ("files_rest", Some("files past the first 1000"), "changed"),
+            ]
+        );
+        assert!(changes(&last, &last).is_empty());
+    }
+}
