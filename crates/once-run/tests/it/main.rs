@@ -7,6 +7,7 @@ mod cache;
 mod describe;
 mod inputs;
 mod schedule;
+mod select;
 
 use std::collections::BTreeMap;
 use std::fs;
