@@ -427,6 +427,7 @@ fn build_kinds() -> Vec<Kind> {
                 env_file: None,
                 cache: true,
                 persistent: false,
+                retries: 0,
                 origin: Origin::Kind,
             })
             .collect();

@@ -96,6 +96,8 @@ pub struct Capability {
     pub cache: bool,
     /// Whether it runs until stopped (a server): no deadline, never cached.
     pub persistent: bool,
+    /// How many times a failed run is run again (0..=[`MAX_RETRIES`]); a timeout is not.
+    pub retries: u8,
     /// Where the definition comes from.
     pub origin: Origin,
 }
@@ -133,6 +135,9 @@ pub struct Evaluator {
     /// nREPL only: the server's port file, relative to the target folder (default `.nrepl-port`).
     pub port_file: Option<String>,
 }
+
+/// The most `retries` a capability may ask for.
+pub const MAX_RETRIES: u8 = 10;
 
 /// The languages an evaluator may declare.
 pub const EVALUATOR_LANGUAGES: &[&str] = &["python", "node", "nrepl"];

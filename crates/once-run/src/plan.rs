@@ -81,6 +81,8 @@ pub struct Step {
     pub cache: bool,
     /// Runs until stopped: no deadline of its own, never cached, never waited on by a lock.
     pub persistent: bool,
+    /// How many times a failed run is run again (a timeout is not).
+    pub retries: u8,
     pub deadline: Duration,
     /// Input globs relative to `dir`; `!` excludes.
     pub inputs: Arc<[String]>,
@@ -274,6 +276,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
                 && !capability.persistent
                 && deps.iter().all(|&d| steps[d].cache),
             persistent: capability.persistent,
+            retries: capability.retries,
             // A server has no deadline of its own; one given with the request still applies.
             deadline: match request.deadline {
                 Some(deadline) => deadline,

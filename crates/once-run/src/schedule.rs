@@ -453,6 +453,15 @@ impl<'o> Board<'o> {
     }
 }
 
+/// Where the log of failed attempt `n` (from 1) is kept: `web_test.log` → `web_test.attempt-1.log`.
+fn attempt_log(log: &Path, n: usize) -> PathBuf {
+    let stem = log
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    log.with_file_name(format!("{stem}.attempt-{n}.log"))
+}
+
 fn unix_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -474,6 +483,7 @@ fn skipped(step: &Step) -> ActionReport {
         started_ms: None,
         log: None,
         tail: None,
+        retried: 0,
     }
 }
 
@@ -786,6 +796,7 @@ impl Worker<'_> {
                 started_ms: None,
                 log: None,
                 tail: Some(vec![message]),
+                retried: 0,
             },
             key: None,
         };
@@ -809,6 +820,7 @@ impl Worker<'_> {
                         started_ms: None,
                         log: self.cache.replay_log(&hit),
                         tail: None,
+                        retried: 0,
                     },
                     key: Some(key),
                 }),
@@ -869,18 +881,41 @@ impl Worker<'_> {
             tail_lines: once_exec::DEFAULT_TAIL_LINES,
             label: step.action.clone(),
         };
-        let outcome = match once_exec::run(&spec, self.registry, self.cancel) {
-            Ok(outcome) => outcome,
-            Err(once_exec::Error::ShuttingDown) => {
-                return Finished {
-                    report: ActionReport {
-                        status: ActionStatus::Cancelled,
-                        ..failed(String::new()).report
-                    },
-                    key: None,
-                };
+        // A failed attempt is run again up to `retries` times, each earlier attempt's log kept
+        // beside the last one's. A timeout is not retried: it has already cost a whole
+        // deadline, and a hang rarely passes on a second try.
+        let mut retried = 0;
+        let outcome = loop {
+            let outcome = match once_exec::run(&spec, self.registry, self.cancel) {
+                Ok(outcome) => outcome,
+                Err(once_exec::Error::ShuttingDown) => {
+                    return Finished {
+                        report: ActionReport {
+                            status: ActionStatus::Cancelled,
+                            ..failed(String::new()).report
+                        },
+                        key: None,
+                    };
+                }
+                Err(error) => return failed(format!("once: {error}")),
+            };
+            let failed_run = matches!(
+                outcome.status,
+                Status::Exited { code } if code != 0
+            ) || matches!(outcome.status, Status::Signaled { .. });
+            if !failed_run
+                || retried >= usize::from(step.retries)
+                || self.cancel.is_cancelled()
+                || self.registry.is_shutting_down()
+            {
+                break outcome;
             }
-            Err(error) => return failed(format!("once: {error}")),
+            retried += 1;
+            let kept = attempt_log(&outcome.log_path, retried);
+            if let Err(error) = std::fs::rename(&outcome.log_path, &kept) {
+                tracing::warn!(action = %step.action, %error, "cannot keep the log of a failed attempt");
+            }
+            tracing::info!(action = %step.action, attempt = retried + 1, "failed: running it again");
         };
         let duration_ms = millis(outcome.duration);
         let (status, exit_code) = match &outcome.status {
@@ -929,6 +964,7 @@ impl Worker<'_> {
                 started_ms: None,
                 log: Some(outcome.log_path),
                 tail: failure.then_some(tail),
+                retried,
             },
             key: (status == ActionStatus::Succeeded).then_some(key),
         }

@@ -131,6 +131,7 @@ pub(crate) fn to_target(
                         env_file: None,
                         cache: true,
                         persistent: false,
+                        retries: 0,
                         origin: Origin::Inferred,
                     },
                 };

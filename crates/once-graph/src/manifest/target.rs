@@ -13,7 +13,9 @@ use super::value::{Cx, Key, Val, found, key_name, to_json};
 use super::{Settings, env_globs, join_path, valid_name};
 use crate::duration::parse_duration;
 use crate::kind::{FieldType, Kind, builtin_kinds, find_kind};
-use crate::model::{Capability, EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType, Target};
+use crate::model::{
+    Capability, EVALUATOR_LANGUAGES, Evaluator, MAX_RETRIES, Origin, Param, ParamType, Target,
+};
 use crate::suggest;
 use crate::template::Template;
 
@@ -63,6 +65,7 @@ const CAP_KEYS: &[&str] = &[
     "env-file",
     "cache",
     "persistent",
+    "retries",
 ];
 const PARAM_KEYS: &[&str] = &["type", "default", "description", "flag", "values"];
 const PARAM_TYPES: &[&str] = &["string", "integer", "boolean", "enum"];
@@ -519,6 +522,7 @@ fn parse_capability(
                 env_file: None,
                 cache: true,
                 persistent: false,
+                retries: 0,
                 origin: Origin::Manifest,
             },
             Vec::new(),
@@ -629,6 +633,22 @@ fn parse_capability(
                     cap.persistent = persistent;
                 }
             }
+            "retries" => match to_json(v.get_ref()).as_u64().map(u8::try_from) {
+                Some(Ok(n)) if n <= MAX_RETRIES => cap.retries = n,
+                _ => cx.diags.push(
+                    cx.src
+                        .error(
+                            v.span().start,
+                            "bad-retries",
+                            format!("invalid `retries` of {ctx}"),
+                        )
+                        .expected(format!("a whole number from 0 to {MAX_RETRIES}"))
+                        .found(match to_json(v.get_ref()) {
+                            serde_json::Value::Number(n) => format!("`{n}`"),
+                            _ => found(v.get_ref()),
+                        }),
+                ),
+            },
             "params" => {
                 if let Some(pt) = cx.table(v, format_args!("`params` of {ctx}")) {
                     let mut params = cap.params.to_vec();

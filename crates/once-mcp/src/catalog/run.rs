@@ -387,7 +387,13 @@ fn ended(summary: &RunSummary) -> Result<Answer, Answer> {
         remote,
         failed,
         skipped,
+        retried,
     } = summary.counts;
+    let retried = if retried > 0 {
+        format!(", {retried} after a retry")
+    } else {
+        String::new()
+    };
     let cached = if remote > 0 {
         format!("{cached} cached, {remote} of them from the remote cache")
     } else {
@@ -397,7 +403,7 @@ fn ended(summary: &RunSummary) -> Result<Answer, Answer> {
     let actions = if total == 1 { "action" } else { "actions" };
     let answer = match summary.status {
         RunStatus::Succeeded => Answer::done(format!(
-            "run `{id}`: {total} {actions} succeeded ({ran} ran, {cached} cached)"
+            "run `{id}`: {total} {actions} succeeded ({ran} ran{retried}, {cached})"
         )),
         status => {
             let named: Vec<String> = summary

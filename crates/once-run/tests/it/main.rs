@@ -6,6 +6,7 @@
 mod cache;
 mod describe;
 mod inputs;
+mod retry;
 mod schedule;
 mod select;
 

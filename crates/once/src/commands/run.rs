@@ -248,9 +248,15 @@ fn summarise(report: &RunReport, mode: OutputLogs) {
     } else {
         format!("{} cached", counts.cached)
     };
+    // Said only when it happened: a success that needed a second try is worth noticing.
+    let retried = if counts.retried > 0 {
+        format!(", {} retried", counts.retried)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         err,
-        "{status}: {} ({} ran, {cached}, {} failed, {} skipped) in {:.2}s, run {}",
+        "{status}: {} ({} ran{retried}, {cached}, {} failed, {} skipped) in {:.2}s, run {}",
         render::count(counts.total, "action"),
         counts.ran,
         counts.failed,

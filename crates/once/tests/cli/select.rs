@@ -189,3 +189,27 @@ fn mcp_once_run_selects_by_tag_and_passes_args() {
     mcp.close_stdin();
     assert_eq!(mcp.wait(PATIENCE).0, Some(0));
 }
+
+#[test]
+fn a_retried_success_is_said_in_the_summary_line_and_the_report() {
+    let ws = workspace(
+        r#"
+[targets.web]
+kind = "command"
+path = "web"
+[targets.web.capabilities.e2e]
+command = "n=$(cat ../count 2>/dev/null || echo 0); echo $((n + 1)) > ../count; [ $n -ge 1 ]"
+retries = 1
+"#,
+    );
+    let out = run(ws.path(), &["--json", "web:e2e"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("succeeded: 1 action (1 ran, 1 retried, 0 cached"),
+        "{}",
+        stderr(&out)
+    );
+    let report = report(&out);
+    assert_eq!(report["actions"][0]["retried"], 1);
+    assert_eq!(report["counts"]["retried"], 1);
+}
