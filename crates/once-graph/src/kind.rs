@@ -428,6 +428,7 @@ fn build_kinds() -> Vec<Kind> {
                 cache: true,
                 persistent: false,
                 retries: 0,
+                mutex: None,
                 origin: Origin::Kind,
             })
             .collect();

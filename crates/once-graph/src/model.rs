@@ -98,6 +98,9 @@ pub struct Capability {
     pub persistent: bool,
     /// How many times a failed run is run again (0..=[`MAX_RETRIES`]); a timeout is not.
     pub retries: u8,
+    /// Actions naming the same mutex never run at the same time, in one run or across runs on
+    /// the workspace; a name of [`valid_mutex`]'s letters, so it can name a lock file.
+    pub mutex: Option<Arc<str>>,
     /// Where the definition comes from.
     pub origin: Origin,
 }
@@ -138,6 +141,16 @@ pub struct Evaluator {
 
 /// The most `retries` a capability may ask for.
 pub const MAX_RETRIES: u8 = 10;
+
+/// Whether `name` can be a `mutex`: 1 to 64 ASCII letters, digits, `-`, `_` and `.`, not
+/// starting with `.` (it names a file under `.once/cache/locks/`).
+pub fn valid_mutex(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
 
 /// The languages an evaluator may declare.
 pub const EVALUATOR_LANGUAGES: &[&str] = &["python", "node", "nrepl"];

@@ -83,6 +83,8 @@ pub struct Step {
     pub persistent: bool,
     /// How many times a failed run is run again (a timeout is not).
     pub retries: u8,
+    /// No other action naming this mutex runs while this one does.
+    pub mutex: Option<Arc<str>>,
     pub deadline: Duration,
     /// Input globs relative to `dir`; `!` excludes.
     pub inputs: Arc<[String]>,
@@ -277,6 +279,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
                 && deps.iter().all(|&d| steps[d].cache),
             persistent: capability.persistent,
             retries: capability.retries,
+            mutex: capability.mutex.clone(),
             // A server has no deadline of its own; one given with the request still applies.
             deadline: match request.deadline {
                 Some(deadline) => deadline,

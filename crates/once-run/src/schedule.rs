@@ -9,8 +9,12 @@
 //! `keep_going`), after `cancel` fires, or once the registry is shutting down; what did not
 //! start is reported as skipped. A worker must never hold the mutex while it hashes, replays or
 //! runs, so a run ends as soon as its last action does.
+//!
+//! A capability's `mutex` is kept at two levels: a worker takes the first ready action whose
+//! mutex no running action of this run holds (the board's `held`), and, to keep other runs on
+//! the workspace out too, holds the mutex's lock file while the command runs.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
@@ -104,6 +108,7 @@ pub fn execute(
             reports: vec![None; total],
             started: vec![None; total],
             keys: vec![None; total],
+            held: HashSet::new(),
             running: 0,
             idle: 0,
             done: 0,
@@ -327,6 +332,8 @@ struct State<'o> {
     /// after the run started.
     started: Vec<Option<u64>>,
     keys: Vec<Option<Key>>,
+    /// The mutexes of the actions running now: a ready action naming one of them waits.
+    held: HashSet<Arc<str>>,
     running: usize,
     /// Workers waiting for an action to become ready; only they need waking.
     idle: usize,
@@ -405,6 +412,9 @@ impl<'o> Board<'o> {
         state.running -= 1;
         state.done += 1;
         state.changed = true;
+        if let Some(mutex) = &steps[i].mutex {
+            state.held.remove(mutex);
+        }
         let status = finished.report.status;
         let (done, total) = (state.done, steps.len());
         (state.observe)(Event::Finished {
@@ -537,9 +547,18 @@ impl Worker<'_> {
             let next = if state.stopped {
                 None
             } else {
-                state.ready.pop_front()
+                // The first ready action whose mutex no running action holds.
+                let held = &state.held;
+                state
+                    .ready
+                    .iter()
+                    .position(|&i| steps[i].mutex.as_ref().is_none_or(|m| !held.contains(m)))
+                    .and_then(|p| state.ready.remove(p))
             };
             if let Some(i) = next {
+                if let Some(mutex) = &steps[i].mutex {
+                    state.held.insert(Arc::clone(mutex));
+                }
                 state.running += 1;
                 state.started[i] = Some(millis(board.start.elapsed()));
                 state.changed = true;
@@ -880,6 +899,18 @@ impl Worker<'_> {
             log_path: self.run.log_path(&step.action),
             tail_lines: once_exec::DEFAULT_TAIL_LINES,
             label: step.action.clone(),
+        };
+        // Another `once run` on this workspace may be running an action with the same mutex
+        // (this run's own never start together): wait for it. Taken after the key's lock, and
+        // no action waits for anything while holding a mutex, so no two runs wait on each other.
+        let _mutex = match &step.mutex {
+            Some(mutex) => match self.cache.lock_mutex(mutex) {
+                Ok(lock) => Some(lock),
+                Err(error) => {
+                    return failed(format!("once: cannot lock the mutex `{mutex}`: {error}"));
+                }
+            },
+            None => None,
         };
         // A failed attempt is run again up to `retries` times, each earlier attempt's log kept
         // beside the last one's. A timeout is not retried: it has already cost a whole

@@ -132,6 +132,7 @@ pub(crate) fn to_target(
                         cache: true,
                         persistent: false,
                         retries: 0,
+                        mutex: None,
                         origin: Origin::Inferred,
                     },
                 };

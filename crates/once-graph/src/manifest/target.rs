@@ -15,6 +15,7 @@ use crate::duration::parse_duration;
 use crate::kind::{FieldType, Kind, builtin_kinds, find_kind};
 use crate::model::{
     Capability, EVALUATOR_LANGUAGES, Evaluator, MAX_RETRIES, Origin, Param, ParamType, Target,
+    valid_mutex,
 };
 use crate::suggest;
 use crate::template::Template;
@@ -66,6 +67,7 @@ const CAP_KEYS: &[&str] = &[
     "cache",
     "persistent",
     "retries",
+    "mutex",
 ];
 const PARAM_KEYS: &[&str] = &["type", "default", "description", "flag", "values"];
 const PARAM_TYPES: &[&str] = &["string", "integer", "boolean", "enum"];
@@ -523,6 +525,7 @@ fn parse_capability(
                 cache: true,
                 persistent: false,
                 retries: 0,
+                mutex: None,
                 origin: Origin::Manifest,
             },
             Vec::new(),
@@ -649,6 +652,24 @@ fn parse_capability(
                         }),
                 ),
             },
+            "mutex" => {
+                if let Some(name) = cx.string(v, format_args!("`mutex` of {ctx}")) {
+                    if valid_mutex(name) {
+                        cap.mutex = Some(cx.shared.text(name));
+                    } else {
+                        cx.diags.push(
+                            cx.src
+                                .error(
+                                    v.span().start,
+                                    "bad-mutex",
+                                    format!("invalid `mutex` of {ctx}"),
+                                )
+                                .expected("1 to 64 letters, digits, `-`, `_` or `.`, not starting with `.`")
+                                .found(format!("`{name}`")),
+                        );
+                    }
+                }
+            }
             "params" => {
                 if let Some(pt) = cx.table(v, format_args!("`params` of {ctx}")) {
                     let mut params = cap.params.to_vec();

@@ -6,6 +6,7 @@
 mod cache;
 mod describe;
 mod inputs;
+mod mutex;
 mod retry;
 mod schedule;
 mod select;
