@@ -427,6 +427,8 @@ fn build_kinds() -> Vec<Kind> {
                 env_file: None,
                 cache: true,
                 persistent: false,
+                retries: 0,
+                mutex: None,
                 origin: Origin::Kind,
             })
             .collect();

@@ -96,6 +96,11 @@ pub struct Capability {
     pub cache: bool,
     /// Whether it runs until stopped (a server): no deadline, never cached.
     pub persistent: bool,
+    /// How many times a failed run is run again (0..=[`MAX_RETRIES`]); a timeout is not.
+    pub retries: u8,
+    /// Actions naming the same mutex never run at the same time, in one run or across runs on
+    /// the workspace; a name of [`valid_mutex`]'s letters, so it can name a lock file.
+    pub mutex: Option<Arc<str>>,
     /// Where the definition comes from.
     pub origin: Origin,
 }
@@ -132,6 +137,19 @@ pub struct Evaluator {
     pub command: Option<String>,
     /// nREPL only: the server's port file, relative to the target folder (default `.nrepl-port`).
     pub port_file: Option<String>,
+}
+
+/// The most `retries` a capability may ask for.
+pub const MAX_RETRIES: u8 = 10;
+
+/// Whether `name` can be a `mutex`: 1 to 64 ASCII letters, digits, `-`, `_` and `.`, not
+/// starting with `.` (it names a file under `.once/cache/locks/`).
+pub fn valid_mutex(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// The languages an evaluator may declare.

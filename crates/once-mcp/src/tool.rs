@@ -152,6 +152,23 @@ pub fn optional_str<'a>(
     }
 }
 
+/// Reads an optional array of strings (`null` counts as absent).
+pub fn optional_strings(
+    args: &Map<String, Value>,
+    name: &str,
+) -> Result<Option<Vec<String>>, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => Ok(Some(
+            items
+                .iter()
+                .filter_map(|item| item.as_str().map(str::to_owned))
+                .collect(),
+        )),
+        Some(other) => Err(mistyped(name, "an array of strings", other)),
+    }
+}
+
 /// Reads an optional boolean argument (`null` counts as absent).
 pub fn optional_bool(args: &Map<String, Value>, name: &str) -> Result<Option<bool>, String> {
     match args.get(name) {

@@ -118,9 +118,20 @@ impl Cache {
     /// thread) that holds it. Two `once run` on one workspace thus never run the same action in
     /// the same folder at once: the second waits, then finds the first one's result.
     pub fn lock(&self, key: &Key) -> Result<KeyLock, Error> {
+        self.exclusive(&key.to_hex())
+    }
+
+    /// Holds the workspace-wide lock of `mutex` (`locks/mutex-NAME`, beside the keys' locks)
+    /// until the guard drops: actions naming it never run at once, whichever `once` runs them.
+    pub(crate) fn lock_mutex(&self, mutex: &str) -> Result<KeyLock, Error> {
+        self.exclusive(&format!("mutex-{mutex}"))
+    }
+
+    /// An exclusive `flock` on `locks/NAME`, waited for.
+    fn exclusive(&self, name: &str) -> Result<KeyLock, Error> {
         let folder = self.root.join("locks");
         state_dir(&folder)?;
-        let path = folder.join(key.to_hex());
+        let path = folder.join(name);
         let file = fs::OpenOptions::new()
             .create(true)
             .truncate(false)

@@ -32,6 +32,25 @@ pub enum Error {
     AmbiguousCapability { target: String, available: String },
     #[error("no target has the capability `{capability}`")]
     NoTargetHas { capability: String },
+    #[error("no target has the tag `{tag}`{}", near.as_ref().map(|n| format!("; did you mean `{n}`?")).unwrap_or_default())]
+    UnknownTag { tag: String, near: Option<String> },
+    #[error("invalid name glob `{glob}`: {message}")]
+    BadNameGlob { glob: String, message: String },
+    /// A valid selection that picks no action, and nothing else was asked: not a mistake, so a
+    /// caller says so and succeeds.
+    #[error("nothing to run: no target {selected} has the capability `{capability}`")]
+    NothingSelected {
+        selected: String,
+        capability: String,
+    },
+    #[error(
+        "the words after `--` go to the last named action, and none is named: name one as `TARGET:CAPABILITY` before `--`"
+    )]
+    ArgsWithoutAction,
+    #[error(
+        "the words after `--` cannot be appended to the command of `{action}`: they would sit {why}"
+    )]
+    ArgsUnsafe { action: String, why: String },
     #[error("unknown parameter `{name}` for `{action}`; expected one of: {accepted}")]
     UnknownParam {
         action: String,
@@ -141,6 +160,7 @@ impl Error {
                 | Error::UnknownLog { .. }
                 | Error::Git { .. }
                 | Error::Remote(_)
+                | Error::NothingSelected { .. }
         )
     }
 

@@ -501,6 +501,8 @@ mod tests {
             env_file: None,
             cache: true,
             persistent: false,
+            retries: 0,
+            mutex: None,
             deadline: std::time::Duration::from_secs(1),
             inputs: inputs.iter().map(|s| s.to_string()).collect(),
             outputs: outputs.iter().map(|s| s.to_string()).collect(),

@@ -11,7 +11,7 @@
 //! A run is a pipeline you can read in the module list:
 //!
 //! ```text
-//! request (TARGET[:CAP], --all CAP, k=v) ─► params (typed, checked) ─► plan (actions + deps, topological)
+//! request (TARGET[:CAP], --all CAP, --tag/--name CAP, k=v, -- words) ─► params (typed, checked) ─► plan (actions + deps, topological)
 //!     ─► schedule: for each action whose deps succeeded, on a pool of `jobs` threads:
 //!            key (BLAKE3 of action, command, params, environ, inputs, dep keys) ─► local hit? restore outputs
 //!              └─► miss: remote cache? describe (REAPI Action) ─► remote hit? fetch all, verify, store locally, restore
@@ -92,6 +92,7 @@ mod remote;
 mod report;
 mod request;
 mod schedule;
+mod select;
 mod store;
 
 pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
@@ -115,6 +116,6 @@ pub use report::{
     ActionReport, ActionStatus, ActionsPage, Counts, Owner, RunReport, RunStatus, RunSummary,
     SUMMARY_ROWS, SUMMARY_TAILS, summary_schema,
 };
-pub use request::{Request, parse_action, parse_param};
+pub use request::{Request, Selection, parse_action, parse_param};
 pub use schedule::{Event, Options, announce, execute};
 pub use store::{LogPage, RunDir, RunStore};

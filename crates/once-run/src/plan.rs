@@ -14,12 +14,16 @@ use once_graph::Workspace;
 use once_graph::graph::ActionId;
 use once_graph::inputs::Written;
 use once_graph::model::{Capability, EnvMode, Target};
-use once_graph::template::{Fill, RenderError};
+use once_graph::template::{Fill, RenderError, Template};
 use serde_json::Value;
 
 use crate::error::Error;
 use crate::params;
 use crate::request::{Request, parse_action};
+
+/// The names of the placeholders the words after `--` fill: `--0`, `--1`, …, which no parameter
+/// or field can be called.
+const ARG_SLOT: &str = "--";
 
 /// The deadline of a persistent action: none a run could reach (over a century).
 const NO_DEADLINE: Duration = Duration::from_secs(u32::MAX as u64);
@@ -77,6 +81,10 @@ pub struct Step {
     pub cache: bool,
     /// Runs until stopped: no deadline of its own, never cached, never waited on by a lock.
     pub persistent: bool,
+    /// How many times a failed run is run again (a timeout is not).
+    pub retries: u8,
+    /// No other action naming this mutex runs while this one does.
+    pub mutex: Option<Arc<str>>,
     pub deadline: Duration,
     /// Input globs relative to `dir`; `!` excludes.
     pub inputs: Arc<[String]>,
@@ -117,6 +125,9 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
     let targets = ws.targets();
     let graph = ws.graph();
     let mut roots: Vec<ActionId> = Vec::new();
+    if !request.args.is_empty() && request.actions.is_empty() {
+        return Err(Error::ArgsWithoutAction);
+    }
     for text in &request.actions {
         let (name, capability) = parse_action(text)?;
         let t = find_target(targets, name)?;
@@ -151,6 +162,20 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
                 capability: capability.clone(),
             });
         }
+    }
+    // The words after `--` go to the action named last, whatever else is selected.
+    let passed_to = (!request.args.is_empty())
+        .then(|| roots.last().copied())
+        .flatten();
+    if let Some(selection) = &request.select {
+        let picked = crate::select::select(targets, selection)?;
+        if picked.is_empty() && roots.is_empty() {
+            return Err(Error::NothingSelected {
+                selected: crate::select::describe(selection),
+                capability: selection.capability.clone(),
+            });
+        }
+        roots.extend(picked.into_iter().map(|(t, c)| graph.action(t, c)));
     }
     if roots.is_empty() {
         return Err(Error::EmptyRequest);
@@ -221,7 +246,12 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         let empty = BTreeMap::new();
         let given = if requested { &request.params } else { &empty };
         let values = params::resolve(&action, &capability.params, given)?;
-        let command = render(&action, target, capability, &values)?;
+        let args: &[String] = if passed_to == Some(a) {
+            &request.args
+        } else {
+            &[]
+        };
+        let command = render(&action, target, capability, &values, args)?;
         let mut deps: Vec<usize> = graph
             .action_deps(a)
             .iter()
@@ -248,6 +278,8 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
                 && !capability.persistent
                 && deps.iter().all(|&d| steps[d].cache),
             persistent: capability.persistent,
+            retries: capability.retries,
+            mutex: capability.mutex.clone(),
             // A server has no deadline of its own; one given with the request still applies.
             deadline: match request.deadline {
                 Some(deadline) => deadline,
@@ -555,17 +587,42 @@ fn field_fill(target: &Target, name: &str, value: &Value) -> Fill {
 }
 
 /// The command with parameters, then the kind's fields, then `{target}` and `{path}` filled in,
-/// each value quoted for where its placeholder sits. A command that cannot reach `sh -c` whole
-/// (too long for one argument, or holding a NUL byte) is refused here, before anything runs.
+/// each value quoted for where its placeholder sits, then `args` appended as words of their own.
+/// A command that cannot reach `sh -c` whole (too long for one argument, or holding a NUL byte)
+/// is refused here, before anything runs.
 fn render(
     action: &str,
     target: &Target,
     capability: &Capability,
     values: &BTreeMap<String, Value>,
+    args: &[String],
 ) -> Result<String, Error> {
-    let command = capability
-        .template
+    // Passed-through words are placeholders of their own at the command's end, so the lexer
+    // that quotes parameters decides whether a word can go there (not after a comment, inside
+    // a here-document, or where it would name the program) and quotes each one.
+    let appended;
+    let template = if args.is_empty() {
+        &*capability.template
+    } else {
+        let mut text = capability.command.trim_end().to_owned();
+        for i in 0..args.len() {
+            text.push_str(&format!(" {{{ARG_SLOT}{i}}}"));
+        }
+        appended = Template::parse(&text).map_err(|e| Error::BadTemplate {
+            action: action.to_owned(),
+            message: e.message,
+        })?;
+        &appended
+    };
+    let command = template
         .render(|name| {
+            if let Some(i) = name.strip_prefix(ARG_SLOT) {
+                return i
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| args.get(i))
+                    .map(|word| Fill::Text(word.clone()));
+            }
             if let (Some(value), Some(param)) = (
                 values.get(name),
                 capability.params.iter().find(|p| p.name == name),
@@ -589,6 +646,10 @@ fn render(
             RenderError::Broken(message) => Error::BadTemplate {
                 action: action.to_owned(),
                 message,
+            },
+            RenderError::Refused { name, why } if name.starts_with(ARG_SLOT) => Error::ArgsUnsafe {
+                action: action.to_owned(),
+                why: why.to_string(),
             },
             RenderError::Refused { name, why } => Error::UnsafePlaceholder {
                 action: action.to_owned(),

@@ -93,6 +93,9 @@ pub struct Counts {
     /// Failed or timed out.
     pub failed: usize,
     pub skipped: usize,
+    /// Actions that succeeded only after being run again (`retries`); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: usize,
 }
 
 /// One action of a run.
@@ -118,6 +121,10 @@ pub struct ActionReport {
     /// Only for a failed action: the last lines of its log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tail: Option<Vec<String>>,
+    /// How many times its command was run again after failing (`retries`); absent when never.
+    /// The earlier attempts' logs sit beside `log` as `<name>.attempt-N.log`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: usize,
 }
 
 /// A whole run.
@@ -145,6 +152,10 @@ pub struct RunReport {
 
 fn is_false(value: &bool) -> bool {
     !*value
+}
+
+fn is_zero(value: &usize) -> bool {
+    *value == 0
 }
 
 /// Why a run stopped before its end, if it did.
@@ -177,6 +188,9 @@ impl RunReport {
             }
             if action.status == ActionStatus::Skipped {
                 counts.skipped += 1;
+            }
+            if action.status == ActionStatus::Succeeded && action.retried > 0 {
+                counts.retried += 1;
             }
         }
         let any = |status| actions.iter().any(|a| a.status == status);
@@ -403,6 +417,7 @@ pub(crate) fn counts_schema() -> Value {
             "remote": count("Of the cached actions, those replayed from the remote cache"),
             "failed": count("Failed or timed out"),
             "skipped": count("Not started: a dependency failed, or the run stopped first"),
+            "retried": count("Of the actions that succeeded, those that needed a retry (absent when none)"),
         },
         "required": ["total", "ran", "cached", "remote", "failed", "skipped"],
         "additionalProperties": false,
@@ -441,6 +456,7 @@ pub(crate) fn action_schema() -> Value {
             "status": {"type": "string", "enum": ["succeeded", "failed", "timed_out", "cancelled", "skipped", "pending", "running", "interrupted"]},
             "cached": {"type": "boolean", "description": "Replayed from the cache: nothing ran"},
             "remote": {"type": "boolean", "description": "Replayed from the remote cache (absent when not)"},
+            "retried": {"type": "integer", "minimum": 1, "description": "How many times the command was run again after failing (`retries`; absent when never); earlier attempts' logs sit beside `log` as `<name>.attempt-N.log`"},
             "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
             "duration_ms": {"type": "integer", "description": "How long it ran; for a cached action, how long the run it replays took"},
             "started_ms": {"type": "integer", "description": "When it started, in milliseconds after its run started (absent if it never started)"},
@@ -468,6 +484,7 @@ mod tests {
             started_ms: Some(0),
             log: None,
             tail: failed.then(|| vec!["boom".to_owned()]),
+            retried: 0,
         }
     }
 

@@ -1,5 +1,6 @@
 //! What a person or an agent asked to run, as they wrote it: actions (`TARGET[:CAPABILITY]`),
-//! or every target with a capability, parameters, and an optional deadline.
+//! every target with a capability, the targets a selection (tags, name globs) picks, parameters,
+//! words passed through to the last named action, and an optional deadline.
 //!
 //! Parsing here is syntax only; whether the targets, capabilities and parameters exist is
 //! decided by the plan. This module must never look at the workspace.
@@ -18,11 +19,28 @@ pub struct Request {
     pub actions: Vec<String>,
     /// Also run this capability of every target that has it.
     pub all: Option<String>,
+    /// Also run a capability of the targets picked by tag and by name.
+    pub select: Option<Selection>,
     /// Parameters for the requested actions: strings from a command line (converted to the
     /// parameter's type while checking) or typed JSON values from an agent.
     pub params: BTreeMap<String, Value>,
     /// Replaces every planned action's deadline.
     pub deadline: Option<Duration>,
+    /// Words appended, each quoted for the shell, to the command of the last of `actions` (the
+    /// words after `--`); refused when `actions` is empty.
+    pub args: Vec<String>,
+}
+
+/// A capability of every target that carries one of `tags` and whose name matches one of
+/// `names` (an empty list does not narrow), like moon's `#tag:task` and turbo's `--filter`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// The capability to run on each selected target that has it.
+    pub capability: String,
+    /// Tags, any of which selects a target.
+    pub tags: Vec<String>,
+    /// Globs over target names (`api-*`), any of which selects a target.
+    pub names: Vec<String>,
 }
 
 /// Splits `TARGET[:CAPABILITY]`.

@@ -9,9 +9,13 @@
 //! `keep_going`), after `cancel` fires, or once the registry is shutting down; what did not
 //! start is reported as skipped. A worker must never hold the mutex while it hashes, replays or
 //! runs, so a run ends as soon as its last action does.
+//!
+//! A capability's `mutex` is kept at two levels: a worker takes the first ready action whose
+//! mutex no running action of this run holds (the board's `held`), and, to keep other runs on
+//! the workspace out too, holds the mutex's lock file while the command runs.
 
-use std::collections::VecDeque;
-use std::path::Path;
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -103,6 +107,7 @@ pub fn execute(
             reports: vec![None; total],
             started: vec![None; total],
             keys: vec![None; total],
+            held: HashSet::new(),
             running: 0,
             idle: 0,
             done: 0,
@@ -322,6 +327,8 @@ struct State<'o> {
     /// after the run started.
     started: Vec<Option<u64>>,
     keys: Vec<Option<Key>>,
+    /// The mutexes of the actions running now: a ready action naming one of them waits.
+    held: HashSet<Arc<str>>,
     running: usize,
     /// Workers waiting for an action to become ready; only they need waking.
     idle: usize,
@@ -400,6 +407,9 @@ impl<'o> Board<'o> {
         state.running -= 1;
         state.done += 1;
         state.changed = true;
+        if let Some(mutex) = &steps[i].mutex {
+            state.held.remove(mutex);
+        }
         let status = finished.report.status;
         let (done, total) = (state.done, steps.len());
         (state.observe)(Event::Finished {
@@ -448,6 +458,15 @@ impl<'o> Board<'o> {
     }
 }
 
+/// Where the log of failed attempt `n` (from 1) is kept: `web_test.log` → `web_test.attempt-1.log`.
+fn attempt_log(log: &Path, n: usize) -> PathBuf {
+    let stem = log
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    log.with_file_name(format!("{stem}.attempt-{n}.log"))
+}
+
 fn unix_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -469,6 +488,7 @@ fn skipped(step: &Step) -> ActionReport {
         started_ms: None,
         log: None,
         tail: None,
+        retried: 0,
     }
 }
 
@@ -508,9 +528,18 @@ impl Worker<'_> {
             let next = if state.stopped {
                 None
             } else {
-                state.ready.pop_front()
+                // The first ready action whose mutex no running action holds.
+                let held = &state.held;
+                state
+                    .ready
+                    .iter()
+                    .position(|&i| steps[i].mutex.as_ref().is_none_or(|m| !held.contains(m)))
+                    .and_then(|p| state.ready.remove(p))
             };
             if let Some(i) = next {
+                if let Some(mutex) = &steps[i].mutex {
+                    state.held.insert(Arc::clone(mutex));
+                }
                 state.running += 1;
                 state.started[i] = Some(millis(board.start.elapsed()));
                 state.changed = true;
@@ -597,6 +626,7 @@ impl Worker<'_> {
                 started_ms: None,
                 log: None,
                 tail: Some(vec![message]),
+                retried: 0,
             },
             key: None,
         };
@@ -620,6 +650,7 @@ impl Worker<'_> {
                         started_ms: None,
                         log: self.cache.replay_log(&hit),
                         tail: None,
+                        retried: 0,
                     },
                     key: Some(key),
                 }),
@@ -680,18 +711,53 @@ impl Worker<'_> {
             tail_lines: once_exec::DEFAULT_TAIL_LINES,
             label: step.action.clone(),
         };
-        let outcome = match once_exec::run(&spec, self.registry, self.cancel) {
-            Ok(outcome) => outcome,
-            Err(once_exec::Error::ShuttingDown) => {
-                return Finished {
-                    report: ActionReport {
-                        status: ActionStatus::Cancelled,
-                        ..failed(String::new()).report
-                    },
-                    key: None,
-                };
+        // Another `once run` on this workspace may be running an action with the same mutex
+        // (this run's own never start together): wait for it. Taken after the key's lock, and
+        // no action waits for anything while holding a mutex, so no two runs wait on each other.
+        let _mutex = match &step.mutex {
+            Some(mutex) => match self.cache.lock_mutex(mutex) {
+                Ok(lock) => Some(lock),
+                Err(error) => {
+                    return failed(format!("once: cannot lock the mutex `{mutex}`: {error}"));
+                }
+            },
+            None => None,
+        };
+        // A failed attempt is run again up to `retries` times, each earlier attempt's log kept
+        // beside the last one's. A timeout is not retried: it has already cost a whole
+        // deadline, and a hang rarely passes on a second try.
+        let mut retried = 0;
+        let outcome = loop {
+            let outcome = match once_exec::run(&spec, self.registry, self.cancel) {
+                Ok(outcome) => outcome,
+                Err(once_exec::Error::ShuttingDown) => {
+                    return Finished {
+                        report: ActionReport {
+                            status: ActionStatus::Cancelled,
+                            ..failed(String::new()).report
+                        },
+                        key: None,
+                    };
+                }
+                Err(error) => return failed(format!("once: {error}")),
+            };
+            let failed_run = matches!(
+                outcome.status,
+                Status::Exited { code } if code != 0
+            ) || matches!(outcome.status, Status::Signaled { .. });
+            if !failed_run
+                || retried >= usize::from(step.retries)
+                || self.cancel.is_cancelled()
+                || self.registry.is_shutting_down()
+            {
+                break outcome;
             }
-            Err(error) => return failed(format!("once: {error}")),
+            retried += 1;
+            let kept = attempt_log(&outcome.log_path, retried);
+            if let Err(error) = std::fs::rename(&outcome.log_path, &kept) {
+                tracing::warn!(action = %step.action, %error, "cannot keep the log of a failed attempt");
+            }
+            tracing::info!(action = %step.action, attempt = retried + 1, "failed: running it again");
         };
         let duration_ms = millis(outcome.duration);
         let (status, exit_code) = match &outcome.status {
@@ -748,6 +814,7 @@ impl Worker<'_> {
                 started_ms: None,
                 log: Some(outcome.log_path),
                 tail: failure.then_some(tail),
+                retried,
             },
             key: (status == ActionStatus::Succeeded).then_some(key),
         }

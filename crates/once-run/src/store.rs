@@ -308,6 +308,7 @@ mod tests {
                 started_ms: Some(0),
                 log: Some(log),
                 tail: None,
+                retried: 0,
             }],
             owner: None,
             remote: None,
@@ -347,6 +348,7 @@ mod tests {
             started_ms: None,
             log: None,
             tail: None,
+            retried: 0,
         };
         let me = crate::owner::current().unwrap();
         let mut report = RunReport {

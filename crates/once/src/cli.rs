@@ -179,6 +179,9 @@ Examples:
   once run --all lint --keep-going        Every target's lint; go on past failures
   once run docs:build --param out=site    Set a typed parameter (checked before anything runs)
   once run web:test --force --json        Ignore the cache; print the report as JSON
+  once run --tag backend test             `test` of every target tagged `backend`
+  once run --name 'api-*' --tag db test   ...of those also named like `api-*`
+  once run web:test -- --grep checkout    Append words to web:test's command (quoted, keyed)
 
 An action whose command, parameters, environment, inputs and dependencies are unchanged is not
 run again: its result is replayed from `.once/cache/` and its outputs restored. Logs are under
@@ -534,12 +537,25 @@ pub struct MemoryQueryArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// `TARGET` or `TARGET:CAPABILITY` (repeat for more)
+    /// `TARGET` or `TARGET:CAPABILITY` (repeat for more); with `--tag` or `--name`, the first is
+    /// the capability to run on the targets they select
     #[arg(value_name = "TARGET[:CAPABILITY]")]
     pub actions: Vec<String>,
     /// Also run this capability of every target that has it
     #[arg(long, value_name = "CAPABILITY")]
     pub all: Option<String>,
+    /// Select the targets with this tag (repeat: any of them); the capability comes first
+    /// among the positional words: `--tag backend test`
+    #[arg(long, value_name = "TAG")]
+    pub tag: Vec<String>,
+    /// Select the targets whose name matches this glob (repeat: any of them); with `--tag`,
+    /// only targets that match both
+    #[arg(long, value_name = "GLOB")]
+    pub name: Vec<String>,
+    /// Words appended to the last named action's command, each quoted for the shell; they are
+    /// part of its cache key
+    #[arg(last = true, value_name = "WORDS")]
+    pub args: Vec<String>,
     /// Also run CAP of every target the changes since REF (default `HEAD`; uncommitted and
     /// untracked files count) affect: `--affected test` or `--affected main test`
     #[arg(long, value_name = "[REF] CAP", num_args = 1..=2, conflicts_with = "all")]

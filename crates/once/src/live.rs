@@ -333,6 +333,12 @@ impl Tail {
         let Ok(len) = file.metadata().map(|m| m.len()) else {
             return lines;
         };
+        // Shorter than what was read: a new attempt of a retried action started a new log.
+        if len < self.offset {
+            self.offset = 0;
+            self.partial.clear();
+            self.cut = false;
+        }
         if len.saturating_sub(self.offset) > LAG {
             match self.skip(&mut file, len - KEEP) {
                 Ok(skipped) => lines.push(format!(

@@ -131,6 +131,8 @@ pub(crate) fn to_target(
                         env_file: None,
                         cache: true,
                         persistent: false,
+                        retries: 0,
+                        mutex: None,
                         origin: Origin::Inferred,
                     },
                 };

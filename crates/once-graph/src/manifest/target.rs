@@ -13,7 +13,10 @@ use super::value::{Cx, Key, Val, found, key_name, to_json};
 use super::{Settings, env_globs, join_path, valid_name};
 use crate::duration::parse_duration;
 use crate::kind::{FieldType, Kind, builtin_kinds, find_kind};
-use crate::model::{Capability, EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType, Target};
+use crate::model::{
+    Capability, EVALUATOR_LANGUAGES, Evaluator, MAX_RETRIES, Origin, Param, ParamType, Target,
+    valid_mutex,
+};
 use crate::suggest;
 use crate::template::Template;
 
@@ -63,6 +66,8 @@ const CAP_KEYS: &[&str] = &[
     "env-file",
     "cache",
     "persistent",
+    "retries",
+    "mutex",
 ];
 const PARAM_KEYS: &[&str] = &["type", "default", "description", "flag", "values"];
 const PARAM_TYPES: &[&str] = &["string", "integer", "boolean", "enum"];
@@ -519,6 +524,8 @@ fn parse_capability(
                 env_file: None,
                 cache: true,
                 persistent: false,
+                retries: 0,
+                mutex: None,
                 origin: Origin::Manifest,
             },
             Vec::new(),
@@ -627,6 +634,40 @@ fn parse_capability(
             "persistent" => {
                 if let Some(persistent) = cx.boolean(v, format_args!("`persistent` of {ctx}")) {
                     cap.persistent = persistent;
+                }
+            }
+            "retries" => match to_json(v.get_ref()).as_u64().map(u8::try_from) {
+                Some(Ok(n)) if n <= MAX_RETRIES => cap.retries = n,
+                _ => cx.diags.push(
+                    cx.src
+                        .error(
+                            v.span().start,
+                            "bad-retries",
+                            format!("invalid `retries` of {ctx}"),
+                        )
+                        .expected(format!("a whole number from 0 to {MAX_RETRIES}"))
+                        .found(match to_json(v.get_ref()) {
+                            serde_json::Value::Number(n) => format!("`{n}`"),
+                            _ => found(v.get_ref()),
+                        }),
+                ),
+            },
+            "mutex" => {
+                if let Some(name) = cx.string(v, format_args!("`mutex` of {ctx}")) {
+                    if valid_mutex(name) {
+                        cap.mutex = Some(cx.shared.text(name));
+                    } else {
+                        cx.diags.push(
+                            cx.src
+                                .error(
+                                    v.span().start,
+                                    "bad-mutex",
+                                    format!("invalid `mutex` of {ctx}"),
+                                )
+                                .expected("1 to 64 letters, digits, `-`, `_` or `.`, not starting with `.`")
+                                .found(format!("`{name}`")),
+                        );
+                    }
                 }
             }
             "params" => {

@@ -9,6 +9,7 @@ use super::QueryError;
 use super::schema_util::{object, string};
 use super::target::params_schema;
 use crate::kind::{FieldDefault, FieldType, Kind, builtin_kinds, find_kind};
+use crate::model::MAX_RETRIES;
 use crate::suggest;
 
 const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -101,7 +102,9 @@ pub fn manifest_schema() -> Value {
             "pass-env": pass_env.clone(),
             "env-file": { "type": "string", "description": "A dotenv file relative to the target folder (`KEY=value` lines); its variables reach the command under `env`, keyed by a hash of their values, never logged" },
             "cache": { "type": "boolean", "default": true, "description": "false: always run, never replay nor record the result (a deploy)" },
-            "persistent": { "type": "boolean", "default": false, "description": "A server: no deadline (not allowed with `deadline`), never cached, runs until stopped" }
+            "persistent": { "type": "boolean", "default": false, "description": "A server: no deadline (not allowed with `deadline`), never cached, runs until stopped" },
+            "retries": { "type": "integer", "minimum": 0, "maximum": MAX_RETRIES, "default": 0, "description": "How many times a failed run (not one that timed out) is run again; a success after a retry is reported with `retried`" },
+            "mutex": { "type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$", "description": "Actions naming the same mutex never run at the same time, in one run or in concurrent runs on the workspace (a database, a port)" }
         }
     });
     let kinds: Vec<&str> = builtin_kinds().iter().map(|k| k.name.as_str()).collect();

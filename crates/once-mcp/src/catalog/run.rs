@@ -40,7 +40,7 @@ use serde_json::{Map, Value, json};
 use super::LiveWorkspace;
 use crate::tool::{
     Annotations, Answer, CallContext, Gate, Handler, LogLevel, Tool, ToolResult, optional_bool,
-    optional_str, optional_u64, required_str,
+    optional_str, optional_strings, optional_u64, required_str,
 };
 
 /// How long `once_run` waits for the report when `wait_seconds` is not given.
@@ -112,7 +112,9 @@ fn run(
     Tool {
         name: "once_run",
         title: "Run a capability",
-        description: "Run `target:capability` (or `target` with `capability`), after everything \
+        description: "Run `target:capability` (or `target` with `capability`), or `capability` \
+                      of every target with `tag` and/or named like the glob `name` (both: \
+                      targets matching both; with `target` too: all of them), after everything \
                       it depends on, in parallel, each in its own process group under a \
                       deadline. Actions whose command, parameters, environment, inputs and \
                       dependencies are unchanged are not run again: their result is replayed \
@@ -132,13 +134,15 @@ fn run(
             "type": "object",
             "properties": {
                 "target": {"type": "string", "description": "`target` or `target:capability`"},
-                "capability": {"type": "string", "description": "The capability, when `target` names none (default: the target's only capability, or build)"},
+                "capability": {"type": "string", "description": "The capability, when `target` names none (default: the target's only capability, or build); required with `tag` or `name`"},
+                "tag": {"type": "string", "description": "Also run `capability` of every target with this tag"},
+                "name": {"type": "string", "description": "Also run `capability` of every target whose name matches this glob (`api-*`); with `tag`, of those matching both"},
+                "args": {"type": "array", "items": {"type": "string"}, "description": "Words appended to the command of `target`'s action, each quoted for the shell (like `once run web:test -- --grep checkout`); part of its cache key"},
                 "params": {"type": "object", "description": "Parameters of the capability, by name, typed as its schema says", "additionalProperties": {}},
                 "deadline": {"type": "string", "description": "Replaces every action's deadline: 90s, 5m, 1h30m"},
                 "wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_SECONDS, "description": "How long to wait for the report before returning the run id (default 300)"},
                 "force": {"type": "boolean", "description": "Run even what the cache could replay"},
             },
-            "required": ["target"],
             "additionalProperties": false,
         }),
         output_schema: report_schema(),
@@ -163,10 +167,45 @@ fn start(
     ctx: &CallContext,
     args: &Map<String, Value>,
 ) -> Result<Answer, Answer> {
-    let target = required_str(args, "target").map_err(Answer::refused)?;
-    let action = match optional_str(args, "capability").map_err(Answer::refused)? {
+    let target = optional_str(args, "target").map_err(Answer::refused)?;
+    let capability = optional_str(args, "capability").map_err(Answer::refused)?;
+    let tag = optional_str(args, "tag").map_err(Answer::refused)?;
+    let name = optional_str(args, "name").map_err(Answer::refused)?;
+    let action = target.map(|target| match capability {
         Some(capability) if !target.contains(':') => format!("{target}:{capability}"),
         _ => target.to_owned(),
+    });
+    let select = match (tag, name, capability) {
+        (None, None, _) => None,
+        (_, _, None) => {
+            return Err(Answer::refused(
+                "`tag` and `name` select targets, and `capability` says what to run on them: call the tool again with `capability`",
+            ));
+        }
+        (tag, name, Some(capability)) => Some(once_run::Selection {
+            capability: capability.to_owned(),
+            tags: tag.map(str::to_owned).into_iter().collect(),
+            names: name.map(str::to_owned).into_iter().collect(),
+        }),
+    };
+    if action.is_none() && select.is_none() {
+        return Err(Answer::refused(
+            "name what to run: `target` (`target:capability`), or `capability` with `tag` or `name`",
+        ));
+    }
+    let words = optional_strings(args, "args")
+        .map_err(Answer::refused)?
+        .unwrap_or_default();
+    if !words.is_empty() && action.is_none() {
+        return Err(Answer::refused(
+            "`args` are appended to the command of `target`'s action, and no `target` is named: call the tool again with `target`",
+        ));
+    }
+    // What the answers call the request.
+    let asked = match (&action, &select) {
+        (Some(action), _) => format!("`{action}`"),
+        (None, Some(selection)) => format!("`{}` of the selected targets", selection.capability),
+        (None, None) => String::new(),
     };
     let params: BTreeMap<String, Value> = match args.get("params") {
         None | Some(Value::Null) => BTreeMap::new(),
@@ -196,9 +235,11 @@ fn start(
         .map_err(Answer::refused)?
         .unwrap_or(false);
     let request = Request {
-        actions: vec![action.clone()],
+        actions: action.into_iter().collect(),
+        select,
         params,
         deadline,
+        args: words,
         ..Request::default()
     };
     let (plan, root, cache_settings) = {
@@ -212,8 +253,11 @@ fn start(
             Ok(plan) => plan,
             Err(once_run::Error::EmptyRequest) => {
                 return Ok(Answer::none(format!(
-                    "`{action}` selects no action: nothing to run"
+                    "{asked} selects no action: nothing to run"
                 )));
+            }
+            Err(error @ once_run::Error::NothingSelected { .. }) => {
+                return Ok(Answer::none(error.to_string()));
             }
             Err(e) => {
                 return Err(Answer::refused(format!(
@@ -229,7 +273,7 @@ fn start(
     };
     if plan.steps.is_empty() {
         return Ok(Answer::none(format!(
-            "`{action}` selects no action: nothing to run"
+            "{asked} selects no action: nothing to run"
         )));
     }
     let remote = remote(&cache_settings)?;
@@ -343,7 +387,13 @@ fn ended(summary: &RunSummary) -> Result<Answer, Answer> {
         remote,
         failed,
         skipped,
+        retried,
     } = summary.counts;
+    let retried = if retried > 0 {
+        format!(", {retried} after a retry")
+    } else {
+        String::new()
+    };
     let cached = if remote > 0 {
         format!("{cached} cached, {remote} of them from the remote cache")
     } else {
@@ -353,7 +403,7 @@ fn ended(summary: &RunSummary) -> Result<Answer, Answer> {
     let actions = if total == 1 { "action" } else { "actions" };
     let answer = match summary.status {
         RunStatus::Succeeded => Answer::done(format!(
-            "run `{id}`: {total} {actions} succeeded ({ran} ran, {cached} cached)"
+            "run `{id}`: {total} {actions} succeeded ({ran} ran{retried}, {cached})"
         )),
         status => {
             let named: Vec<String> = summary

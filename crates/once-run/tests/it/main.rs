@@ -6,7 +6,10 @@
 mod cache;
 mod describe;
 mod inputs;
+mod mutex;
+mod retry;
 mod schedule;
+mod select;
 
 use std::collections::BTreeMap;
 use std::fs;

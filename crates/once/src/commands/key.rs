@@ -34,9 +34,8 @@ pub fn run(
     }
     let request = Request {
         actions: vec![action.to_owned()],
-        all: None,
         params: values,
-        deadline: None,
+        ..Request::default()
     };
     let plan = match once_run::plan(workspace, &request) {
         Ok(plan) => plan,

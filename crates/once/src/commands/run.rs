@@ -79,12 +79,18 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
             "affected since `{since}`: {} with `{capability}`",
             render::count(targets.len(), "target")
         );
-        request
-            .actions
-            .extend(targets.into_iter().map(|t| format!("{t}:{capability}")));
+        // Before the named ones: the words after `--` go to the action named last.
+        request.actions.splice(
+            0..0,
+            targets.into_iter().map(|t| format!("{t}:{capability}")),
+        );
     }
     let plan = match once_run::plan(&workspace, &request) {
         Ok(plan) => plan,
+        Err(error @ once_run::Error::NothingSelected { .. }) => {
+            eprintln!("{error}");
+            return Ok(Outcome::Success);
+        }
         Err(error) if error.is_bad_request() => {
             eprintln!("error: {error}");
             return Ok(Outcome::Invalid);
@@ -186,11 +192,40 @@ fn request(args: &RunArgs) -> Result<Request, String> {
                 .map_err(|e| format!("invalid `--deadline {text}`: {e}"))
         })
         .transpose()?;
+    let mut actions = args.actions.clone();
+    let select = if args.tag.is_empty() && args.name.is_empty() {
+        None
+    } else {
+        // `--tag backend test`: the first positional word is the capability to select.
+        if actions.is_empty() {
+            return Err(
+                "`--tag` and `--name` need the capability to run: `once run --tag TAG CAPABILITY`"
+                    .to_owned(),
+            );
+        }
+        let capability = actions.remove(0);
+        if capability.contains(':') {
+            return Err(format!(
+                "with `--tag` or `--name`, the first word is the capability to run, not an action: write `once run --tag TAG CAPABILITY {capability}`"
+            ));
+        }
+        Some(once_run::Selection {
+            capability,
+            tags: args.tag.clone(),
+            names: args.name.clone(),
+        })
+    };
+    // Checked here as well as in the plan: `--affected` adds actions that are not named.
+    if !args.args.is_empty() && actions.is_empty() {
+        return Err(once_run::Error::ArgsWithoutAction.to_string());
+    }
     Ok(Request {
-        actions: args.actions.clone(),
+        actions,
         all: args.all.clone(),
+        select,
         params,
         deadline,
+        args: args.args.clone(),
     })
 }
 
@@ -219,9 +254,15 @@ fn summarise(report: &RunReport, mode: OutputLogs) {
     } else {
         format!("{} cached", counts.cached)
     };
+    // Said only when it happened: a success that needed a second try is worth noticing.
+    let retried = if counts.retried > 0 {
+        format!(", {} retried", counts.retried)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         err,
-        "{status}: {} ({} ran, {cached}, {} failed, {} skipped) in {:.2}s, run {}",
+        "{status}: {} ({} ran{retried}, {cached}, {} failed, {} skipped) in {:.2}s, run {}",
         render::count(counts.total, "action"),
         counts.ran,
         counts.failed,

@@ -27,6 +27,7 @@ mod run;
 mod run_env;
 mod run_output;
 mod run_record;
+mod select;
 mod session;
 mod state_folder;
 mod support;
