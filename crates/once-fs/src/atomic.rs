@@ -219,6 +219,35 @@ mod tests {
     }
 
     #[test]
+    fn a_second_holder_waits_until_the_first_lock_drops() {
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let dir = scratch("lock");
+        let path = dir.join("lock");
+        let first = lock(&path).unwrap();
+        let (taken, told) = mpsc::channel();
+        let waiter = {
+            let path = path.clone();
+            // Its own open file, as another process would have: the lock is per open file.
+            std::thread::spawn(move || {
+                let second = lock(&path).unwrap();
+                taken.send(()).unwrap();
+                drop(second);
+            })
+        };
+        // While the first is held the second cannot have it, however long this waits.
+        assert_eq!(
+            told.recv_timeout(Duration::from_millis(300)),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        );
+        drop(first);
+        told.recv_timeout(Duration::from_secs(30))
+            .expect("the second takes the lock once the first drops");
+        waiter.join().unwrap();
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
     fn replaces_whole_files_and_leaves_no_temporary() {
         let dir = scratch("replace");
         let path = dir.join("a.txt");
