@@ -253,12 +253,16 @@ fn prepare_child(parent: libc::pid_t, channel_fd: libc::c_int) -> io::Result<()>
         } else if libc::dup2(channel_fd, CHANNEL_FD) < 0 {
             return Err(io::Error::last_os_error());
         }
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // The launcher may have died between fork and prctl; then no death signal would come.
-        if libc::getppid() != parent {
-            libc::_exit(127);
+        // Only Linux has a death signal; elsewhere a SIGKILL of `once` leaves the evaluator.
+        #[cfg(target_os = "linux")]
+        {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The launcher may have died between fork and prctl; then no death signal would come.
+            if libc::getppid() != parent {
+                libc::_exit(127);
+            }
         }
         // Last: the shims it forks keep descriptor 3 and the signal state out of their own way.
         once_exec::enter_containment(parent)

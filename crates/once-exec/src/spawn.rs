@@ -1,6 +1,6 @@
 //! Starting `sh -c COMMAND` as the leader of its own process group, with the environment its mode
-//! gives it, a clean signal state and a death signal tied to its parent, then in the containment
-//! in force (the leader is then the shim, and the command runs below it).
+//! gives it, a clean signal state and (on Linux) a death signal tied to its parent, then in the
+//! containment in force (the leader is then the shim, and the command runs below it).
 //!
 //! The code between `fork` and `exec` runs in a copy of a multi-threaded process, so it must
 //! never allocate, lock or log: only async-signal-safe system calls. `PR_SET_PDEATHSIG` fires
@@ -76,12 +76,16 @@ fn prepare_child(parent: libc::pid_t, exec: &Exec) -> io::Result<()> {
         if libc::signal(libc::SIGPIPE, libc::SIG_DFL) == libc::SIG_ERR {
             return Err(io::Error::last_os_error());
         }
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // The parent may have died between fork and prctl; then no death signal will ever come.
-        if libc::getppid() != parent {
-            libc::_exit(127);
+        // Only Linux has a death signal; elsewhere a SIGKILL of `once` leaves the group running.
+        #[cfg(target_os = "linux")]
+        {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl; then no death signal will come.
+            if libc::getppid() != parent {
+                libc::_exit(127);
+            }
         }
         enter_containment_with(parent, Some(exec))
     }

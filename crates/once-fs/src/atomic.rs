@@ -4,17 +4,17 @@
 //! (so the final rename never crosses a file system), which is flushed to disk, then renamed over
 //! the destination, or hard-linked to it when the destination must not exist yet (a link fails
 //! instead of replacing). Then the folder itself is flushed, so the new name survives a crash.
-//! The lock is an advisory `flock` on a file of its own; the kernel releases it when the process
-//! dies, so a crashed writer never wedges anyone.
+//! The lock is the standard library's advisory file lock (`flock` on Unix, `LockFileEx` on
+//! Windows) on a file of its own; the kernel releases it when the process dies, so a crashed
+//! writer never wedges anyone.
 //!
 //! Must never write in place, and never hold the lock across anything that waits on a person.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-/// An exclusive lock, released when dropped (closing the file releases a `flock`).
+/// An exclusive lock, released when dropped (closing the file releases it).
 #[derive(Debug)]
 pub struct Lock {
     _file: File,
@@ -28,14 +28,11 @@ pub fn lock(path: &Path) -> io::Result<Lock> {
         .write(true)
         .open(path)?;
     loop {
-        // SAFETY: the descriptor is open for the lifetime of `file`.
-        let status = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if status == 0 {
-            return Ok(Lock { _file: file });
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
+        // `File::lock` does not retry a wait that a signal interrupted.
+        match file.lock() {
+            Ok(()) => return Ok(Lock { _file: file }),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
         }
     }
 }
@@ -218,6 +215,35 @@ mod tests {
         let staged = temp_path(&dir.join("e.md"));
         let name = staged.file_name().unwrap().to_str().unwrap();
         assert_eq!(temp_owner(name), Some(std::process::id() as libc::pid_t));
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_second_holder_waits_until_the_first_lock_drops() {
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let dir = scratch("lock");
+        let path = dir.join("lock");
+        let first = lock(&path).unwrap();
+        let (taken, told) = mpsc::channel();
+        let waiter = {
+            let path = path.clone();
+            // Its own open file, as another process would have: the lock is per open file.
+            std::thread::spawn(move || {
+                let second = lock(&path).unwrap();
+                taken.send(()).unwrap();
+                drop(second);
+            })
+        };
+        // While the first is held the second cannot have it, however long this waits.
+        assert_eq!(
+            told.recv_timeout(Duration::from_millis(300)),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        );
+        drop(first);
+        told.recv_timeout(Duration::from_secs(30))
+            .expect("the second takes the lock once the first drops");
+        waiter.join().unwrap();
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -3,7 +3,7 @@
 //!
 //! - [`write_atomic`] and [`remove_durably`]: a reader sees the old file or the whole new one,
 //!   never a torn one, and the change survives a crash (the folder is flushed too).
-//! - [`lock`]: an advisory `flock` that the kernel drops when its holder dies.
+//! - [`lock`]: an advisory file lock (`File::lock`) that the kernel drops when its holder dies.
 //! - [`Root`] and [`Folder`]: every write of a person's file (change sets, examples, restored
 //!   outputs), walked from a descriptor of the workspace root one folder at a time, never through
 //!   a symbolic link and never into `.git` or `.once`, checked at the moment of writing.

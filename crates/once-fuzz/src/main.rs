@@ -331,7 +331,7 @@ fn report_failure(target: Target, input: &[u8], message: &str) {
     match saved {
         Ok(()) => eprintln!(
             "{}: the input is saved in `{}`; replay it with\n  \
-             cargo run -p once-fuzz --release -- {} --replay {}",
+             cargo run -p once-fuzz --profile fuzz -- {} --replay {}",
             target.name,
             file.display(),
             target.name,

@@ -139,17 +139,16 @@ impl Cache {
             .open(&path)
             .map_err(Error::io(&path))?;
         loop {
-            // SAFETY: flock on a descriptor that `file` owns for the whole call.
-            let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
-            if rc == 0 {
-                return Ok(KeyLock { _file: file });
-            }
-            let error = io::Error::last_os_error();
-            if error.kind() != io::ErrorKind::Interrupted {
-                return Err(Error::Io {
-                    path,
-                    source: error,
-                });
+            // `File::lock` does not retry a wait that a signal interrupted.
+            match file.lock() {
+                Ok(()) => return Ok(KeyLock { _file: file }),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    return Err(Error::Io {
+                        path,
+                        source: error,
+                    });
+                }
             }
         }
     }

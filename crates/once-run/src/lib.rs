@@ -38,7 +38,7 @@
 //! files' bytes. Every object is written to a temporary file in the same folder, synced, and
 //! renamed into place, and its name is its content's (or its inputs') hash, so two processes
 //! writing the same object at once write the same bytes and the last rename wins harmlessly.
-//! Before running an action on a miss, a worker takes an exclusive `flock` on `locks/<key>` and
+//! Before running an action on a miss, a worker takes an exclusive file lock on `locks/<key>` and
 //! looks again: two `once run` on one workspace never run the same action in the same folder at
 //! once (their outputs would interleave); the second waits and replays the first one's result.
 //! Only successful runs are recorded, and never those of an action that says `cache = false`, is

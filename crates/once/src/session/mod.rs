@@ -102,7 +102,7 @@ impl Session {
         window: WindowSources,
     ) -> Result<Session> {
         let pid = std::process::id();
-        let start_time = registry::start_time(pid).context("cannot read our own /proc entry")?;
+        let start_time = registry::start_time(pid).context("cannot read our own start time")?;
         let lock = registry.lock()?;
         registry.reap(&lock)?;
         if let Some(other) = registry

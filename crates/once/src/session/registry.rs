@@ -9,9 +9,8 @@
 //!
 //! This module must never publish or reap outside [`Registry::lock`], and never show a token.
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,8 +59,8 @@ pub struct Lock(File);
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        // SAFETY: unlocking a descriptor we own; closing it would release the lock anyway.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+        // Closing the file would release the lock anyway; an unlock that fails changes nothing.
+        let _ = self.0.unlock();
     }
 }
 
@@ -110,13 +109,12 @@ impl Registry {
             .with_context(|| format!("cannot open `{}`", path.display()))?;
         let deadline = Instant::now() + LOCK_PATIENCE;
         loop {
-            // SAFETY: flock on a descriptor we own.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-                return Ok(Lock(file));
-            }
-            let error = io::Error::last_os_error();
-            if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(error).with_context(|| format!("cannot lock `{}`", path.display()));
+            match file.try_lock() {
+                Ok(()) => return Ok(Lock(file)),
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(error)) => {
+                    return Err(error).with_context(|| format!("cannot lock `{}`", path.display()));
+                }
             }
             if Instant::now() >= deadline {
                 bail!(
@@ -306,11 +304,23 @@ pub fn state_dir() -> Result<PathBuf> {
 /// The start time of process `pid` in clock ticks after boot, or `None` when there is no such
 /// process. Field 22 of `/proc/<pid>/stat`, counted after the command name, which is in
 /// parentheses and may itself hold spaces and parentheses.
+#[cfg(target_os = "linux")]
 pub fn start_time(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_name = &stat[stat.rfind(')')? + 1..];
     // After the name come field 3 (state) onwards, so field 22 is the 20th.
     after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Without `/proc` only whether `pid` lives can be told: every live process reads as started at
+/// 0, so a pid the system handed to another program passes for the session until it exits.
+#[cfg(not(target_os = "linux"))]
+pub fn start_time(pid: u32) -> Option<u64> {
+    let pid = libc::pid_t::try_from(pid).ok().filter(|pid| *pid > 0)?;
+    // SAFETY: signal 0 only asks whether the process exists; nothing is sent.
+    let alive = unsafe { libc::kill(pid, 0) } == 0
+        || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    alive.then_some(0)
 }
 
 #[cfg(test)]
