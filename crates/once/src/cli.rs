@@ -574,7 +574,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub force: bool,
     /// Before running, print what each action that would run has in its key and what changed
-    /// since its last recorded run (on stderr)
+    /// since its last recorded run (on stderr; with `--dry-run --json`, in the JSON instead)
     #[arg(long)]
     pub explain: bool,
     /// Run nothing: print the plan in order and, for each action, whether the cache would

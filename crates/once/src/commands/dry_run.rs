@@ -33,12 +33,43 @@ pub fn show(workspace: &once_graph::Workspace, plan: &Plan, args: &RunArgs) -> R
             remote,
         },
     );
-    if args.json {
+    if args.json && args.explain {
+        let explained = once_run::explain(plan, &cache).context("cannot compute the keys")?;
+        output::json(&with_explanations(&preview, &explained)?)
+            .context("cannot print the preview")?;
+    } else if args.json {
         output::json(&preview).context("cannot print the preview")?;
     } else {
         output::text(&text(&preview)).context("cannot print the preview")?;
     }
     Ok(Outcome::Success)
+}
+
+/// The preview with each action's explanation beside it (`--dry-run --explain --json`): the key
+/// it was recorded under last, what changed since, and the verdict in words; the parts
+/// themselves are `once query key ACTION --json`'s.
+fn with_explanations(
+    preview: &Preview,
+    explained: &[once_run::Explanation],
+) -> Result<serde_json::Value> {
+    let mut value = serde_json::to_value(preview).context("cannot encode the preview")?;
+    if let Some(actions) = value.get_mut("actions").and_then(|a| a.as_array_mut()) {
+        for (action, explanation) in actions.iter_mut().zip(explained) {
+            let mut brief = serde_json::json!({
+                "key": explanation.key,
+                "entry": explanation.entry,
+                "changes": explanation.changes,
+                "verdict": explanation.verdict,
+            });
+            if let Some(last) = &explanation.last_key {
+                brief["last_key"] = serde_json::json!(last);
+            }
+            if let Some(object) = action.as_object_mut() {
+                object.insert("explanation".to_owned(), brief);
+            }
+        }
+    }
+    Ok(value)
 }
 
 /// One line per action, in plan order, under a line of counts.

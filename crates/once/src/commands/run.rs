@@ -97,7 +97,8 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         }
         Err(error) => return Err(error.into()),
     };
-    if args.explain {
+    // A dry run with `--json` carries the explanations in its one JSON document instead.
+    if args.explain && !(args.dry_run && args.json) {
         super::key::explain_run(&workspace, &plan, args.force)?;
     }
     if args.dry_run {

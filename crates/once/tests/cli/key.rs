@@ -112,3 +112,41 @@ fn the_explanation_names_exactly_what_changed() {
         );
     }
 }
+
+#[test]
+fn a_dry_run_with_explain_and_json_carries_the_explanations_in_its_one_document() {
+    let dir = workspace(&manifest("x"));
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("lib")).unwrap();
+    std::fs::write(root.join("lib/src.txt"), "1").unwrap();
+    std::fs::write(root.join("lib/more.txt"), "1").unwrap();
+    let first = run(root, &["lib:build"]);
+    assert!(first.status.success(), "{first:?}");
+    std::fs::write(root.join("lib/src.txt"), "2").unwrap();
+
+    let output = Command::new(once_binary())
+        .arg("--workspace")
+        .arg(root)
+        .args(["run", "lib:build", "--dry-run", "--explain", "--json"])
+        .env_remove("ONCE_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    // The explanation is in the JSON, not printed beside it.
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("changed since"),
+        "{output:?}"
+    );
+    let preview: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let explanation = &preview["actions"][0]["explanation"];
+    assert_eq!(preview["actions"][0]["verdict"], json!("run"), "{preview}");
+    assert_eq!(explanation["entry"], json!(false), "{preview}");
+    assert_eq!(
+        explanation["changes"],
+        json!([{"part": "file", "name": "src.txt", "how": "changed"}]),
+        "{preview}"
+    );
+    assert_eq!(explanation["key"], preview["actions"][0]["key"], "{preview}");
+    assert!(explanation["last_key"].is_string(), "{preview}");
+}
