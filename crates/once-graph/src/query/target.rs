@@ -68,6 +68,10 @@ pub struct CapabilityDetail {
     pub cache: bool,
     /// Whether it runs until stopped (a server or watcher).
     pub persistent: bool,
+    /// How many times a failed run is tried again.
+    pub retries: u8,
+    /// The mutex it holds while it runs: no other action naming it runs at the same time.
+    pub mutex: Option<String>,
     /// `kind`, `manifest`, `kind+manifest`, `inferred` or `inferred+manifest`.
     pub origin: Origin,
 }
@@ -220,6 +224,8 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
                 env_file: c.env_file.as_deref().map(str::to_string),
                 cache: c.cache && !c.persistent,
                 persistent: c.persistent,
+                retries: c.retries,
+                mutex: c.mutex.as_deref().map(str::to_string),
                 origin: c.origin,
             }
         })
@@ -325,6 +331,16 @@ pub(crate) fn output_schema() -> Value {
                 boolean(
                     "Whether it runs until stopped (a server or watcher): no deadline, never cached",
                 ),
+            ),
+            (
+                "retries",
+                integer("How many times a failed run is tried again (a timeout never is)"),
+            ),
+            (
+                "mutex",
+                nullable(string(
+                    "The mutex it holds while it runs: no other action naming it runs at the same time",
+                )),
             ),
             (
                 "origin",
