@@ -147,6 +147,9 @@ fn a_dry_run_with_explain_and_json_carries_the_explanations_in_its_one_document(
         json!([{"part": "file", "name": "src.txt", "how": "changed"}]),
         "{preview}"
     );
-    assert_eq!(explanation["key"], preview["actions"][0]["key"], "{preview}");
+    assert_eq!(
+        explanation["key"], preview["actions"][0]["key"],
+        "{preview}"
+    );
     assert!(explanation["last_key"].is_string(), "{preview}");
 }
