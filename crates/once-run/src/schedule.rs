@@ -612,6 +612,17 @@ impl Worker<'_> {
         }
     }
 
+    /// Keeps the parts of `key` beside its entry, for "why did this run again?" next time; a
+    /// failure costs that answer, never the run.
+    fn remember_parts(&self, step: &Step, dep_keys: &[Key], key: Key, buffer: &mut [u8]) {
+        match crate::explain::parts(self.plan, &self.keyer, step, dep_keys, key, buffer) {
+            Ok(parts) => crate::explain::remember(self.cache, &parts),
+            Err(error) => {
+                tracing::warn!(action = %step.action, %error, "cannot list the key's parts");
+            }
+        }
+    }
+
     fn perform(&self, i: usize, dep_keys: &[Key], buffer: &mut [u8]) -> Finished {
         let step = &self.plan.steps[i];
         let start = Instant::now();
@@ -691,6 +702,8 @@ impl Worker<'_> {
                     .and_then(|d| self.fetch(remote, step, d, &key))
                 && let Some(finished) = replay_result(found, true, buffer)
             {
+                // Recorded in the local cache now, so its key's parts go beside it as after a run.
+                self.remember_parts(step, dep_keys, key, buffer);
                 return finished;
             }
         }
@@ -786,14 +799,7 @@ impl Worker<'_> {
                 },
             ) {
                 Ok(result) => {
-                    // The key's parts beside its entry, for "why did this run again?" next time.
-                    match crate::explain::parts(self.plan, &self.keyer, step, dep_keys, key, buffer)
-                    {
-                        Ok(parts) => crate::explain::remember(self.cache, &parts),
-                        Err(error) => {
-                            tracing::warn!(action = %step.action, %error, "cannot list the key's parts");
-                        }
-                    }
+                    self.remember_parts(step, dep_keys, key, buffer);
                     if let (Some(remote), Some(described)) = (self.remote, &described) {
                         remote.upload(described, &result, self.cache);
                     }

@@ -283,6 +283,26 @@ fn two_clones_share(
         "{}",
         second.stderr()
     );
+    // A replay from the remote cache keeps its key's parts like a run does: asked why it would
+    // run again, clone `b` answers that nothing changed.
+    let params: Vec<&str> = args
+        .windows(2)
+        .filter(|pair| pair[0] == "--param")
+        .flat_map(|pair| ["--param", pair[1]])
+        .collect();
+    for action in report["actions"].as_array().expect("actions") {
+        let name = action["action"].as_str().expect("a name");
+        let mut ask = vec!["query", "key", name, "--json"];
+        // Parameters belong to the action asked for, not to its dependencies.
+        if args.contains(&name) {
+            ask.extend(&params);
+        }
+        let asked = finish(once(b, &ask));
+        assert_eq!(asked.code(), Some(0), "{}", asked.stderr());
+        let explained = asked.json();
+        assert_eq!(explained["last_key"], explained["key"], "{explained}");
+        assert_eq!(explained["changes"], json!([]), "{explained}");
+    }
     // Every file, outputs included, byte for byte and with the same executable bits.
     let (in_a, in_b) = (files(a), files(b));
     assert_eq!(
