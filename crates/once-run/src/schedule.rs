@@ -693,8 +693,9 @@ impl Worker<'_> {
             return finished;
         }
         // The remote cache: described once, for the lookup and, after a success, the upload.
+        // An action that is never recorded is neither looked up nor uploaded: nothing to describe.
         let mut described = None;
-        if let Some(remote) = self.remote.filter(|r| r.is_on()) {
+        if let Some(remote) = self.remote.filter(|r| r.is_on() && step.cache) {
             described = self.describe(i);
             if replayable
                 && let Some(found) = described

@@ -197,12 +197,12 @@ impl Remote {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        let Some(plan) = restorable(&result, outputs) else {
+        let Some(files) = restorable(&result, outputs) else {
             tracing::debug!(action = %described.action_digest.hash, "remote result not restorable: treated as a miss");
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        let mut wanted: Vec<reapi::Digest> = plan
+        let mut wanted: Vec<reapi::Digest> = files
             .iter()
             .filter(|file| file.contents.is_empty())
             .filter_map(|file| file.digest.clone())
@@ -224,8 +224,8 @@ impl Remote {
             let i = wanted.iter().position(|w| w == digest)?;
             blobs.get(i).cloned().flatten()
         };
-        let mut fetched = Vec::with_capacity(plan.len());
-        for file in plan {
+        let mut fetched = Vec::with_capacity(files.len());
+        for file in files {
             let digest = file.digest.clone().unwrap_or_default();
             let bytes = if file.contents.is_empty() {
                 // A blob the server lost since it answered: the whole result is a miss.
