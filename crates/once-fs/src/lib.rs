@@ -3,7 +3,8 @@
 //!
 //! - [`write_atomic`] and [`remove_durably`]: a reader sees the old file or the whole new one,
 //!   never a torn one, and the change survives a crash (the folder is flushed too).
-//! - [`lock`]: an advisory file lock (`File::lock`) that the kernel drops when its holder dies.
+//! - [`lock`]: an advisory file lock (`File::lock`) that the kernel drops when its holder dies;
+//!   [`lock_slot`]: one of many such locks kept in a single file.
 //! - [`Root`] and [`Folder`]: every write of a person's file (change sets, examples, restored
 //!   outputs), walked from a descriptor of the workspace root one folder at a time, never through
 //!   a symbolic link and never into `.git` or `.once`, checked at the moment of writing.
@@ -19,6 +20,7 @@ mod atomic;
 mod beneath;
 pub mod clock;
 mod path;
+mod slot_lock;
 mod stamp;
 
 pub use atomic::{
@@ -27,6 +29,7 @@ pub use atomic::{
 };
 pub use beneath::{Folder, Kind, PATH_MAX, RESERVED, Root, STAGE_ROOM, stage_name, state_dir};
 pub use path::{NAME_MAX, PathError, WorkspacePath, open_inside};
+pub use slot_lock::{SlotLock, lock_slot};
 pub use stamp::{RACY_WINDOW, STAMP_BYTES, Stamp};
 
 /// The BLAKE3 hash of `bytes`, as the lowercase hex every `once` file records.

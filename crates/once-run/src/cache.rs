@@ -1,23 +1,32 @@
 //! The action cache under `.once/cache/`, in the layout of Bazel's remote cache: `ac/<key>` is
 //! an action's result and `cas/<digest>` the bytes of one output file, named by its BLAKE3.
 //!
-//! Every object is written atomically and named by a hash, so concurrent writers of one object
-//! write identical bytes and readers never see a torn one. The only lock, `locks/<key>`, keeps
-//! two processes from running one action at once, not the store consistent. A result that
-//! cannot be read, or whose outputs are missing from `cas/`, is a miss, never an error. Outputs
+//! Every object and entry is renamed into place and named by a hash, so concurrent writers of one
+//! object write identical bytes and readers never see a torn one. Nothing is synced: a crash of
+//! the machine may leave an entry or object empty or torn, so nothing is trusted unread. An entry
+//! ends with the BLAKE3 of its JSON and one that fails it is a miss; an object is hashed while it
+//! is copied back, and one that does not match its name is deleted and the action runs. That costs
+//! a cold build of 1,000 actions no fsync where it made 3,000 (one per object and entry), at the
+//! price of the last results before a power loss, which run again. The only lock on a key, its
+//! slot in `locks/keys` (`once_fs::lock_slot`), keeps two processes from running one action at
+//! once, not the store consistent. A result that cannot be read, or whose outputs are missing
+//! from `cas/`, is a miss, never an error. Outputs
 //! are put back through `once_fs::Root`, walked from the workspace root without following a link
 //! and never into `.git` or `.once`, so a restore never writes anywhere a person did not have a
 //! real folder. This module must never record a failed run.
 //!
 //! A result keeps its log: the log of the recorded run is one more `cas/` object (up to
-//! [`LOG_CAP`]), and a replay names that object as the cached action's log, so it reads like any
-//! other. Naming costs nothing; linking it into each run's folder cost a no-op run of 1,000
+//! [`LOG_CAP`]), a hard link to the run's log file (nothing writes a finished log), and a replay
+//! names that object as the cached action's log, so it reads like any other. A log is not checked
+//! on replay (that would cost a no-op run a read per action): after a power loss a replayed log
+//! may be garbled, a result never. Naming costs nothing; linking it into each run's folder cost a no-op run of 1,000
 //! cached actions 1,000 links, and every pruned run as many unlinks (+15% measured).
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
@@ -26,7 +35,7 @@ use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::key::Key;
 use crate::remote::Fetched;
-use once_fs::{Kind, Mode, Root, WorkspacePath, stage_name, temp_path, write_atomic};
+use once_fs::{Kind, Root, WorkspacePath, stage_name, temp_path, write_replacing};
 
 /// What `ac/<key>` holds: enough to replay a run without running it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,11 +74,19 @@ pub struct Ran<'a> {
     pub log: Option<&'a Path>,
 }
 
-/// An exclusive lock on one cache key; the kernel releases it when the file closes, even if
-/// the process dies.
+/// An exclusive lock on one cache key, or on a mutex; the kernel releases it when its file
+/// closes, even if the process dies.
 #[derive(Debug)]
 pub struct KeyLock {
-    _file: File,
+    _held: Held,
+}
+
+#[derive(Debug)]
+enum Held {
+    /// A key's slot in `locks/keys`: no file per key.
+    Slot { _lock: once_fs::SlotLock },
+    /// A mutex's own file, `locks/mutex-NAME`.
+    File { _file: File },
 }
 
 /// The cache of one workspace.
@@ -77,6 +94,9 @@ pub struct KeyLock {
 pub struct Cache {
     root: PathBuf,
     workspace: PathBuf,
+    /// The folders of the cache this cache (or a clone) has made and proven free of links: each
+    /// is checked once, not before every write.
+    ready: Arc<Mutex<Vec<&'static str>>>,
 }
 
 impl Cache {
@@ -90,7 +110,23 @@ impl Cache {
         Cache {
             root: workspace_root.join(".once").join("cache"),
             workspace: workspace_root.to_path_buf(),
+            ready: Arc::default(),
         }
+    }
+
+    /// The folder `name` of the cache, made (never through a link, see [`state_dir`]) the first
+    /// time this cache asks for it.
+    fn folder(&self, name: &'static str) -> Result<PathBuf, Error> {
+        let folder = match name {
+            "" => self.root.clone(),
+            name => self.root.join(name),
+        };
+        let mut ready = self.ready.lock().unwrap_or_else(PoisonError::into_inner);
+        if !ready.contains(&name) {
+            state_dir(&folder)?;
+            ready.push(name);
+        }
+        Ok(folder)
     }
 
     fn ac(&self, key: &Key) -> PathBuf {
@@ -101,12 +137,14 @@ impl Cache {
         self.root.join("cas").join(digest)
     }
 
-    /// Where the manifest of the last key recorded for `action` is kept (see `explain.rs`):
-    /// named by the action's hash, so any action name makes one plain file name.
-    pub(crate) fn manifest_path(&self, action: &str) -> PathBuf {
-        self.root
-            .join("keys")
-            .join(blake3::hash(action.as_bytes()).to_hex().as_str())
+    /// The journal of keys' parts (see `journal.rs`), its folder made if missing.
+    pub(crate) fn journal_path(&self) -> Result<PathBuf, Error> {
+        Ok(self.folder("")?.join(JOURNAL))
+    }
+
+    /// The journal of keys' parts, for reading.
+    pub(crate) fn journal_file(&self) -> PathBuf {
+        self.root.join(JOURNAL)
     }
 
     /// Where the object named `digest` (a BLAKE3, hex) is kept.
@@ -117,8 +155,18 @@ impl Cache {
     /// Holds an exclusive lock on `key` until the guard drops, waiting for another process (or
     /// thread) that holds it. Two `once run` on one workspace thus never run the same action in
     /// the same folder at once: the second waits, then finds the first one's result.
+    ///
+    /// Every key shares the file `locks/keys`, each locking the slot its first 8 bytes name
+    /// (`once_fs::lock_slot`), so a cold build makes one lock file, not one per action.
     pub fn lock(&self, key: &Key) -> Result<KeyLock, Error> {
-        self.exclusive(&key.to_hex())
+        let path = self.folder("locks")?.join("keys");
+        let slot = u64::from_le_bytes(key.prefix());
+        match once_fs::lock_slot(&path, slot) {
+            Ok(held) => Ok(KeyLock {
+                _held: Held::Slot { _lock: held },
+            }),
+            Err(source) => Err(Error::Io { path, source }),
+        }
     }
 
     /// Holds the workspace-wide lock of `mutex` (`locks/mutex-NAME`, beside the keys' locks)
@@ -127,11 +175,9 @@ impl Cache {
         self.exclusive(&format!("mutex-{mutex}"))
     }
 
-    /// An exclusive `flock` on `locks/NAME`, waited for.
-    fn exclusive(&self, name: &str) -> Result<KeyLock, Error> {
-        let folder = self.root.join("locks");
-        state_dir(&folder)?;
-        let path = folder.join(name);
+    /// An exclusive lock on the file `locks/NAME`, waited for.
+    pub(crate) fn exclusive(&self, name: &str) -> Result<KeyLock, Error> {
+        let path = self.folder("locks")?.join(name);
         let file = fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -141,7 +187,11 @@ impl Cache {
         loop {
             // `File::lock` does not retry a wait that a signal interrupted.
             match file.lock() {
-                Ok(()) => return Ok(KeyLock { _file: file }),
+                Ok(()) => {
+                    return Ok(KeyLock {
+                        _held: Held::File { _file: file },
+                    });
+                }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) => {
                     return Err(Error::Io {
@@ -156,7 +206,12 @@ impl Cache {
     /// The recorded result of `key`, if any and readable.
     pub fn lookup(&self, key: &Key) -> Option<ActionResult> {
         let bytes = fs::read(self.ac(key)).ok()?;
-        match serde_json::from_slice(&bytes) {
+        let Some(json) = checked_entry(&bytes) else {
+            // Torn by a crash (entries are not synced), or written by another version.
+            tracing::debug!(key = %key.to_hex(), "cache entry fails its checksum: treated as a miss");
+            return None;
+        };
+        match serde_json::from_slice(json) {
             Ok(result) => Some(result),
             Err(error) => {
                 tracing::warn!(key = %key.to_hex(), %error, "unreadable cache entry: treated as a miss");
@@ -212,7 +267,16 @@ impl Cache {
             let mode = if output.executable { 0o755 } else { 0o644 };
             let copied = File::open(&source).and_then(|mut from| {
                 let mut to = folder.create(&temp, mode)?;
-                io::copy(&mut from, &mut to)?;
+                let digest = copy_hashing(&mut from, &mut to, buffer)?;
+                if digest.to_hex().as_str() != output.digest {
+                    // Objects are not synced: a crash can leave one torn. Never restore it, and
+                    // drop it so that the next success records it afresh.
+                    let _ = fs::remove_file(&source);
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the cached object does not match its digest",
+                    ));
+                }
                 // The umask may have cleared bits the output had.
                 to.set_permissions(fs::Permissions::from_mode(mode))?;
                 folder.rename(&temp, relative.name())
@@ -260,8 +324,8 @@ impl Cache {
         } = ran;
         let log = log
             .filter(|path| fs::metadata(path).is_ok_and(|m| m.len() <= LOG_CAP))
-            .and_then(|path| match self.store_object(path) {
-                Ok((digest, _)) => Some(digest),
+            .and_then(|path| match self.store_log(path) {
+                Ok(digest) => Some(digest),
                 Err(error) => {
                     tracing::debug!(%error, "cannot keep the log with the result");
                     None
@@ -312,15 +376,16 @@ impl Cache {
     }
 
     fn write_entry(&self, key: &Key, result: ActionResult) -> Result<ActionResult, Error> {
-        let path = self.ac(key);
-        let bytes = serde_json::to_vec(&result).map_err(|e| Error::Io {
+        let path = self.folder("ac")?.join(key.to_hex());
+        let mut bytes = serde_json::to_vec(&result).map_err(|e| Error::Io {
             path: path.clone(),
             source: io::Error::other(e),
         })?;
-        if let Some(parent) = path.parent() {
-            state_dir(parent)?;
-        }
-        write_atomic(&path, &bytes, Mode::Replace).map_err(Error::io(&path))?;
+        let check = blake3::hash(&bytes);
+        bytes.push(b'\n');
+        bytes.extend_from_slice(check.to_hex().as_bytes());
+        bytes.push(b'\n');
+        write_replacing(&path, &bytes).map_err(Error::io(&path))?;
         Ok(result)
     }
 
@@ -332,28 +397,38 @@ impl Cache {
 
     /// Stores `bytes` as an object of `cas/` and returns its name.
     fn store_bytes(&self, bytes: &[u8]) -> Result<String, Error> {
-        let folder = self.root.join("cas");
-        state_dir(&folder)?;
+        let folder = self.folder("cas")?;
         let digest = blake3::hash(bytes).to_hex().to_string();
-        let dest = self.cas(&digest);
+        let dest = folder.join(&digest);
         if !dest.exists() {
-            write_atomic(&dest, bytes, Mode::Replace).map_err(Error::io(&dest))?;
+            write_replacing(&dest, bytes).map_err(Error::io(&dest))?;
         }
         Ok(digest)
     }
 
     /// Copies `path` into `cas/`, hashing while copying so the name matches the bytes stored
-    /// even if the file changes meanwhile. Returns the digest and size.
+    /// even if the file changes meanwhile. Returns the digest and size. A file up to
+    /// [`SMALL_OBJECT`] is read whole first, so an object the cache already has costs no write.
     fn store_object(&self, path: &Path) -> Result<(String, u64), Error> {
-        let folder = self.root.join("cas");
-        state_dir(&folder)?;
+        let failed = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut source = File::open(path).map_err(failed)?;
+        let size = source.metadata().map_err(failed)?.len();
+        if size <= SMALL_OBJECT {
+            let mut bytes = Vec::with_capacity(size as usize + 1);
+            source.read_to_end(&mut bytes).map_err(failed)?;
+            let digest = self.store_bytes(&bytes)?;
+            return Ok((digest, bytes.len() as u64));
+        }
+        let folder = self.folder("cas")?;
         let temp = temp_path(&folder.join("object"));
-        let copy = || -> io::Result<(String, u64)> {
-            let mut source = File::open(path)?;
+        let mut copy = || -> io::Result<(String, u64)> {
             let mut sink = File::create(&temp)?;
-            let mut hasher = blake3::Hasher::new();
             let mut buffer = vec![0u8; 64 * 1024];
             let mut size = 0u64;
+            let mut hasher = blake3::Hasher::new();
             loop {
                 let n = source.read(&mut buffer)?;
                 if n == 0 {
@@ -364,24 +439,65 @@ impl Cache {
                 size += n as u64;
             }
             let digest = hasher.finalize().to_hex().to_string();
-            let dest = self.cas(&digest);
+            let dest = folder.join(&digest);
             if dest.exists() {
                 // Content-addressed: the object is already there, with these very bytes.
                 drop(sink);
                 fs::remove_file(&temp)?;
             } else {
-                sink.sync_all()?;
                 fs::rename(&temp, &dest)?;
             }
             Ok((digest, size))
         };
         copy().map_err(|source| {
             let _ = fs::remove_file(&temp);
-            Error::Io {
-                path: path.to_path_buf(),
-                source,
-            }
+            failed(source)
         })
+    }
+
+    /// Keeps a finished run's log (at most [`LOG_CAP`] bytes) as an object by linking it, not
+    /// copying it: nothing writes a log once its command is over, and a replay checks nothing
+    /// but that it can read it. Falls back to a copy where a link cannot be made.
+    fn store_log(&self, path: &Path) -> Result<String, Error> {
+        let bytes = fs::read(path).map_err(Error::io(path))?;
+        let digest = blake3::hash(&bytes).to_hex().to_string();
+        let dest = self.folder("cas")?.join(&digest);
+        match fs::hard_link(path, &dest) {
+            Ok(()) => Ok(digest),
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(digest),
+            Err(_) => self.store_bytes(&bytes),
+        }
+    }
+}
+
+/// The journal of keys' parts, in the cache's folder.
+const JOURNAL: &str = "key-parts";
+
+/// Objects up to this size are read into memory whole before they are stored.
+const SMALL_OBJECT: u64 = 1024 * 1024;
+
+/// The JSON of an entry (`JSON`, newline, the BLAKE3 of `JSON` in hex, newline), if the checksum
+/// holds. Entries are renamed into place without an fsync, so after a crash one may be empty or
+/// torn; the checksum makes that a miss, never a result.
+fn checked_entry(bytes: &[u8]) -> Option<&[u8]> {
+    let body = bytes.strip_suffix(b"\n")?;
+    let (json, check) = body.split_at_checked(body.len().checked_sub(64)?)?;
+    let json = json.strip_suffix(b"\n")?;
+    (blake3::hash(json).to_hex().as_bytes() == check).then_some(json)
+}
+
+/// Copies `from` into `to` through `buffer`, returning the BLAKE3 of what was copied.
+fn copy_hashing(from: &mut File, to: &mut File, buffer: &mut [u8]) -> io::Result<blake3::Hash> {
+    let mut hasher = blake3::Hasher::new();
+    loop {
+        let n = match from.read(buffer) {
+            Ok(0) => return Ok(hasher.finalize()),
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        hasher.update(&buffer[..n]);
+        to.write_all(&buffer[..n])?;
     }
 }
 

@@ -4,10 +4,9 @@
 //!
 //! # The key's manifest
 //!
-//! Each time a run records a result in `ac/<key>`, it also writes the key's parts ([`KeyParts`])
-//! to `.once/cache/keys/<BLAKE3 of the action's name>`, replacing the last one by a rename, so a
-//! reader sees the old manifest or the new one, never half of either. Invariants:
-//! - one file per action, overwritten on each record: the manifest always describes the last key
+//! Each time a run records a result in `ac/<key>`, it also appends the key's parts ([`KeyParts`])
+//! as one line of the journal `.once/cache/key-parts` (see `journal.rs`). Invariants:
+//! - the last readable line of an action is its manifest: it always describes the last key
 //!   recorded for that action, and `ac/` stays exactly as it was (the manifest is beside it,
 //!   never part of an entry nor of a key);
 //! - bounded: at most [`FILES_CAP`] files are listed by path and digest; the rest are counted
@@ -23,7 +22,6 @@
 //! run folder, no entry, no manifest, no saved file hashes.
 
 use std::collections::BTreeMap;
-use std::fs;
 
 use serde::{Deserialize, Serialize};
 
@@ -233,28 +231,16 @@ fn env_parts(environ: &Environ, step: &Step) -> Vec<EnvPart> {
         .collect()
 }
 
-/// Replaces the manifest of `parts.action` with `parts`; a failure is logged, never raised.
+/// Keeps `parts` as the manifest of `parts.action`; a failure is logged, never raised.
 pub(crate) fn remember(cache: &Cache, parts: &KeyParts) {
-    let path = cache.manifest_path(&parts.action);
-    let written = serde_json::to_vec(parts)
-        .map_err(std::io::Error::other)
-        .and_then(|bytes| {
-            if let Some(parent) = path.parent() {
-                once_fs::state_dir(parent).map_err(std::io::Error::other)?;
-            }
-            once_fs::write_replacing(&path, &bytes)
-        });
-    if let Err(error) = written {
+    if let Err(error) = crate::journal::append(cache, parts) {
         tracing::warn!(action = %parts.action, %error, "cannot write the key's manifest");
     }
 }
 
 /// The manifest of the last key recorded for `action`, if there is a readable one.
 pub(crate) fn recalled(cache: &Cache, action: &str) -> Option<KeyParts> {
-    let bytes = fs::read(cache.manifest_path(action)).ok()?;
-    serde_json::from_slice::<KeyParts>(&bytes)
-        .ok()
-        .filter(|parts| parts.action == action)
+    crate::journal::last(cache, action)
 }
 
 /// Pushes onto `found` what was removed from, changed in, or added to `a` to make `b`.

@@ -37,6 +37,13 @@ impl Key {
     pub fn to_hex(&self) -> String {
         self.0.to_hex().to_string()
     }
+
+    /// The key's first 8 bytes: a name for it among a few (a lock slot), not a unique one.
+    pub(crate) fn prefix(&self) -> [u8; 8] {
+        let mut prefix = [0; 8];
+        prefix.copy_from_slice(&self.0.as_bytes()[..8]);
+        prefix
+    }
 }
 
 /// Which files are an action's inputs: those of its folder, and those named from the workspace

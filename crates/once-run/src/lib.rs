@@ -24,8 +24,8 @@
 //!
 //! Keys are computed by one `keyer` for a run and for what looks at a run before it happens:
 //! `preview` (`once run --dry-run`: each action cached or why it would run) and `explain` (`once
-//! query key`: a key's parts, compared with the manifest of parts the last record left in
-//! `.once/cache/keys/`). Neither runs nor writes anything.
+//! query key`: a key's parts, compared with the manifest of parts the last record left in the
+//! journal `.once/cache/key-parts`). Neither runs nor writes anything.
 //!
 //! Everything that can be wrong with a request (an unknown target, a capability it lacks, a
 //! parameter of the wrong type) is found while planning, before anything runs. The scheduler is
@@ -35,10 +35,13 @@
 //!
 //! The cache follows the layout of Bazel's remote cache: `ac/<key>` holds an action's result
 //! (exit code, duration, tail, output files with their digests) and `cas/<digest>` the output
-//! files' bytes. Every object is written to a temporary file in the same folder, synced, and
-//! renamed into place, and its name is its content's (or its inputs') hash, so two processes
-//! writing the same object at once write the same bytes and the last rename wins harmlessly.
-//! Before running an action on a miss, a worker takes an exclusive file lock on `locks/<key>` and
+//! files' bytes. Every object is written to a temporary file in the same folder and renamed into
+//! place, and its name is its content's (or its inputs') hash, so two processes writing the same
+//! object at once write the same bytes and the last rename wins harmlessly. Nothing is synced;
+//! instead nothing is trusted unchecked (an entry carries its own checksum, an object is hashed as
+//! it is restored), so a crash costs results, never a wrong one (see `cache.rs`).
+//! Before running an action on a miss, a worker takes an exclusive lock on its key's slot of
+//! `locks/keys` and
 //! looks again: two `once run` on one workspace never run the same action in the same folder at
 //! once (their outputs would interleave); the second waits and replays the first one's result.
 //! Only successful runs are recorded, and never those of an action that says `cache = false`, is
@@ -81,6 +84,7 @@ mod environ;
 mod error;
 mod explain;
 mod hashes;
+mod journal;
 mod key;
 mod keyer;
 mod owner;

@@ -827,7 +827,7 @@ Examples:
   once query key web:build             Its parts, and why it would run again (or not)
   once query key web:build --json      The same as JSON: key, entry, last_key, changes, parts
 
-Each run that records a result also keeps the parts of its key in `.once/cache/keys/`; this
+Each run that records a result also keeps the parts of its key in `.once/cache/key-parts`; this
 compares them with the parts the key has now. It runs nothing and writes nothing.")]
     Key {
         /// `TARGET` or `TARGET:CAPABILITY`

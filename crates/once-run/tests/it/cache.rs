@@ -176,3 +176,91 @@ fn a_restore_never_follows_a_linked_output_folder_out_of_the_workspace() {
     );
     assert_ne!(ws.read("runs"), runs, "the command did not run instead");
 }
+
+/// Every file under `.once/cache/<folder>/`.
+fn cache_files(ws: &Fixture, folder: &str) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = fs::read_dir(ws.root.join(".once/cache").join(folder))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| !path.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Entries are not synced, so a crash of the machine can leave one empty, cut short or with
+/// other bytes: each of these is a miss and the action runs, never a result read from it.
+#[test]
+fn an_entry_torn_by_a_crash_is_a_miss_never_a_result() {
+    let ws = fixture();
+    assert_eq!(ws.run(&["lib"], &serial()).counts.ran, 1);
+    let entries = cache_files(&ws, "ac");
+    assert_eq!(entries.len(), 1);
+    let entry = &entries[0];
+    let whole = fs::read(entry).unwrap();
+    let json_end = whole.iter().position(|b| *b == b'\n').unwrap();
+    let mut flipped = whole.clone();
+    // A digit of the recorded size turned into another: still valid JSON, but not what was written.
+    let at = String::from_utf8_lossy(&whole).find("\"size\":").unwrap() + 7;
+    flipped[at] = if flipped[at] == b'9' { b'8' } else { b'9' };
+    let damaged: [(&str, Vec<u8>); 4] = [
+        ("empty", Vec::new()),
+        ("cut short", whole[..whole.len() / 2].to_vec()),
+        ("without its checksum", whole[..json_end].to_vec()),
+        ("with a byte changed", flipped),
+    ];
+    for (how, bytes) in damaged {
+        fs::write(entry, &bytes).unwrap();
+        fs::write(ws.root.join("runs"), "").unwrap();
+        let report = ws.run(&["lib"], &serial());
+        assert_eq!(report.status, RunStatus::Succeeded, "{how}");
+        assert_eq!(ws.read("runs"), "lib\n", "an entry {how} was replayed");
+        // The run recorded the result again, whole: the next run replays it.
+        assert_eq!(ws.run(&["lib"], &serial()).counts.cached, 1, "{how}");
+        assert_eq!(ws.read("runs"), "lib\n", "{how}");
+    }
+}
+
+/// Objects are not synced either: one torn by a crash is never copied into the workspace. The
+/// action runs, its output is right, and the object is stored afresh for the next hit.
+#[test]
+fn an_object_torn_by_a_crash_is_never_restored() {
+    let ws = fixture();
+    assert_eq!(ws.run(&["lib"], &serial()).counts.ran, 1);
+    let lib = fs::read(ws.root.join("lib/out/lib.bin")).unwrap();
+    let objects: Vec<_> = cache_files(&ws, "cas")
+        .into_iter()
+        .filter(|path| fs::read(path).unwrap() == lib)
+        .collect();
+    assert_eq!(objects.len(), 1);
+    let object = &objects[0];
+    for (how, bytes) in [
+        ("zeroed", vec![0u8; lib.len()]),
+        ("cut short", lib[..3].to_vec()),
+    ] {
+        fs::write(object, &bytes).unwrap();
+        fs::remove_dir_all(ws.root.join("lib/out")).unwrap();
+        fs::write(ws.root.join("runs"), "").unwrap();
+        let report = ws.run(&["lib"], &serial());
+        assert_eq!(report.status, RunStatus::Succeeded, "{how}");
+        assert_eq!(ws.read("runs"), "lib\n", "an object {how} was restored");
+        assert_eq!(
+            fs::read(ws.root.join("lib/out/lib.bin")).unwrap(),
+            lib,
+            "{how}"
+        );
+        assert_eq!(
+            fs::read(object).unwrap(),
+            lib,
+            "{how}: the object was not stored again"
+        );
+        // And the next run replays it.
+        fs::remove_dir_all(ws.root.join("lib/out")).unwrap();
+        assert_eq!(ws.run(&["lib"], &serial()).counts.cached, 1, "{how}");
+        assert_eq!(
+            fs::read(ws.root.join("lib/out/lib.bin")).unwrap(),
+            lib,
+            "{how}"
+        );
+    }
+}

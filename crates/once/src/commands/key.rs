@@ -3,7 +3,7 @@
 //! `once_run::explain` computes, unreshaped).
 //!
 //! Nothing here runs an action or writes a file: explaining reads what a key reads and the
-//! manifests runs left in `.once/cache/keys/`.
+//! manifests runs left in `.once/cache/key-parts`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
