@@ -56,6 +56,14 @@
 //! group, so everything above (SIGTERM to the group, grace, a hard kill, reaping the leader)
 //! works unchanged; the hard kill goes through [`Containment::kill`].
 //!
+//! On Windows the same state machine runs over a Job Object instead of a process group (see
+//! `job.rs`): `sh -c COMMAND` (the POSIX `sh` on `PATH`, as Git for Windows installs it) starts
+//! suspended, enters a job of its own that kills everything in it when `once` closes it or dies,
+//! and only then runs. The group calls become job calls (`group/windows.rs`): the stop before the
+//! grace is already a hard stop (`TerminateJobObject`), since Windows has no SIGTERM for console
+//! programs; "the group is gone" means the job counts no active process; the leader's handle,
+//! not a zombie, keeps its pid from being reused; a run closes its job when it ends.
+//!
 //! # Limits
 //!
 //! In process-group mode, a process that leaves the group (`setsid`, `setpgid`, a daemon that
@@ -63,26 +71,38 @@
 //! reaches only the shell. In every mode, if a process outside the group keeps a pipe open, the
 //! run stops waiting for that pipe after a bound and returns without it. In subreaper mode a
 //! SIGKILL of the shim itself (not of `once`) leaves its orphans to the machine's init.
+//! On Windows a command gets no chance to clean up when it is stopped, and where the system
+//! refuses to put it in a job (before Windows 8, a process already in a job could not join
+//! another) it fails to start rather than run uncontained.
 
 mod cancel;
 mod capture;
 mod contain;
 mod env;
 mod error;
+#[cfg(unix)]
 mod exec;
+#[cfg_attr(unix, path = "group/unix.rs")]
+#[cfg_attr(windows, path = "group/windows.rs")]
 mod group;
+#[cfg(windows)]
+mod job;
 mod outcome;
 mod registry;
 mod run;
 #[cfg(target_os = "linux")]
 mod shim;
+#[cfg_attr(unix, path = "spawn/unix.rs")]
+#[cfg_attr(windows, path = "spawn/windows.rs")]
 mod spawn;
 mod spec;
 mod wake;
 
 pub use cancel::Cancel;
 pub use capture::LINE_CAP;
-pub use contain::{CONTAINMENT_ENV, Containment, enter_containment};
+#[cfg(unix)]
+pub use contain::enter_containment;
+pub use contain::{CONTAINMENT_ENV, Containment};
 pub use env::{BASE_ENV, EnvMode, base_env, command_env, env_glob_matches};
 pub use error::Error;
 pub use group::wait_gone as wait_group_gone;
@@ -90,3 +110,15 @@ pub use outcome::{Outcome, Status};
 pub use registry::{Registration, Registry, Runtime};
 pub use run::run;
 pub use spec::{CommandSpec, DEFAULT_DEADLINE, DEFAULT_GRACE, DEFAULT_TAIL_LINES};
+
+/// Spawns `command` (its stdio and environment already set) into a Job Object of its own, the
+/// Windows counterpart of [`enter_containment`]'s `pre_exec`: when this returns `Ok` the process
+/// runs inside the job, [`Containment::kill`] with its pid ends everything in it, and
+/// [`wait_group_gone`] waits for the job to empty and then closes it. The creation flags of
+/// `command` are replaced.
+#[cfg(windows)]
+pub fn spawn_contained(
+    command: &mut std::process::Command,
+) -> std::io::Result<std::process::Child> {
+    job::spawn(command)
+}
