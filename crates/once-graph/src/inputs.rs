@@ -19,6 +19,8 @@ use crate::model::Target;
 pub struct Matcher {
     include: Option<GlobSet>,
     exclude: GlobSet,
+    /// Per include glob, its literal leading folders and whether anything follows them.
+    bases: Vec<(String, bool)>,
 }
 
 impl Matcher {
@@ -29,6 +31,38 @@ impl Matcher {
             .is_none_or(|include| include.is_match(relative))
             && !self.exclude.is_match(relative)
     }
+
+    /// Whether a path under the folder `dir` (relative, `/`-separated, not empty) could match:
+    /// a walk skips a folder no include glob can reach (`src/**` never needs `out/`). Only the
+    /// literal folders a glob starts with are read; a `*` may cross `/` in these globs, so
+    /// whatever follows them can reach any depth.
+    pub fn may_hold(&self, dir: &str) -> bool {
+        if self.include.is_none() {
+            return true;
+        }
+        self.bases.iter().any(|(base, wild)| {
+            let above_base = base
+                .strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/'));
+            let at_or_below_base = base.is_empty()
+                || dir == base
+                || dir
+                    .strip_prefix(base.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'));
+            above_base || (*wild && at_or_below_base)
+        })
+    }
+}
+
+/// The literal folders a glob starts with (`a/b/*.txt` → `a/b`), and whether a wildcard part
+/// follows them.
+fn literal_base(pattern: &str) -> (String, bool) {
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let literal = parts
+        .iter()
+        .take_while(|part| !part.contains(['*', '?', '[', '{', '\\']))
+        .count();
+    (parts[..literal].join("/"), literal < parts.len())
 }
 
 /// The compiled input globs of one capability, minus what is written beside them.
@@ -51,10 +85,10 @@ impl InputGlobs {
                 message: error.kind().to_string(),
             })
         };
-        // (include, how many includes, exclude), for the folder and for the root.
+        // (include, the includes' literal bases, exclude), for the folder and for the root.
         let mut sets = [
-            (GlobSetBuilder::new(), 0usize, GlobSetBuilder::new()),
-            (GlobSetBuilder::new(), 0usize, GlobSetBuilder::new()),
+            (GlobSetBuilder::new(), Vec::new(), GlobSetBuilder::new()),
+            (GlobSetBuilder::new(), Vec::new(), GlobSetBuilder::new()),
         ];
         for text in globs {
             let (negated, pattern) = match text.strip_prefix('!') {
@@ -69,7 +103,7 @@ impl InputGlobs {
                 set.2.add(glob(pattern)?);
             } else {
                 set.0.add(glob(pattern)?);
-                set.1 += 1;
+                set.1.push(literal_base(pattern));
             }
         }
         let mut excluded_text = Vec::new();
@@ -86,16 +120,18 @@ impl InputGlobs {
         let [local, rooted] = sets;
         let local_text = format!("{}; {}", globs.join(", "), excluded_text.join(", "));
         let local = Matcher {
-            include: match local.1 {
+            include: match local.1.len() {
                 0 => None,
                 _ => Some(build(local.0, local_text.clone())?),
             },
             exclude: build(local.2, local_text)?,
+            bases: local.1,
         };
         let rooted = Matcher {
             // Only what a `//` glob names is a root input; none names nothing.
             include: Some(build(rooted.0, globs.join(", "))?),
             exclude: build(rooted.2, globs.join(", "))?,
+            bases: rooted.1,
         };
         Ok(InputGlobs { local, rooted })
     }
@@ -228,6 +264,33 @@ mod tests {
             "no `//` glob names no root file"
         );
         assert!(InputGlobs::new(&globs(&["a/[b"]), []).is_err());
+    }
+
+    #[test]
+    fn a_walk_skips_only_folders_no_include_glob_can_reach() {
+        let none: [&String; 0] = [];
+        let local = |list: &[&str]| InputGlobs::new(&globs(list), none).unwrap().local().clone();
+        let src = local(&["src/**", "!src/gen/**", "docs/api/*.md", "Cargo.toml"]);
+        for dir in ["src", "src/a/b", "docs", "docs/api", "docs/api/deeper"] {
+            assert!(src.may_hold(dir), "{dir}");
+        }
+        for dir in ["out", "srcs", "docs/guide", "target/src"] {
+            assert!(!src.may_hold(dir), "{dir}");
+        }
+        // `*` crosses `/` in these globs: a glob that starts with one reaches every folder.
+        let top = local(&["*.txt"]);
+        assert!(top.may_hold("a/b") && top.matches("a/b.txt"));
+        assert!(local(&["**/*.rs"]).may_hold("deep/er"));
+        // No include glob means every file of the folder; only exclusions prune nothing.
+        assert!(local(&[]).may_hold("out"));
+        assert!(local(&["!*.tmp"]).may_hold("out"));
+        // A path named in full: its folders are walked, others are not.
+        let exact = local(&["conf/app.toml"]);
+        assert!(exact.may_hold("conf") && !exact.may_hold("conf/app.toml/x"));
+        assert!(!exact.may_hold("other"));
+        // Root globs, by root-relative folder.
+        let rooted = InputGlobs::new(&globs(&["//proto/**"]), none).unwrap();
+        assert!(rooted.rooted().may_hold("proto/v1") && !rooted.rooted().may_hold("web"));
     }
 
     #[test]

@@ -226,7 +226,9 @@ fn walk(
             format!("{prefix}/{name}")
         };
         if is_dir {
-            walk(matcher, &path, relative, above, levels, files);
+            if matcher.may_hold(&relative) {
+                walk(matcher, &path, relative, above, levels, files);
+            }
         } else if matcher.matches(&relative)
             && let Ok(metadata) = entry.metadata()
         {
