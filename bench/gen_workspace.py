@@ -128,12 +128,15 @@ def write_peers(root, count, all_deps):
     """The same workspace for turbo, moon and Nx: one config per tool, nothing shared but sources.
 
     - turbo: npm workspaces (`package.json` per package, deps as `dependencies`), `turbo.json`;
-      turbo runs the package's npm script, so the script is the command.
-    - moon: `.moon/workspace.yml` (projects `packages/*`, no toolchain) and a `moon.yml` per
-      project with `dependsOn` and the tasks as `script`s.
-    - Nx: `nx.json` (no daemon, no cloud) and a `project.json` per project with `nx:run-commands`
-      targets and `implicitDependencies`; the package.json scripts are hidden from Nx, so it runs
-      the command itself rather than through npm.
+      turbo starts `npm run <script>`, so the script is the command (bench/compare.py puts an
+      `npm` on turbo's PATH that runs it with `sh`, as once does, without starting Node.js).
+    - moon: `.moon/workspace.yml` (projects `packages/*`, no toolchain, `hasher.walkStrategy:
+      glob`) and a `moon.yml` per project with `dependsOn` and the tasks as `script`s run by
+      `sh` (`options.unixShell`; moon's default is bash).
+    - Nx: `nx.json` (no cloud; the daemon is left to `NX_DAEMON`) and a `project.json` per
+      project with `nx:run-commands` targets and `implicitDependencies`, which Nx starts as
+      `/bin/sh -c`; the package.json scripts are hidden from Nx, so it runs the command itself
+      rather than through npm.
     Every tool declares the same inputs (`src/**`) and outputs (`out/build.txt`), and `build`
     depends on the dependencies' `build`, so each one can cache and replay.
     """
@@ -169,7 +172,6 @@ def write_peers(root, count, all_deps):
         os.path.join(root, "nx.json"),
         {
             "$schema": "./node_modules/nx/schemas/nx-schema.json",
-            "useDaemonProcess": False,
             "neverConnectToCloud": True,
             "namedInputs": {"default": ["{projectRoot}/src/**/*"]},
             "targetDefaults": {
@@ -180,7 +182,11 @@ def write_peers(root, count, all_deps):
     )
     os.makedirs(os.path.join(root, ".moon"), exist_ok=True)
     with open(os.path.join(root, ".moon", "workspace.yml"), "w") as f:
-        f.write("projects:\n  - 'packages/*'\nvcs:\n  client: 'git'\n  defaultBranch: 'main'\n")
+        f.write(
+            "projects:\n  - 'packages/*'\nvcs:\n  client: 'git'\n  defaultBranch: 'main'\n"
+            # What a large repository sets: hash the inputs' globs rather than `git ls-files`.
+            "hasher:\n  walkStrategy: 'glob'\n"
+        )
     with open(os.path.join(root, ".gitignore"), "w") as f:
         f.write("node_modules\nout\n.once\n.turbo\n.nx\n.moon/cache\n.moon/docker\n")
     for index in range(count):
@@ -231,11 +237,15 @@ def write_peers(root, count, all_deps):
             "    deps: ['^:build']",
             "    inputs: ['src/**/*']",
             "    outputs: ['out/build.txt']",
+            "    options:",
+            "      unixShell: 'sh'",
             "  test:",
             f"    script: {json.dumps(PEER_TEST)}",
             "    deps: ['~:build']",
             "    inputs: ['out/build.txt']",
             "    outputs: ['out/test.txt']",
+            "    options:",
+            "      unixShell: 'sh'",
         ]
         with open(os.path.join(folder, "moon.yml"), "w") as f:
             f.write("\n".join(moon) + "\n")
