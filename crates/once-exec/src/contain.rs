@@ -4,8 +4,8 @@
 //! # Theory of operation
 //!
 //! A process group is not enough: a process leaves it with `setsid`, and if `once` dies by
-//! SIGKILL only its direct child gets a death signal. So every command (and every evaluator) is
-//! spawned through a shim, a forked copy of `once` that never execs (see `shim.rs`):
+//! SIGKILL only its direct child gets a death signal. So on Linux every command (and every
+//! evaluator) is spawned through a shim, a forked copy of `once` that never execs (see `shim.rs`):
 //!
 //! - **pid-namespace**: the shim unshares a PID namespace (with a user namespace when it lacks
 //!   `CAP_SYS_ADMIN`), starts its init (pid 1, which reaps orphans) and forks the command into
@@ -18,11 +18,17 @@
 //!   (found in `/proc`) when the command ends, on SIGTERM (SIGTERM), on SIGUSR1 (SIGKILL), and
 //!   when `once` dies (its death signal is SIGUSR1). Only a SIGKILL of the shim itself escapes it.
 //! - **process-group**: the command leads a process group and nothing more; `setsid` escapes.
+//!   The only mode of the other Unix systems (macOS).
+//! - **job-object** (Windows, the only mode there): the command starts suspended in a Job Object
+//!   of its own that kills everything in it when its last handle closes, so when `once` dies the
+//!   kernel ends the tree (see `job.rs`).
 //!
-//! `ONCE_CONTAINMENT` may ask for a weaker mode than the kernel grants, never a stronger one.
-//! This module must never fork outside [`Containment::current`]'s one probe, and must never be
-//! called between `fork` and `exec` except for [`enter_containment`].
+//! `ONCE_CONTAINMENT` may ask for a weaker mode than the kernel grants, never a stronger one,
+//! and only a mode of this platform. This module must never fork outside
+//! [`Containment::current`]'s one probe, and must never be called between `fork` and `exec`
+//! except for [`enter_containment`].
 
+#[cfg(unix)]
 use std::io;
 use std::sync::OnceLock;
 
@@ -39,6 +45,9 @@ pub const CONTAINMENT_ENV: &str = "ONCE_CONTAINMENT";
 pub enum Containment {
     /// Each command in a PID namespace of its own: nothing in it survives its init.
     PidNamespace,
+    /// Each command in a Windows Job Object of its own that kills what it holds when `once`
+    /// closes it or dies: nothing started inside can leave it.
+    JobObject,
     /// A subreaper shim kills the command's descendants; only a SIGKILL of the shim escapes.
     Subreaper,
     /// A process group: `setsid` and a SIGKILL of `once` escape. The default, because it is
@@ -55,33 +64,56 @@ pub(crate) struct Probe {
 }
 
 impl Containment {
-    pub const ALL: [Containment; 3] = [
+    /// Every mode of every platform, strongest first; a report from any platform reads back.
+    pub const ALL: [Containment; 4] = [
+        Containment::PidNamespace,
+        Containment::JobObject,
+        Containment::Subreaper,
+        Containment::ProcessGroup,
+    ];
+
+    /// The modes `ONCE_CONTAINMENT` may name on this platform, strongest first: only these can
+    /// be in force here.
+    #[cfg(unix)]
+    pub(crate) const PLATFORM: &[Containment] = &[
         Containment::PidNamespace,
         Containment::Subreaper,
         Containment::ProcessGroup,
     ];
 
+    /// The modes `ONCE_CONTAINMENT` may name on this platform, strongest first: only these can
+    /// be in force here.
+    #[cfg(windows)]
+    pub(crate) const PLATFORM: &[Containment] = &[Containment::JobObject];
+
     /// The name used in `ONCE_CONTAINMENT` and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Containment::PidNamespace => "pid-namespace",
+            Containment::JobObject => "job-object",
             Containment::Subreaper => "subreaper",
             Containment::ProcessGroup => "process-group",
         }
     }
 
-    /// The mode asked for by `ONCE_CONTAINMENT`, if set; an unknown value is an error.
+    /// The mode asked for by `ONCE_CONTAINMENT`, if set; a value that names no mode of this
+    /// platform is an error.
     pub fn from_env() -> Result<Option<Containment>, Error> {
         let Some(value) = std::env::var_os(CONTAINMENT_ENV) else {
             return Ok(None);
         };
-        let value = value.to_string_lossy();
-        Containment::ALL
-            .into_iter()
+        Containment::parse(&value.to_string_lossy()).map(Some)
+    }
+
+    /// The mode of this platform named `value`.
+    fn parse(value: &str) -> Result<Containment, Error> {
+        Containment::PLATFORM
+            .iter()
+            .copied()
             .find(|mode| mode.name() == value)
-            .map(Some)
             .ok_or_else(|| Error::UnknownContainment {
-                value: value.into_owned(),
+                value: value.to_owned(),
+                expected: expected(Containment::PLATFORM),
             })
     }
 
@@ -92,13 +124,37 @@ impl Containment {
     }
 
     /// Kills everything `leader` (a process spawned in this mode, not yet reaped) contains.
+    #[cfg(unix)]
     pub fn kill(self, leader: i32) {
         match self {
             // The shim sweeps its descendants with SIGKILL, then exits.
             Containment::Subreaper => send(leader, libc::SIGUSR1),
-            // SIGKILL to the namespace's init (in the group) ends the namespace.
-            Containment::PidNamespace | Containment::ProcessGroup => send(-leader, libc::SIGKILL),
+            // SIGKILL to the namespace's init (in the group) ends the namespace. A job object
+            // is never in force on Unix.
+            Containment::PidNamespace | Containment::JobObject | Containment::ProcessGroup => {
+                send(-leader, libc::SIGKILL)
+            }
         }
+    }
+
+    /// Kills everything `leader` (a process spawned in this mode, not yet released) contains:
+    /// its job is terminated, whatever the mode says, since a job is the only mode here.
+    #[cfg(windows)]
+    pub fn kill(self, leader: i32) {
+        crate::job::terminate(leader);
+    }
+}
+
+/// The names of `modes` as an error lists them: `a`, `b` or `c`.
+fn expected(modes: &[Containment]) -> String {
+    let names: Vec<String> = modes
+        .iter()
+        .map(|mode| format!("`{}`", mode.name()))
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -112,6 +168,7 @@ impl Containment {
 ///
 /// Only between `fork` and `exec` in the child: it forks, and the processes that do not return
 /// run async-signal-safe code until they `_exit`.
+#[cfg(unix)]
 pub unsafe fn enter_containment(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: forwarded from the caller.
     unsafe { enter_containment_with(parent, None) }
@@ -124,6 +181,7 @@ pub unsafe fn enter_containment(parent: libc::pid_t) -> io::Result<()> {
 /// # Safety
 ///
 /// As for [`enter_containment`].
+#[cfg(unix)]
 pub(crate) unsafe fn enter_containment_with(
     parent: libc::pid_t,
     exec: Option<&crate::exec::Exec>,
@@ -170,15 +228,25 @@ fn granted() -> Probe {
     {
         crate::shim::probe()
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(all(unix, not(target_os = "linux")))]
     {
         Probe {
             mode: Containment::ProcessGroup,
             user_namespace: false,
         }
     }
+    // Nothing to try: every supported Windows (8 and later) nests jobs, and a failed assignment
+    // fails the spawn rather than running the command uncontained.
+    #[cfg(windows)]
+    {
+        Probe {
+            mode: Containment::JobObject,
+            user_namespace: false,
+        }
+    }
 }
 
+#[cfg(unix)]
 fn send(pid: i32, signal: libc::c_int) {
     // 0, 1 and -1 would mean our own group, init or every process: never.
     if (-1..=1).contains(&pid) {
@@ -203,5 +271,33 @@ mod tests {
             assert_eq!(serde_json::to_value(mode).unwrap(), mode.name());
         }
         assert!(Containment::PidNamespace < Containment::ProcessGroup);
+        let back: Containment = serde_json::from_value(serde_json::json!("job-object")).unwrap();
+        assert_eq!(back, Containment::JobObject);
+    }
+
+    #[test]
+    fn only_a_mode_of_this_platform_can_be_asked_for() {
+        #[cfg(unix)]
+        let (granted, foreign, choices) = (
+            Containment::Subreaper,
+            Containment::JobObject,
+            "`pid-namespace`, `subreaper` or `process-group`",
+        );
+        #[cfg(windows)]
+        let (granted, foreign, choices) = (
+            Containment::JobObject,
+            Containment::Subreaper,
+            "`job-object`",
+        );
+        assert_eq!(Containment::parse(granted.name()).unwrap(), granted);
+        let refused = Containment::parse(foreign.name()).unwrap_err().to_string();
+        assert_eq!(
+            refused,
+            format!(
+                "`ONCE_CONTAINMENT` is `{}`; expected {choices}",
+                foreign.name()
+            )
+        );
+        assert!(Containment::PLATFORM.contains(&Containment::current()));
     }
 }

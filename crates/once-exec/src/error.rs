@@ -12,11 +12,13 @@ pub enum Error {
     /// [`Registry::stop_all`](crate::Registry::stop_all) was called: nothing new may start.
     #[error("once is shutting down: no new process may start")]
     ShuttingDown,
-    /// `ONCE_CONTAINMENT` names no containment.
-    #[error(
-        "`ONCE_CONTAINMENT` is `{value}`; expected `pid-namespace`, `subreaper` or `process-group`"
-    )]
-    UnknownContainment { value: String },
+    /// `ONCE_CONTAINMENT` names no containment of this platform.
+    #[error("`ONCE_CONTAINMENT` is `{value}`; expected {expected}")]
+    UnknownContainment {
+        value: String,
+        /// This platform's choices, as a sentence lists them.
+        expected: String,
+    },
     /// The log file or its directory could not be created.
     #[error("cannot create the log file `{path}`: {source}")]
     Log { path: PathBuf, source: io::Error },

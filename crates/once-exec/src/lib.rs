@@ -69,20 +69,29 @@ mod capture;
 mod contain;
 mod env;
 mod error;
+#[cfg(unix)]
 mod exec;
+#[cfg_attr(unix, path = "group/unix.rs")]
+#[cfg_attr(windows, path = "group/windows.rs")]
 mod group;
+#[cfg(windows)]
+mod job;
 mod outcome;
 mod registry;
 mod run;
 #[cfg(target_os = "linux")]
 mod shim;
+#[cfg_attr(unix, path = "spawn/unix.rs")]
+#[cfg_attr(windows, path = "spawn/windows.rs")]
 mod spawn;
 mod spec;
 mod wake;
 
 pub use cancel::Cancel;
 pub use capture::LINE_CAP;
-pub use contain::{CONTAINMENT_ENV, Containment, enter_containment};
+#[cfg(unix)]
+pub use contain::enter_containment;
+pub use contain::{CONTAINMENT_ENV, Containment};
 pub use env::{BASE_ENV, EnvMode, base_env, command_env, env_glob_matches};
 pub use error::Error;
 pub use group::wait_gone as wait_group_gone;
@@ -90,3 +99,15 @@ pub use outcome::{Outcome, Status};
 pub use registry::{Registration, Registry, Runtime};
 pub use run::run;
 pub use spec::{CommandSpec, DEFAULT_DEADLINE, DEFAULT_GRACE, DEFAULT_TAIL_LINES};
+
+/// Spawns `command` (its stdio and environment already set) into a Job Object of its own, the
+/// Windows counterpart of [`enter_containment`]'s `pre_exec`: when this returns `Ok` the process
+/// runs inside the job, [`Containment::kill`] with its pid ends everything in it, and
+/// [`wait_group_gone`] waits for the job to empty and then closes it. The creation flags of
+/// `command` are replaced.
+#[cfg(windows)]
+pub fn spawn_contained(
+    command: &mut std::process::Command,
+) -> std::io::Result<std::process::Child> {
+    job::spawn(command)
+}

@@ -129,7 +129,7 @@ impl Registry {
             for group in state.groups.values() {
                 let _ = group.waker.send(Wake::Stopped);
                 if let Some(pgid) = group.pgid {
-                    group::signal(pgid, libc::SIGTERM);
+                    group::terminate(pgid);
                 }
             }
             state.runtimes.values().cloned().collect()

@@ -81,7 +81,8 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
             return Ok(finished(Status::FailedToStart { message }, Vec::new(), 0));
         }
     };
-    // Linux pids are below 2^22 (PID_MAX_LIMIT), so the cast is exact.
+    // Linux pids are below 2^22 (PID_MAX_LIMIT), so the cast is exact; Windows ids are far below
+    // 2^31, and its job table is keyed by this same cast.
     let pid = child.id() as i32;
     registration.set_group(pid);
     tracing::debug!(label = %spec.label, pid, "spawned");
@@ -109,7 +110,7 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
             let exited = group::wait_exited(pid);
             if waker.send(Wake::Exited(exited)).is_err() {
                 // The run gave up on this leader; it still has to be reaped by someone.
-                group::signal(pid, libc::SIGKILL);
+                group::kill(pid);
                 let _ = group::reap(pid);
             }
         });
@@ -137,7 +138,7 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
             Phase::Running => {
                 tracing::debug!(label = %spec.label, pid, ?reason, "stopping the group");
                 stopped_by = Some(reason);
-                group::signal(pid, libc::SIGTERM);
+                group::terminate(pid);
                 Phase::Terminating {
                     kill_at: later(Instant::now(), spec.grace),
                 }
@@ -163,7 +164,7 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
     // (grandchildren included), retire the id from the registry, and only then reap. The run stays
     // registered until the rest of the group is gone too, so `stop_all` (and `once` exiting after
     // it) waits for processes still dying of their SIGKILL.
-    group::signal(pid, libc::SIGKILL);
+    group::kill(pid);
     registration.retire_group();
     let leader = match exited {
         Some(Ok(())) => group::reap(pid).map(Some),
@@ -173,6 +174,9 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
     if leader.is_ok() && !group::wait_gone(pid, GONE_WAIT) {
         tracing::warn!(label = %spec.label, pid, "processes of the group outlived SIGKILL for {GONE_WAIT:?}");
     }
+    // The job of a leader that was lost is still held; closing it kills what is left.
+    #[cfg(windows)]
+    crate::job::release(pid);
     drop(registration);
     let leader = leader.map_err(|source| Error::Wait {
         pid,
@@ -195,6 +199,8 @@ fn abandon(pid: i32, spec: &CommandSpec, role: &'static str, source: io::Error) 
     Containment::current().kill(pid);
     // After SIGKILL the leader dies at once, so this reap does not block for long.
     let _ = group::reap(pid);
+    #[cfg(windows)]
+    crate::job::release(pid);
     Error::Thread {
         role,
         label: spec.label.clone(),

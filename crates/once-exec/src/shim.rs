@@ -78,7 +78,8 @@ pub(crate) unsafe fn enter(
         match probe.mode {
             Containment::PidNamespace => namespace(probe.user_namespace, exec),
             Containment::Subreaper => subreaper(parent),
-            Containment::ProcessGroup => Ok(()),
+            // A job object is never probed on Linux (`Containment::PLATFORM`).
+            Containment::JobObject | Containment::ProcessGroup => Ok(()),
         }
     }
 }

@@ -10,8 +10,18 @@ use std::mem::MaybeUninit;
 
 use crate::outcome::Status;
 
+/// Asks every process in group `pgid` to stop (SIGTERM); the caller gives it a grace.
+pub(crate) fn terminate(pgid: i32) {
+    signal(pgid, libc::SIGTERM);
+}
+
+/// Kills every process in group `pgid` (SIGKILL).
+pub(crate) fn kill(pgid: i32) {
+    signal(pgid, libc::SIGKILL);
+}
+
 /// Sends `signal` to every process in group `pgid`; a group that is already gone is fine.
-pub(crate) fn signal(pgid: i32, signal: libc::c_int) {
+fn signal(pgid: i32, signal: libc::c_int) {
     // A group id of 0 or 1 would mean "our own group" or "every process": never.
     if pgid <= 1 {
         return;
