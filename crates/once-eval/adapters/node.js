@@ -1,5 +1,7 @@
 // The Node.js side of a `once` evaluator. `once` runs this with `node -e` and talks to it over
 // file descriptor 3 (a socket pair): one JSON request per line in, one JSON reply per line out.
+// Where a descriptor cannot be inherited (Windows), ONCE_EVAL_CHANNEL names a loopback port and a
+// token instead: the adapter connects, proves itself with the token, and removes the variable.
 // Evaluated code runs in one persistent `vm` context; `process.stdout.write` and
 // `process.stderr.write` are swapped for per-evaluation buffers while it runs, so nothing it
 // prints can corrupt the protocol. Before each reply a marker goes to file descriptor 1, so
@@ -168,7 +170,21 @@ async function evaluate(request) {
   return reply;
 }
 
-const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+// The private channel: descriptor 3, or the loopback port ONCE_EVAL_CHANNEL names.
+function connect() {
+  const address = process.env.ONCE_EVAL_CHANNEL;
+  if (address === undefined) {
+    return new net.Socket({ fd: 3, readable: true, writable: true });
+  }
+  delete process.env.ONCE_EVAL_CHANNEL;
+  const [port, token] = address.split(' ');
+  const socket = net.connect({ port: Number(port), host: '127.0.0.1' });
+  socket.setNoDelay(true);
+  socket.write(token + '\n');
+  return socket;
+}
+
+const channel = connect();
 let buffered = '';
 let queue = Promise.resolve();
 channel.setEncoding('utf8');

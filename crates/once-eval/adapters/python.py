@@ -1,5 +1,7 @@
 # The Python side of a `once` evaluator. `once` runs this with `python3 -c` and talks to it over
 # file descriptor 3 (a socket pair): one JSON request per line in, one JSON reply per line out.
+# Where a descriptor cannot be inherited (Windows), ONCE_EVAL_CHANNEL names a loopback port and a
+# token instead: the adapter connects, proves itself with the token, and removes the variable.
 # Evaluated code never sees that descriptor through sys.stdout or sys.stderr, which are swapped
 # for per-evaluation buffers, so nothing it prints can corrupt the protocol. Before each reply a
 # marker goes to file descriptor 1, so `once` can cut output written straight to the descriptors
@@ -183,8 +185,20 @@ def evaluate(request, namespace, progress):
     return reply, out, err
 
 
+def connect():
+    """The private channel: descriptor 3, or the loopback port ONCE_EVAL_CHANNEL names."""
+    address = os.environ.pop("ONCE_EVAL_CHANNEL", None)
+    if address is None:
+        return socket.socket(fileno=3)
+    port, token = address.split(" ", 1)
+    channel = socket.create_connection(("127.0.0.1", int(port)))
+    channel.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    channel.sendall(token.encode("ascii") + b"\n")
+    return channel
+
+
 def main():
-    channel = socket.socket(fileno=3)
+    channel = connect()
     requests = channel.makefile("rb")
     signal.signal(signal.SIGINT, on_interrupt)
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}

@@ -4,8 +4,13 @@
 //! the group may only be signalled while its leader is unreaped. [`Group::take`] removes the id
 //! under the same lock that [`Group::signal`] reads it under, and the owner reaps only after
 //! taking it: this module must never let a signal reach a group whose leader was reaped.
+//!
+//! On Windows the group is the leader's job (`once_exec::spawn_contained`), which its table
+//! keeps until [`once_exec::wait_group_gone`] releases it; there is no interrupt there.
 
+#[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::mem::MaybeUninit;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -19,8 +24,38 @@ impl Group {
         *self.lock() = Some(pgid);
     }
 
+    /// Sends SIGINT to the group, as a terminal's Ctrl-C would: the interpreter raises in the
+    /// evaluated code, and the subprocesses it waits on stop too.
+    #[cfg(unix)]
+    pub(crate) fn interrupt(&self) {
+        self.signal(libc::SIGINT);
+    }
+
+    /// Nothing reaches the interpreter on Windows: a console Ctrl-C or Ctrl-Break goes only to
+    /// processes that share `once`'s console, and an evaluator runs without one. The
+    /// evaluation's grace then runs out and the evaluator is killed, its state lost.
+    #[cfg(windows)]
+    pub(crate) fn interrupt(&self) {
+        tracing::debug!("no interrupt on Windows; the evaluator is killed after the grace");
+    }
+
+    /// Kills every process of the group, if one is live; the owner still reaps the leader.
+    #[cfg(unix)]
+    pub(crate) fn kill(&self) {
+        self.signal(libc::SIGKILL);
+    }
+
+    /// Terminates the job, if one is live; the owner still waits for the leader.
+    #[cfg(windows)]
+    pub(crate) fn kill(&self) {
+        if let Some(pid) = *self.lock() {
+            once_exec::Containment::current().kill(pid);
+        }
+    }
+
     /// Sends `signal` to the group, if one is live.
-    pub(crate) fn signal(&self, signal: libc::c_int) {
+    #[cfg(unix)]
+    fn signal(&self, signal: libc::c_int) {
         if let Some(pgid) = *self.lock() {
             kill_group(pgid, signal);
         }
@@ -40,6 +75,7 @@ impl Group {
     }
 }
 
+#[cfg(unix)]
 fn kill_group(pgid: i32, signal: libc::c_int) {
     // 0 and 1 would mean our own group or every process: never.
     if pgid <= 1 {
@@ -56,6 +92,7 @@ fn kill_group(pgid: i32, signal: libc::c_int) {
 }
 
 /// Whether `pid` (our unreaped child) has exited, without reaping it.
+#[cfg(unix)]
 pub(crate) fn has_exited(pid: i32) -> bool {
     let Ok(id) = libc::id_t::try_from(pid) else {
         return true;

@@ -4,8 +4,9 @@
 //! evaluator outlives the request that started it (in `once serve`, the connection thread that
 //! asked for it ends when the client disconnects), so forking on the caller's thread would kill
 //! the evaluator with it. Forking here instead ties every evaluator's death signal to the life
-//! of its [`Evaluators`](crate::Evaluators): the thread ends only when they are dropped. This
-//! module must never do anything but spawn: a slow spawn here delays every other target's.
+//! of its [`Evaluators`](crate::Evaluators): the thread ends only when they are dropped. (On
+//! Windows a job, not a thread, holds the evaluator: the same thread spawns it into the job.)
+//! This module must never do anything but spawn: a slow spawn here delays every other target's.
 
 use std::io;
 use std::process::{Child, Command};
@@ -29,7 +30,7 @@ impl Launcher {
             .name("evaluator launcher".into())
             .spawn(move || {
                 for (mut command, reply) in queue {
-                    let _ = reply.send(command.spawn());
+                    let _ = reply.send(spawn(&mut command));
                 }
             })
             .map_err(|source| Error::Thread {
@@ -52,4 +53,15 @@ impl Launcher {
             .map_err(|_| gone())?;
         answer.recv().map_err(|_| gone())?
     }
+}
+
+#[cfg(unix)]
+fn spawn(command: &mut Command) -> io::Result<Child> {
+    command.spawn()
+}
+
+/// Into a job of its own: the Windows containment, as `pre_exec` is on Unix.
+#[cfg(windows)]
+fn spawn(command: &mut Command) -> io::Result<Child> {
+    once_exec::spawn_contained(command)
 }

@@ -13,7 +13,8 @@
 //!
 //! For Python and Node.js the evaluator is a small adapter program embedded in this crate
 //! (`adapters/`), run with `python3 -c` or `node -e` as the leader of a new process group.
-//! Requests and replies are JSON lines on a socket pair at file descriptor 3; the code's prints
+//! Requests and replies are JSON lines on a socket pair at file descriptor 3 (on Windows, which
+//! cannot pass it, a loopback connection the adapter opens with a secret token); the code's prints
 //! are captured per evaluation inside the adapter, and whatever reaches descriptors 1 and 2
 //! anyway (a subprocess's output) is cut per evaluation at a marker the adapter writes before
 //! each reply. Processes are forked from one launcher thread, because the death signal that
@@ -52,6 +53,11 @@
 //! A process that leaves the evaluator's group (`setsid`) escapes its group signals. An nREPL
 //! server is not ours: when it ignores an interrupt, `once` can only close its session and open
 //! another; the code may go on running in the server.
+//!
+//! On Windows an evaluator runs in a job object (`once_exec::spawn_contained`): nothing it starts
+//! outlives it or `once`. No interrupt reaches the interpreter there (it has no console to send
+//! a Ctrl-C to), so a deadline or a cancel kills the evaluator after its grace, and its state is
+//! lost.
 
 mod error;
 mod evaluation;
@@ -60,6 +66,8 @@ mod event;
 mod group;
 mod interrupt;
 mod launcher;
+#[cfg(any(windows, test))]
+mod loopback;
 mod nrepl;
 mod process;
 mod reply;

@@ -1,48 +1,46 @@
 //! One live adapter process (Python or Node.js): how it is started, how it is talked to, how it
 //! ends.
 //!
-//! The process leads its own group, with stdin from `/dev/null`, descriptors 1 and 2 on one
-//! pipe (drained by [`Stray`]), and descriptor 3 one end of a socket pair: the private channel
-//! of the protocol, which evaluated code never writes to by accident. Between `fork` and `exec`
-//! the child clears its signal mask (the binary blocks its stop signals in every thread), sets
-//! SIGINT and SIGPIPE back to their defaults (an ignored SIGINT survives `exec`, and Python then
-//! never turns it into `KeyboardInterrupt`), asks for SIGKILL when the launcher thread dies, and
-//! enters the containment of `once_exec` (a PID namespace of its own where the kernel allows),
-//! so nothing the evaluated code starts outlives the evaluator, even a `setsid`'d process or a
-//! SIGKILL of `once`. A reader thread turns reply lines into [`Event`]s. This module must never reap the leader
-//! before taking its group (see `group.rs`), nor run code between `fork` and `exec` that is not
-//! async-signal-safe.
+//! The process leads its own group, with stdin from the null device, descriptors 1 and 2 on one
+//! pipe (drained by [`Stray`]), and a private channel for the protocol, which evaluated code
+//! never writes to by accident: on Unix descriptor 3, one end of a socket pair (see `unix.rs`),
+//! on Windows a loopback connection the adapter opens (see `windows.rs`). Either way it starts
+//! in the containment of `once_exec`, so nothing the evaluated code starts outlives the
+//! evaluator. A reader thread turns reply lines into [`Event`]s. This module must never reap the
+//! leader before taking its group (see `group.rs`).
 
 use std::io::{self, BufRead, BufReader, Write};
-use std::mem::MaybeUninit;
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::thread;
 
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as platform;
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as platform;
+
 use crate::event::Event;
-use crate::group::{self, Group};
+use crate::group::Group;
 use crate::launcher::Launcher;
 use crate::reply;
 use crate::spec::{EvaluatorSpec, Language, OUTPUT_CAP};
 use crate::stray::Stray;
 
-const PYTHON_ADAPTER: &str = include_str!("../adapters/python.py");
-const NODE_ADAPTER: &str = include_str!("../adapters/node.js");
+pub(crate) const PYTHON_ADAPTER: &str = include_str!("../adapters/python.py");
+pub(crate) const NODE_ADAPTER: &str = include_str!("../adapters/node.js");
 
 /// How long an ended evaluator's group may take to finish dying.
 const GONE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The descriptor the adapters read requests from and write replies to.
-const CHANNEL_FD: libc::c_int = 3;
-
 #[derive(Debug)]
 pub(crate) struct AdapterProcess {
     child: Child,
-    channel: UnixStream,
+    channel: platform::Channel,
     pub(crate) stray: Arc<Stray>,
     pub(crate) group: Arc<Group>,
 }
@@ -61,9 +59,8 @@ impl AdapterProcess {
             Language::Node => ("-e", NODE_ADAPTER),
             Language::Nrepl => return Err(io::Error::other("nREPL has no adapter process")),
         };
-        let (ours, theirs) = UnixStream::pair()?;
         let (stray_reader, stray_writer) = io::pipe()?;
-        let mut command = Command::new("/bin/sh");
+        let mut command = Command::new(platform::SHELL);
         // `exec` through the shell so `command` may be shell words (`uv run python`) while the
         // interpreter itself, not a shell, leads the group and receives the interrupts.
         command
@@ -79,18 +76,7 @@ impl AdapterProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::from(stray_writer.try_clone()?))
             .stderr(Stdio::from(stray_writer));
-        let channel_fd = theirs.as_raw_fd();
-        // Probed before the fork: a forked child may not probe.
-        once_exec::Containment::current();
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: `prepare_child` only makes async-signal-safe calls and touches no shared memory.
-        unsafe {
-            command.pre_exec(move || prepare_child(parent, channel_fd));
-        }
-        let child = launcher.spawn(command)?;
-        // The child has its own copies; ours would keep the pipe and the socket open forever.
-        drop(theirs);
+        let (child, ours) = platform::start(launcher, command, spec)?;
         let pid = child_pid(&child)?;
         group.set(pid);
         let stray = Arc::new(Stray::new(OUTPUT_CAP));
@@ -124,15 +110,14 @@ impl AdapterProcess {
             .write_all(&reply::request(id, code, OUTPUT_CAP))
     }
 
-    /// Sends SIGINT to the group, as a terminal's Ctrl-C would: the interpreter raises in the
-    /// evaluated code, and the subprocesses it waits on stop too.
+    /// Interrupts the evaluated code as a terminal's Ctrl-C would (see [`Group::interrupt`]).
     pub(crate) fn interrupt(&self) {
-        self.group.signal(libc::SIGINT);
+        self.group.interrupt();
     }
 
     /// Whether the process has exited (killed from outside, crashed), without reaping it.
     pub(crate) fn has_exited(&self) -> bool {
-        child_pid(&self.child).map_or(true, group::has_exited)
+        platform::has_exited(&self.child)
     }
 
     /// Kills the group and reaps the leader; says how the leader ended.
@@ -171,24 +156,16 @@ fn child_pid(child: &Child) -> io::Result<i32> {
 
 /// How an evaluator process ended, in words that follow "the evaluator …".
 pub(crate) fn describe_exit(status: Option<ExitStatus>) -> String {
-    match status.map(|status| (status.code(), status.signal())) {
-        Some((Some(code), _)) => format!("exited with status {code}"),
-        Some((None, Some(signal))) => {
-            let name = match signal {
-                libc::SIGKILL => " (SIGKILL)",
-                libc::SIGTERM => " (SIGTERM)",
-                libc::SIGINT => " (SIGINT)",
-                libc::SIGSEGV => " (SIGSEGV)",
-                libc::SIGABRT => " (SIGABRT)",
-                _ => "",
-            };
-            format!("was killed by signal {signal}{name}")
-        }
-        _ => "ended".into(),
+    match status {
+        Some(status) => match status.code() {
+            Some(code) => format!("exited with status {code}"),
+            None => platform::describe_signal(status).unwrap_or_else(|| "ended".into()),
+        },
+        None => "ended".into(),
     }
 }
 
-fn read_replies(channel: UnixStream, generation: u64, events: Sender<Event>) {
+fn read_replies(channel: platform::Channel, generation: u64, events: Sender<Event>) {
     let mut lines = BufReader::new(channel);
     let mut line = String::new();
     loop {
@@ -225,46 +202,4 @@ fn read_replies(channel: UnixStream, generation: u64, events: Sender<Event>) {
         }
     }
     let _ = events.send(Event::Closed { generation });
-}
-
-/// Runs in the child between `fork` and `exec`.
-fn prepare_child(parent: libc::pid_t, channel_fd: libc::c_int) -> io::Result<()> {
-    // SAFETY: every call below is async-signal-safe and only passes pointers to this stack frame.
-    unsafe {
-        if libc::setpgid(0, 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut empty = MaybeUninit::<libc::sigset_t>::zeroed();
-        libc::sigemptyset(empty.as_mut_ptr());
-        if libc::sigprocmask(libc::SIG_SETMASK, empty.as_ptr(), std::ptr::null_mut()) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        for signal in [libc::SIGPIPE, libc::SIGINT] {
-            if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        if channel_fd == CHANNEL_FD {
-            // dup2 onto itself would keep close-on-exec set.
-            let flags = libc::fcntl(CHANNEL_FD, libc::F_GETFD);
-            if flags < 0 || libc::fcntl(CHANNEL_FD, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
-                return Err(io::Error::last_os_error());
-            }
-        } else if libc::dup2(channel_fd, CHANNEL_FD) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // Only Linux has a death signal; elsewhere a SIGKILL of `once` leaves the evaluator.
-        #[cfg(target_os = "linux")]
-        {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The launcher may have died between fork and prctl; then no death signal would come.
-            if libc::getppid() != parent {
-                libc::_exit(127);
-            }
-        }
-        // Last: the shims it forks keep descriptor 3 and the signal state out of their own way.
-        once_exec::enter_containment(parent)
-    }
 }

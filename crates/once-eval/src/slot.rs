@@ -391,7 +391,7 @@ impl Slot {
     /// Ends the evaluator, if any; the next evaluation starts a fresh one. An evaluation in
     /// flight is not waited for: its process is killed at once and it reports `died`.
     pub(crate) fn reset(&self) -> bool {
-        self.group.signal(libc::SIGKILL);
+        self.group.kill();
         let mut state = self.lock();
         self.drain(&mut state);
         let was_live = state.live.is_some();
@@ -404,7 +404,7 @@ impl Slot {
     /// any, wakes on `Stop` and returns); `finish_stop` then ends what is left.
     pub(crate) fn begin_stop(&self) {
         let _ = self.events.send(Event::Stop);
-        self.group.signal(libc::SIGKILL);
+        self.group.kill();
     }
 
     pub(crate) fn finish_stop(&self) {

@@ -7,6 +7,11 @@
 //! a build cannot depend on a variable nobody named. This module must never add, change or remove
 //! a variable of its own accord: what a command gets is what the caller has, filtered in strict
 //! mode, plus what the manifest declares.
+//!
+//! On Windows, variable names ignore case (`Path` is `PATH`), so strict mode and the declared
+//! variables compare them that way there, and the base adds the few names a Windows program
+//! cannot start without (`SYSTEMROOT`, `TEMP`, ...).
+
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 
@@ -73,6 +78,34 @@ pub const BASE_ENV: &[&str] = &[
     "SSH_AUTH_SOCK",
 ];
 
+/// On Windows only, passed through with [`BASE_ENV`]: without these a Windows program cannot
+/// find the system (`SYSTEMROOT`: Python, for one, cannot even seed its hashes), its temporary
+/// folder or the user's folders.
+#[cfg(windows)]
+const WINDOWS_BASE_ENV: &[&str] = &[
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+];
+
+/// The names of this platform's base environment.
+fn base_names() -> impl Iterator<Item = &'static str> {
+    let names = BASE_ENV.iter();
+    #[cfg(windows)]
+    let names = names.chain(WINDOWS_BASE_ENV);
+    names.copied()
+}
+
 /// How a command's environment is built from `once`'s own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum EnvMode {
@@ -89,8 +122,18 @@ impl EnvMode {
     pub fn passes(&self, name: &OsStr) -> bool {
         match self {
             EnvMode::Loose => true,
+            #[cfg(unix)]
             EnvMode::Strict { pass } => name.to_str().is_some_and(|name| {
                 BASE_ENV.contains(&name) || pass.iter().any(|glob| env_glob_matches(glob, name))
+            }),
+            // Windows names are the same whatever their case: `Path` is `PATH`.
+            #[cfg(windows)]
+            EnvMode::Strict { pass } => name.to_str().is_some_and(|name| {
+                let name = name.to_ascii_uppercase();
+                base_names().any(|base| base == name)
+                    || pass
+                        .iter()
+                        .any(|glob| env_glob_matches(&glob.to_ascii_uppercase(), &name))
             }),
         }
     }
@@ -126,16 +169,16 @@ pub fn env_glob_matches(glob: &str, name: &str) -> bool {
     glob[g..].iter().all(|&c| c == b'*')
 }
 
-/// The base variables that are set in this process, as a command will receive them.
+/// The base variables that are set in this process, as a command will receive them (on Windows
+/// with its own few besides [`BASE_ENV`], under their upper-case names).
 ///
 /// A cache key should include this map: it is exactly what is passed. A value that is not UTF-8
 /// is left out here and in the child alike, so the two never disagree.
 pub fn base_env() -> BTreeMap<String, String> {
-    BASE_ENV
-        .iter()
+    base_names()
         .filter_map(|name| {
             let value = std::env::var_os(name)?.into_string().ok()?;
-            Some(((*name).to_owned(), value))
+            Some((name.to_owned(), value))
         })
         .collect()
 }
@@ -149,6 +192,14 @@ pub fn command_env(
     let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
         .filter(|(name, _)| mode.passes(name))
         .collect();
+    // Windows names ignore case: an inherited `Path` must not outlive a declared `PATH`.
+    #[cfg(windows)]
+    env.retain(|name, _| {
+        !declared.keys().any(|declared| {
+            name.to_str()
+                .is_some_and(|name| name.eq_ignore_ascii_case(declared))
+        })
+    });
     env.extend(
         declared
             .iter()

@@ -56,6 +56,14 @@
 //! group, so everything above (SIGTERM to the group, grace, a hard kill, reaping the leader)
 //! works unchanged; the hard kill goes through [`Containment::kill`].
 //!
+//! On Windows the same state machine runs over a Job Object instead of a process group (see
+//! `job.rs`): `sh -c COMMAND` (the POSIX `sh` on `PATH`, as Git for Windows installs it) starts
+//! suspended, enters a job of its own that kills everything in it when `once` closes it or dies,
+//! and only then runs. The group calls become job calls (`group/windows.rs`): the stop before the
+//! grace is already a hard stop (`TerminateJobObject`), since Windows has no SIGTERM for console
+//! programs; "the group is gone" means the job counts no active process; the leader's handle,
+//! not a zombie, keeps its pid from being reused; a run closes its job when it ends.
+//!
 //! # Limits
 //!
 //! In process-group mode, a process that leaves the group (`setsid`, `setpgid`, a daemon that
@@ -63,6 +71,9 @@
 //! reaches only the shell. In every mode, if a process outside the group keeps a pipe open, the
 //! run stops waiting for that pipe after a bound and returns without it. In subreaper mode a
 //! SIGKILL of the shim itself (not of `once`) leaves its orphans to the machine's init.
+//! On Windows a command gets no chance to clean up when it is stopped, and where the system
+//! refuses to put it in a job (before Windows 8, a process already in a job could not join
+//! another) it fails to start rather than run uncontained.
 
 mod cancel;
 mod capture;
