@@ -62,9 +62,13 @@ fn stop_set() -> io::Result<libc::sigset_t> {
     }
 }
 
+/// What a stop runs, given the signal's number.
+#[cfg(windows)]
+type StopAction = Box<dyn FnOnce(i32) + Send>;
+
 /// The stop action, until the first console event takes it.
 #[cfg(windows)]
-static STOP: std::sync::Mutex<Option<Box<dyn FnOnce(i32) + Send>>> = std::sync::Mutex::new(None);
+static STOP: std::sync::Mutex<Option<StopAction>> = std::sync::Mutex::new(None);
 
 /// Registers the console handler that runs `on_signal` at the first Ctrl-C, Ctrl-Break or close
 /// of the console.

@@ -293,12 +293,19 @@ fn make_private(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Options for a file only its owner may read (mode 0600 on Unix; Windows has no modes).
+/// Options for a file only its owner may read: mode 0600.
+#[cfg(unix)]
 fn private_file() -> OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
     let mut options = OpenOptions::new();
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.mode(0o600);
     options
+}
+
+/// Options for a new file, which Windows gives the access rules of its folder: it has no modes.
+#[cfg(windows)]
+fn private_file() -> OpenOptions {
+    OpenOptions::new()
 }
 
 fn read_entry(path: &Path) -> Option<Entry> {
