@@ -402,11 +402,15 @@ pub const PATH_MAX: usize = 4096;
 /// (29 bytes) and a change set's `.once-stage-<id>-<N>` (41 bytes), rounded up.
 pub const STAGE_ROOM: usize = 48;
 
-/// One component: never empty, `.`, `..`, a reserved name or anything with a `/` (or, on
-/// Windows, a `\\`), so an operation on a [`Folder`] stays in that folder whatever its caller
-/// passes. A NUL byte is refused by the primitive that converts the name.
+/// One component: never empty, `.`, `..`, a reserved name or anything with a `/` (nor, on
+/// Windows, what Windows reads as more than a name: `\\`, `:`, a device), so an operation on a
+/// [`Folder`] stays in that folder whatever its caller passes. A NUL byte is refused by the
+/// primitive that converts the name.
 fn checked(name: &str) -> io::Result<&str> {
-    let separator = name.contains('/') || (cfg!(windows) && name.contains('\\'));
+    #[cfg(windows)]
+    let separator = name.contains('/') || crate::path::windows_meaning(name).is_some();
+    #[cfg(not(windows))]
+    let separator = name.contains('/');
     if name.is_empty() || name == "." || name == ".." || separator || is_reserved(name) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -293,16 +293,20 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
 }
 
 /// What Windows reads `part` (one `/`-separated name) as, when that is more than a file's name:
-/// `\` separates folders, `:` names a drive (`C:x`) or a file's stream (`a:b`), and the device
-/// names (`CON`, `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`) stand for devices in any
-/// folder and with any extension (`nul.txt` is `NUL`).
+/// `\` separates folders, `:` names a drive (`C:x`) or a file's stream (`a:b`), a name of dots
+/// and spaces alone loses them all (`...` is the folder itself), and the device names (`CON`,
+/// `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`) stand for devices in any folder and with
+/// any extension (`nul.txt` is `NUL`).
 #[cfg(any(windows, test))]
-fn windows_meaning(part: &str) -> Option<&'static str> {
+pub(crate) fn windows_meaning(part: &str) -> Option<&'static str> {
     if part.contains('\\') {
         return Some("a folder separator");
     }
     if part.contains(':') {
         return Some("a drive or a stream");
+    }
+    if part.trim_end_matches(['.', ' ']).is_empty() {
+        return Some("the folder itself or its parent");
     }
     let stem = part.split('.').next().unwrap_or(part).trim_end_matches(' ');
     let device = ["CON", "PRN", "AUX", "NUL"]
@@ -376,6 +380,9 @@ mod tests {
             ("Com1", "a device"),
             ("lpt9.tar.gz", "a device"),
             ("COM0", "a device"),
+            ("...", "the folder itself or its parent"),
+            (". .", "the folder itself or its parent"),
+            (".. ", "the folder itself or its parent"),
         ] {
             assert_eq!(windows_meaning(name), Some(meaning), "{name}");
         }
@@ -387,6 +394,8 @@ mod tests {
             "a.nul",
             "aux-notes",
             "x.con",
+            ".git",
+            "a.",
         ] {
             assert_eq!(windows_meaning(name), None, "{name}");
         }
