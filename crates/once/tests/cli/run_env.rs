@@ -268,9 +268,13 @@ persistent = true
 fn no_code_of_ours_changes_the_environment_it_was_given() {
     // A variable set or removed in our own process (or dropped for a child) is a switch the user
     // set that a tool no longer sees: `RUSTUP_AUTO_INSTALL=0` dropped once let rustup replace a
-    // toolchain. Only the two places that build a child's environment from a mode may clear it.
+    // toolchain. Only the places that build a child's environment from a mode may clear it.
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let may_clear = ["once-exec/src/spawn.rs", "once-eval/src/process.rs"];
+    let may_clear = [
+        "once-exec/src/spawn/unix.rs",
+        "once-exec/src/spawn/windows.rs",
+        "once-eval/src/process.rs",
+    ];
     let mut stack = vec![crates.to_path_buf()];
     let mut files = 0;
     while let Some(dir) = stack.pop() {
