@@ -118,6 +118,7 @@ impl Registry {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+
     /// Removes the files of dead sessions (and half-written ones of dead writers); returns how
     /// many went. A file this version cannot read is kept while its pid lives.
     pub fn reap(&self, _lock: &Lock) -> Result<usize> {
