@@ -6,7 +6,8 @@
 //! before the journal is removed). Rolling back passes `unstage:N` (before removing the N-th
 //! staging file). A test names one or more points, each with what happens there: `fail` (the step
 //! returns an error, as a full disk would) or `kill` (the process sends itself SIGKILL, so nothing
-//! is cleaned up, exactly as if it were killed from outside at that instant). A fault given to a
+//! is cleaned up, exactly as if it were killed from outside at that instant; on Windows it
+//! aborts, which runs no destructor either). A fault given to a
 //! recovery too stands for a failure that does not go away.
 //!
 //! Integration tests reach it through the environment variable [`FAULT_ENV`]
@@ -71,11 +72,24 @@ impl Fault {
             return Ok(());
         };
         if *kill {
-            // SAFETY: sending a signal to ourselves has no memory effects.
-            unsafe {
-                libc::kill(libc::getpid(), libc::SIGKILL);
-            }
+            die();
         }
         Err(io::Error::other(format!("injected fault at `{name}`")))
     }
+}
+
+/// Ends the process at once, with nothing cleaned up.
+#[cfg(unix)]
+fn die() {
+    // SAFETY: sending a signal to ourselves has no memory effects.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+}
+
+/// Ends the process at once, with nothing cleaned up: no destructor runs and no buffer is
+/// flushed, as with a kill from outside.
+#[cfg(windows)]
+fn die() {
+    std::process::abort();
 }

@@ -121,8 +121,18 @@ pub fn create_dirs(dir: &Path) -> io::Result<Vec<PathBuf>> {
 }
 
 /// Flushes a folder, making the names created, renamed or removed in it durable.
+#[cfg(unix)]
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// Does nothing on Windows, which documents `FlushFileBuffers` for files and volumes, not for a
+/// folder's names (and opens no folder with plain `File::open`). NTFS journals its names, so a
+/// rename is whole after a crash, but one made just before the crash may be lost.
+#[cfg(windows)]
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    let _ = dir;
+    Ok(())
 }
 
 fn parent(path: &Path) -> &Path {
@@ -159,21 +169,58 @@ pub fn is_abandoned_temp(dir: &Path, name: &str) -> bool {
     let Some(pid) = temp_owner(name) else {
         return false;
     };
+    process_is_gone(pid)
+        && fs::symlink_metadata(dir.join(name))
+            .and_then(|meta| meta.modified())
+            .is_ok_and(|modified| modified.elapsed().is_ok_and(|age| age > ABANDONED_AFTER))
+}
+
+/// Whether no process `pid` runs: only a definite "no such process" counts, so a process we may
+/// not signal is alive.
+#[cfg(unix)]
+fn process_is_gone(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
     // SAFETY: kill with signal 0 only asks whether the process exists; it sends nothing.
-    let gone = unsafe { libc::kill(pid, 0) } == -1
-        && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-    gone && fs::symlink_metadata(dir.join(name))
-        .and_then(|meta| meta.modified())
-        .is_ok_and(|modified| modified.elapsed().is_ok_and(|age| age > ABANDONED_AFTER))
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Whether no process `pid` runs: `OpenProcess` refuses a pid that names no process
+/// (`ERROR_INVALID_PARAMETER`), and a process that has ended but whose object someone still holds
+/// answers an exit code other than `STILL_ACTIVE`. Anything else (access denied included) is
+/// alive. A process that ended with the code 259, `STILL_ACTIVE`'s value, passes for alive,
+/// which only keeps its staging file.
+#[cfg(windows)]
+fn process_is_gone(pid: u32) -> bool {
+    use windows_sys::Win32::Foundation::{
+        CloseHandle, ERROR_INVALID_PARAMETER, GetLastError, STILL_ACTIVE,
+    };
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    // SAFETY: plain calls with a pid and no pointers; the handle is checked before use.
+    let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if handle.is_null() {
+        // SAFETY: reads the calling thread's last error, set by the call above.
+        return unsafe { GetLastError() } == ERROR_INVALID_PARAMETER;
+    }
+    let mut code = 0u32;
+    // SAFETY: a valid process handle and a pointer to a live `u32`.
+    let asked = unsafe { GetExitCodeProcess(handle, &mut code) } != 0;
+    // SAFETY: the handle OpenProcess returned, closed once.
+    unsafe { CloseHandle(handle) };
+    asked && code != STILL_ACTIVE as u32
 }
 
 /// The pid in a name of [`temp_path`]'s shape, `.NAME.PID.XXXXXXXX.tmp`.
-fn temp_owner(name: &str) -> Option<libc::pid_t> {
+fn temp_owner(name: &str) -> Option<u32> {
     let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
     let (rest, random) = rest.rsplit_once('.')?;
     let (_, pid) = rest.rsplit_once('.')?;
     let valid = random.len() == 8 && random.bytes().all(|b| b.is_ascii_hexdigit());
-    let pid = pid.parse::<libc::pid_t>().ok().filter(|&pid| pid > 0)?;
+    let pid = pid.parse::<u32>().ok().filter(|&pid| pid > 0)?;
     valid.then_some(pid)
 }
 
@@ -214,7 +261,7 @@ mod tests {
         assert!(!is_abandoned_temp(&dir, "20250101-000000-00000000.md"));
         let staged = temp_path(&dir.join("e.md"));
         let name = staged.file_name().unwrap().to_str().unwrap();
-        assert_eq!(temp_owner(name), Some(std::process::id() as libc::pid_t));
+        assert_eq!(temp_owner(name), Some(std::process::id()));
         fs::remove_dir_all(dir).unwrap();
     }
 

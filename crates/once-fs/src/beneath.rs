@@ -1,28 +1,44 @@
 //! Writing beneath a workspace root, checked at the moment of writing: the one way `once` writes a
 //! file for a person (change sets, examples, restored outputs).
 //!
-//! Theory of operation. A [`Root`] is the workspace root opened as a directory descriptor. A path
-//! under it is never handed to the kernel whole: the walk opens one component at a time with
-//! `openat(folder, name, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)`, so a symbolic link anywhere on the
-//! way makes that very call fail (`ELOOP`, or `ENOTDIR` for a link to a file), whatever happened
-//! to the tree a moment before. A missing folder is made with `mkdirat` relative to its parent's
-//! descriptor and then opened the same way. The last operation (create with `O_CREAT | O_EXCL |
-//! O_NOFOLLOW`, `renameat`, `linkat`, `unlinkat`) is relative to the last folder's descriptor, so
-//! it acts in the folder the walk checked, even if that folder is renamed meanwhile; there is no
-//! window between a check and a use. No component may be `.git` or `.once`, at any depth: git's
+//! Theory of operation. A [`Root`] is the workspace root, opened. A path under it is never
+//! handed to the operating system whole: the walk opens one component at a time and refuses a
+//! symbolic link anywhere on the way. No component may be `.git` or `.once`, at any depth: git's
 //! folder (of the workspace or of a nested repository) runs code from its config and hooks, and
-//! `.once/` is our own state. Names are compared byte for byte, which is exact on Linux's usual
-//! case-sensitive file systems; on a case-insensitive one `.GIT` would reach git's folder.
+//! `.once/` is our own state. The primitives are per platform, behind one `Dir` type:
+//!
+//! - Unix (`beneath/unix.rs`): the root is a directory descriptor, and each component is opened
+//!   with `openat(folder, name, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)`, so a symbolic link
+//!   anywhere on the way makes that very call fail (`ELOOP`, or `ENOTDIR` for a link to a file),
+//!   whatever happened to the tree a moment before. A missing folder is made with `mkdirat`
+//!   relative to its parent's descriptor and then opened the same way. The last operation (create
+//!   with `O_CREAT | O_EXCL | O_NOFOLLOW`, `renameat`, `linkat`, `unlinkat`) is relative to the
+//!   last folder's descriptor, so it acts in the folder the walk checked, even if that folder is
+//!   renamed meanwhile; there is no window between a check and a use. Names are compared byte for
+//!   byte, which is exact on Linux's usual case-sensitive file systems; on a case-insensitive one
+//!   `.GIT` would reach git's folder.
+//! - Windows (`beneath/windows.rs`): there is no `openat`, so a folder is held as its path; each
+//!   component is looked at without following it and refused if it is any reparse point
+//!   (symbolic link, junction, mount point), then named by path. This is not race-free: a folder
+//!   swapped for a junction between that look and the call that uses it redirects the call. The
+//!   reserved names are compared as Windows compares names (`is_reserved`).
 //!
 //! Must never follow a symbolic link, never act on a path outside the folder it walked to, and
 //! never write anything its caller did not name.
 
-use std::ffi::{CStr, CString};
+#[cfg(unix)]
+mod unix;
+#[cfg(windows)]
+mod windows;
+
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+#[cfg(unix)]
+use unix::{Dir, is_link_error};
+#[cfg(windows)]
+use windows::{Dir, is_link_error};
 
 use crate::path::{PathError, WorkspacePath};
 
@@ -32,14 +48,14 @@ pub const RESERVED: [&str; 2] = [".git", ".once"];
 /// The workspace root, open as a directory.
 #[derive(Debug)]
 pub struct Root {
-    fd: OwnedFd,
+    dir: Dir,
     path: PathBuf,
 }
 
 /// A folder beneath a [`Root`], reached without following any link.
 #[derive(Debug)]
 pub struct Folder {
-    fd: OwnedFd,
+    dir: Dir,
     /// Relative to the root, for messages; empty for the root itself.
     shown: String,
 }
@@ -61,16 +77,8 @@ impl Root {
     /// Opens the folder at `path` (which may itself be reached through links: the root is the
     /// caller's choice, only what is beneath it is checked).
     pub fn open(path: &Path) -> io::Result<Root> {
-        let c = c_path(path.as_os_str().as_bytes())?;
-        // SAFETY: a valid C string; the result is checked before use.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
         Ok(Root {
-            fd: owned(fd)?,
+            dir: Dir::open_root(path)?,
             path: path.to_path_buf(),
         })
     }
@@ -113,7 +121,7 @@ impl Root {
     /// The root's own folder.
     pub fn top(&self) -> io::Result<Folder> {
         Ok(Folder {
-            fd: self.fd.try_clone()?,
+            dir: self.dir.try_clone()?,
             shown: String::new(),
         })
     }
@@ -148,7 +156,7 @@ impl Root {
     /// enough for every other tool to open (`PATH_MAX`, its NUL included), counting the file's
     /// name as at least [`STAGE_ROOM`] bytes, so that a file staged beside it fits too.
     fn check(&self, path: &WorkspacePath) -> Result<(), PathError> {
-        if let Some(part) = path.parts().iter().find(|p| RESERVED.contains(&p.as_str())) {
+        if let Some(part) = path.parts().iter().find(|p| is_reserved(p)) {
             return Err(PathError::Reserved {
                 path: path.to_string(),
                 part: part.clone(),
@@ -179,10 +187,9 @@ impl Root {
         let mut made = Vec::new();
         for (index, part) in path.parts()[..depth].iter().enumerate() {
             let here = || path.prefix(index + 1);
-            let name = c_path(part.as_bytes()).map_err(io_at(self, path))?;
-            let opened = match open_dir(&current.fd, &name) {
+            let opened = match current.dir.open_dir(part) {
                 Err(error) if create && error.kind() == io::ErrorKind::NotFound => {
-                    match mkdir(&current.fd, &name) {
+                    match current.dir.make_dir(part) {
                         Ok(()) => {
                             current.sync().map_err(io_at(self, path))?;
                             made.push(here());
@@ -192,12 +199,12 @@ impl Root {
                         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
                         Err(error) => return Err(io_at(self, &here())(error)),
                     }
-                    open_dir(&current.fd, &name)
+                    current.dir.open_dir(part)
                 }
                 other => other,
             };
-            let fd = match opened {
-                Ok(fd) => fd,
+            let dir = match opened {
+                Ok(dir) => dir,
                 Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
                 Err(error) if is_link_error(&error) => {
                     return Err(match current.kind(part) {
@@ -214,7 +221,7 @@ impl Root {
                 Err(error) => return Err(io_at(self, &here())(error)),
             };
             current = Folder {
-                fd,
+                dir,
                 shown: here().to_string(),
             };
         }
@@ -230,47 +237,13 @@ impl Folder {
 
     /// What `name` is, without following it; `None` when nothing is there.
     pub fn kind(&self, name: &str) -> io::Result<Option<Kind>> {
-        let c = c_name(name)?;
-        // SAFETY: `stat` is plain data; zeroed is a valid value to be overwritten.
-        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid descriptor and C string, and a pointer to a live `stat`.
-        let rc = unsafe {
-            libc::fstatat(
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                &mut stat,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if rc != 0 {
-            let error = io::Error::last_os_error();
-            return if error.kind() == io::ErrorKind::NotFound {
-                Ok(None)
-            } else {
-                Err(error)
-            };
-        }
-        Ok(Some(match stat.st_mode & libc::S_IFMT {
-            libc::S_IFREG => Kind::File(u64::try_from(stat.st_size).unwrap_or(0)),
-            libc::S_IFDIR => Kind::Folder,
-            libc::S_IFLNK => Kind::Link,
-            _ => Kind::Other,
-        }))
+        self.dir.kind(checked(name)?)
     }
 
-    /// Opens the regular file `name` for reading, refusing a link (`ELOOP`) and anything that is
-    /// not a regular file (opened non-blocking, so a pipe cannot hang us).
+    /// Opens the regular file `name` for reading, refusing a link and anything that is not a
+    /// regular file (on Unix opened non-blocking, so a pipe cannot hang us).
     pub fn open(&self, name: &str) -> io::Result<File> {
-        let c = c_name(name)?;
-        // SAFETY: a valid descriptor and C string; the result is checked before use.
-        let fd = unsafe {
-            libc::openat(
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
-        let file = File::from(owned(fd)?);
+        let file = self.dir.open_file(checked(name)?)?;
         if !file.metadata()?.is_file() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -288,19 +261,9 @@ impl Folder {
     }
 
     /// Creates the file `name`, which must not exist (not even as a dangling link), with the
-    /// permission bits `mode` (less the umask), open for writing.
+    /// permission bits `mode` (less the umask; Windows has none), open for writing.
     pub fn create(&self, name: &str, mode: u32) -> io::Result<File> {
-        let c = c_name(name)?;
-        // SAFETY: a valid descriptor and C string; the result is checked before use.
-        let fd = unsafe {
-            libc::openat(
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                mode as libc::c_uint,
-            )
-        };
-        Ok(File::from(owned(fd)?))
+        self.dir.create(checked(name)?, mode)
     }
 
     /// Writes `bytes` to the new file `name` and flushes it to disk; fails if `name` exists.
@@ -332,38 +295,28 @@ impl Folder {
     /// Renames `from` to `to`, both in this folder, replacing `to` (a link named `to` is
     /// replaced, never followed).
     pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        let (from, to) = (c_name(from)?, c_name(to)?);
-        let fd = self.fd.as_raw_fd();
-        // SAFETY: a valid descriptor and C strings.
-        check(unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) })
+        self.dir.rename(checked(from)?, checked(to)?)
     }
 
     /// Gives the file `from` the second name `to` in this folder; fails if `to` exists.
     pub fn link(&self, from: &str, to: &str) -> io::Result<()> {
-        let (from, to) = (c_name(from)?, c_name(to)?);
-        let fd = self.fd.as_raw_fd();
-        // SAFETY: a valid descriptor and C strings; flags 0 never follow `from` if it is a link.
-        check(unsafe { libc::linkat(fd, from.as_ptr(), fd, to.as_ptr(), 0) })
+        self.dir.link(checked(from)?, checked(to)?)
     }
 
     /// Removes the name `name` (a link is removed, not followed).
     pub fn remove_file(&self, name: &str) -> io::Result<()> {
-        let c = c_name(name)?;
-        // SAFETY: a valid descriptor and C string.
-        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) })
+        self.dir.remove_file(checked(name)?)
     }
 
     /// Removes the empty folder `name`.
     pub fn remove_dir(&self, name: &str) -> io::Result<()> {
-        let c = c_name(name)?;
-        // SAFETY: a valid descriptor and C string.
-        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) })
+        self.dir.remove_dir(checked(name)?)
     }
 
-    /// Flushes the folder, making the names created, renamed or removed in it durable.
+    /// Flushes the folder, making the names created, renamed or removed in it durable (Windows
+    /// has no such flush: see `beneath/windows.rs`).
     pub fn sync(&self) -> io::Result<()> {
-        // SAFETY: a valid descriptor.
-        check(unsafe { libc::fsync(self.fd.as_raw_fd()) })
+        self.dir.sync()
     }
 }
 
@@ -384,8 +337,12 @@ pub fn state_dir(dir: &Path) -> Result<(), PathError> {
         });
     };
     let root: PathBuf = parts[..at].iter().collect();
-    let relative: PathBuf = parts[at..].iter().collect();
-    let path = WorkspacePath::parse(&relative.to_string_lossy())?;
+    // Joined with `/` whatever the platform's separator: a workspace path's own.
+    let relative: Vec<_> = parts[at..]
+        .iter()
+        .map(|part| part.as_os_str().to_string_lossy())
+        .collect();
+    let path = WorkspacePath::parse(&relative.join("/"))?;
     // The root is the caller's choice, like `Root::open`'s: made if missing, not checked.
     let opened = std::fs::create_dir_all(&root)
         .and_then(|()| Root::open(&root))
@@ -445,64 +402,47 @@ pub const PATH_MAX: usize = 4096;
 /// (29 bytes) and a change set's `.once-stage-<id>-<N>` (41 bytes), rounded up.
 pub const STAGE_ROOM: usize = 48;
 
-fn open_dir(parent: &OwnedFd, name: &CStr) -> io::Result<OwnedFd> {
-    // SAFETY: a valid descriptor and C string; the result is checked before use.
-    let fd = unsafe {
-        libc::openat(
-            parent.as_raw_fd(),
-            name.as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    owned(fd)
-}
-
-fn mkdir(parent: &OwnedFd, name: &CStr) -> io::Result<()> {
-    // SAFETY: a valid descriptor and C string.
-    check(unsafe { libc::mkdirat(parent.as_raw_fd(), name.as_ptr(), 0o777) })
-}
-
-/// `O_NOFOLLOW` on a link fails with `ELOOP`; `O_DIRECTORY` on a link to a file, or on a file,
-/// with `ENOTDIR`.
-fn is_link_error(error: &io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
-}
-
-fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn check(rc: libc::c_int) -> io::Result<()> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-fn c_path(bytes: &[u8]) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte"))
-}
-
-/// One component: never empty, `.`, `..`, a reserved name or anything with a `/`, so an
-/// operation on a [`Folder`] stays in that folder whatever its caller passes.
-fn c_name(name: &str) -> io::Result<CString> {
-    if name.is_empty()
-        || name == "."
-        || name == ".."
-        || name.contains('/')
-        || RESERVED.contains(&name)
-    {
+/// One component: never empty, `.`, `..`, a reserved name or anything with a `/` (nor, on
+/// Windows, what Windows reads as more than a name: `\\`, `:`, a device), so an operation on a
+/// [`Folder`] stays in that folder whatever its caller passes. A NUL byte is refused by the
+/// primitive that converts the name.
+fn checked(name: &str) -> io::Result<&str> {
+    #[cfg(windows)]
+    let separator = name.contains('/') || crate::path::windows_meaning(name).is_some();
+    #[cfg(not(windows))]
+    let separator = name.contains('/');
+    if name.is_empty() || name == "." || name == ".." || separator || is_reserved(name) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("`{name}` is not a name once may write"),
         ));
     }
-    c_path(name.as_bytes())
+    Ok(name)
+}
+
+/// Whether `name` is one of [`RESERVED`], as the platform's file systems compare names.
+#[cfg(not(windows))]
+pub(crate) fn is_reserved(name: &str) -> bool {
+    RESERVED.contains(&name)
+}
+
+/// Whether `name` is one of [`RESERVED`], as the platform's file systems compare names.
+#[cfg(windows)]
+pub(crate) fn is_reserved(name: &str) -> bool {
+    reserved_on_windows(name)
+}
+
+/// Whether Windows would open one of [`RESERVED`] for `name`: it ignores case and trailing dots
+/// and spaces (`.GIT.` is `.git`), and answers to 8.3 short names, which for these folders are
+/// `GIT~1` and `ONCE~1` (a `~2` appears only when another name in the folder took `~1` first,
+/// which this check does not try to foresee).
+#[cfg(any(windows, test))]
+fn reserved_on_windows(name: &str) -> bool {
+    let name = name.trim_end_matches(['.', ' ']);
+    RESERVED
+        .iter()
+        .chain(&["git~1", "once~1"])
+        .any(|reserved| name.eq_ignore_ascii_case(reserved))
 }
 
 fn io_at(root: &Root, path: &WorkspacePath) -> impl FnOnce(io::Error) -> PathError {
@@ -574,6 +514,26 @@ mod tests {
         ));
         assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
         assert!(!dir.join("a").exists(), "a refused walk made a folder");
+    }
+
+    #[test]
+    fn on_windows_reserved_names_fold_case_trailing_dots_and_short_names() {
+        for name in [
+            ".git", ".GIT", ".Git.", ".git ", ".git. .", "GIT~1", "git~1", ".ONCE", "ONCE~1.",
+        ] {
+            assert!(reserved_on_windows(name), "{name}");
+        }
+        for name in [
+            "git",
+            ".gitignore",
+            ".github",
+            ".once-x",
+            "a.git",
+            "..git",
+            ".g it",
+        ] {
+            assert!(!reserved_on_windows(name), "{name}");
+        }
     }
 
     #[test]

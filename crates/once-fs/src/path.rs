@@ -2,7 +2,8 @@
 //!
 //! A [`WorkspacePath`] is checked by its text when parsed: relative, `/`-separated, no `..`
 //! component, no NUL byte, no component longer than a file name can be (255 bytes); `.` and empty
-//! components are dropped, so `./web/` is `web`. What it leads to on disk is checked only at the
+//! components are dropped, so `./web/` is `web`. On Windows a name also may not hold what Windows
+//! reads as structure (`\`, `:`) or be a device (`NUL`, `COM1`, ...). What it leads to on disk is checked only at the
 //! moment of use, relative to directory descriptors ([`Root`](crate::Root)), because a check made
 //! earlier proves nothing about the tree a moment later. [`open_inside`] is the one door for files
 //! that are only read (project memory's linked files): it opens, then checks where the opened
@@ -15,7 +16,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::beneath::RESERVED;
+use crate::beneath::is_reserved;
 
 /// The longest file name (one component) Linux file systems take, in bytes.
 pub const NAME_MAX: usize = 255;
@@ -73,6 +74,17 @@ pub enum PathError {
         path: String,
         /// The reserved component.
         part: String,
+    },
+    /// A name Windows reads as more than a file's name: a folder separator, a drive or a
+    /// stream, or a device.
+    #[error("`{path}` has the name `{part}`, which Windows reads as {meaning}, not as a file")]
+    NotPortable {
+        /// The path given.
+        path: String,
+        /// The name.
+        part: String,
+        /// What Windows reads it as.
+        meaning: &'static str,
     },
     /// Part of the path is a symbolic link: once writes only through real folders.
     #[error(
@@ -138,7 +150,17 @@ impl WorkspacePath {
                         limit: NAME_MAX,
                     });
                 }
-                _ => parts.push(part.to_string()),
+                _ => {
+                    #[cfg(windows)]
+                    if let Some(meaning) = windows_meaning(part) {
+                        return Err(PathError::NotPortable {
+                            path: path(),
+                            part: part.to_string(),
+                            meaning,
+                        });
+                    }
+                    parts.push(part.to_string());
+                }
             }
         }
         if parts.is_empty() {
@@ -173,7 +195,7 @@ impl WorkspacePath {
     pub fn reserved(&self) -> Option<&str> {
         self.parts
             .iter()
-            .find(|p| RESERVED.contains(&p.as_str()))
+            .find(|p| is_reserved(p))
             .map(String::as_str)
     }
 
@@ -214,7 +236,12 @@ pub fn open_inside(root: &Path, relative: &str) -> Result<File, PathError> {
         move |source| PathError::Io { path: at, source }
     };
     let canonical_root = root.canonicalize().map_err(io_error(root))?;
-    let full = canonical_root.join(path.to_string());
+    // Name by name: on Windows the canonical root is a `\\?\` path, in which `/` separates
+    // nothing.
+    let full = path
+        .parts()
+        .iter()
+        .fold(canonical_root.clone(), |full, part| full.join(part));
     #[cfg(not(target_os = "linux"))]
     let before = full.canonicalize().map_err(io_error(&full))?;
     let file = open_nonblocking(&full).map_err(io_error(&full))?;
@@ -229,7 +256,7 @@ pub fn open_inside(root: &Path, relative: &str) -> Result<File, PathError> {
     let inside = real.strip_prefix(&canonical_root).is_ok_and(|rest| {
         !rest
             .components()
-            .any(|c| RESERVED.iter().any(|r| c.as_os_str() == *r))
+            .any(|c| c.as_os_str().to_str().is_some_and(is_reserved))
     });
     if !inside {
         return Err(PathError::Escapes {
@@ -248,12 +275,50 @@ pub fn open_inside(root: &Path, relative: &str) -> Result<File, PathError> {
 }
 
 /// Opens for reading without blocking on a pipe or a device that waits for a writer.
+#[cfg(unix)]
 fn open_nonblocking(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
+}
+
+/// Opens for reading. Windows has no FIFO in a folder to block on (its pipes live under
+/// `\\.\pipe\`, which a path beneath the root cannot reach), and devices are refused by name
+/// when the path is parsed.
+#[cfg(windows)]
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    File::open(path)
+}
+
+/// What Windows reads `part` (one `/`-separated name) as, when that is more than a file's name:
+/// `\` separates folders, `:` names a drive (`C:x`) or a file's stream (`a:b`), a name of dots
+/// and spaces alone loses them all (`...` is the folder itself), and the device names (`CON`,
+/// `PRN`, `AUX`, `NUL`, `COM0`–`COM9`, `LPT0`–`LPT9`) stand for devices in any folder and with
+/// any extension (`nul.txt` is `NUL`).
+#[cfg(any(windows, test))]
+pub(crate) fn windows_meaning(part: &str) -> Option<&'static str> {
+    if part.contains('\\') {
+        return Some("a folder separator");
+    }
+    if part.contains(':') {
+        return Some("a drive or a stream");
+    }
+    if part.trim_end_matches(['.', ' ']).is_empty() {
+        return Some("the folder itself or its parent");
+    }
+    let stem = part.split('.').next().unwrap_or(part).trim_end_matches(' ');
+    let device = ["CON", "PRN", "AUX", "NUL"]
+        .iter()
+        .any(|name| stem.eq_ignore_ascii_case(name))
+        || ["COM", "LPT"].iter().any(|prefix| {
+            stem.len() == 4
+                && stem.is_char_boundary(3)
+                && stem[..3].eq_ignore_ascii_case(prefix)
+                && stem.as_bytes()[3].is_ascii_digit()
+        });
+    device.then_some("a device")
 }
 
 #[cfg(test)]
@@ -299,6 +364,40 @@ mod tests {
     impl Drop for Scratch {
         fn drop(&mut self) {
             let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn on_windows_names_that_are_structure_or_devices_are_refused() {
+        for (name, meaning) in [
+            ("a\\b", "a folder separator"),
+            ("..\\..\\x", "a folder separator"),
+            ("C:", "a drive or a stream"),
+            ("file.txt:hidden", "a drive or a stream"),
+            ("nul", "a device"),
+            ("NUL.txt", "a device"),
+            ("con .log", "a device"),
+            ("Com1", "a device"),
+            ("lpt9.tar.gz", "a device"),
+            ("COM0", "a device"),
+            ("...", "the folder itself or its parent"),
+            (". .", "the folder itself or its parent"),
+            (".. ", "the folder itself or its parent"),
+        ] {
+            assert_eq!(windows_meaning(name), Some(meaning), "{name}");
+        }
+        for name in [
+            "console",
+            "nullable",
+            "com10",
+            "lpt",
+            "a.nul",
+            "aux-notes",
+            "x.con",
+            ".git",
+            "a.",
+        ] {
+            assert_eq!(windows_meaning(name), None, "{name}");
         }
     }
 

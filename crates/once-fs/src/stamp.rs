@@ -8,12 +8,17 @@
 //! The status-change time (`ctime`) matters because no user tool can set it back, unlike `mtime`.
 //! This module never reads file contents.
 //!
+//! On Windows, std gives no inode and no status-change time (both are unstable there), so a stamp
+//! is the size, the last-write time and the creation time (in the status-change slot). It misses
+//! what those miss: a same-size rewrite whose last-write time is then set back (copy tools that
+//! keep times do this), and a file replaced by another of the same size and times (Windows carries
+//! a deleted file's creation time over to a file made under its name within 15 s).
+//!
 //! A stamp is also stored between processes (see [`Stamp::to_bytes`]), so a run can skip hashing
 //! a file whose stamp it recorded earlier; only a stamp that was not racy when taken proves
 //! anything.
 
 use std::fs::Metadata;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -39,8 +44,12 @@ pub struct Stamp {
 impl Stamp {
     /// The stamp of `metadata`, taken just before the file's bytes were read at `read_at`.
     pub fn new(metadata: &Metadata, read_at: SystemTime) -> Stamp {
-        let ctime = (metadata.ctime(), metadata.ctime_nsec());
-        let mtime = (metadata.mtime(), metadata.mtime_nsec());
+        let Fields {
+            dev,
+            ino,
+            mtime,
+            ctime,
+        } = Fields::of(metadata);
         let newest = ctime.max(mtime);
         let window_start = read_at
             .checked_sub(RACY_WINDOW)
@@ -53,8 +62,8 @@ impl Stamp {
             });
         Stamp {
             len: metadata.len(),
-            dev: metadata.dev(),
-            ino: metadata.ino(),
+            dev,
+            ino,
             mtime,
             ctime,
             racy: newest >= window_start,
@@ -123,6 +132,50 @@ impl Stamp {
     }
 }
 
+/// The parts of a stamp that the platform reports differently.
+struct Fields {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Fields {
+    #[cfg(unix)]
+    fn of(metadata: &Metadata) -> Fields {
+        use std::os::unix::fs::MetadataExt;
+        Fields {
+            dev: metadata.dev(),
+            ino: metadata.ino(),
+            mtime: (metadata.mtime(), metadata.mtime_nsec()),
+            ctime: (metadata.ctime(), metadata.ctime_nsec()),
+        }
+    }
+
+    /// No identity (0 for both) and the creation time where Unix has the status-change time.
+    #[cfg(windows)]
+    fn of(metadata: &Metadata) -> Fields {
+        use std::os::windows::fs::MetadataExt;
+        Fields {
+            dev: 0,
+            ino: 0,
+            mtime: unix_time(metadata.last_write_time()),
+            ctime: unix_time(metadata.creation_time()),
+        }
+    }
+}
+
+/// A Windows `FILETIME` (100 ns ticks since 1601) as seconds and nanoseconds since 1970, the
+/// shape Unix gives, so that the racy window compares the same way.
+#[cfg(any(windows, test))]
+fn unix_time(ticks: u64) -> (i64, i64) {
+    const TICKS_PER_SECOND: u64 = 10_000_000;
+    const SECONDS_1601_TO_1970: i64 = 11_644_473_600;
+    let seconds = i64::try_from(ticks / TICKS_PER_SECOND).unwrap_or(i64::MAX);
+    let nanos = ((ticks % TICKS_PER_SECOND) * 100) as i64;
+    (seconds - SECONDS_1601_TO_1970, nanos)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +225,14 @@ mod tests {
             let stamp = Stamp::new(&metadata, read_at);
             assert_eq!(Stamp::from_bytes(&stamp.to_bytes()), stamp);
         }
+    }
+
+    #[test]
+    fn windows_file_times_count_from_the_unix_epoch() {
+        const EPOCH: u64 = 116_444_736_000_000_000;
+        assert_eq!(unix_time(EPOCH), (0, 0));
+        assert_eq!(unix_time(EPOCH + 15_000_001), (1, 500_000_100));
+        assert_eq!(unix_time(0), (-11_644_473_600, 0));
     }
 
     #[test]

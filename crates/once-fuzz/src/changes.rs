@@ -18,7 +18,6 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use once_changes::{Action, ChangeDraft, ChangeStore, Draft, Proposal};
@@ -260,14 +259,32 @@ fn setup() -> Scratch {
         fs::write(root.join("old.txt"), "old\n")?;
         fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n")?;
         fs::write(root.join(".once/memory/x.md"), "+++\n")?;
-        symlink("../outside", root.join("link-out"))?;
-        symlink("src", root.join("link-in"))?;
-        symlink("old.txt", root.join("file-link"))?;
-        symlink("nowhere", root.join("dangling"))?;
+        symlink("../outside", &root.join("link-out"), true)?;
+        symlink("src", &root.join("link-in"), true)?;
+        symlink("old.txt", &root.join("file-link"), false)?;
+        symlink("nowhere", &root.join("dangling"), false)?;
         Ok(())
     })();
     made.unwrap_or_else(|e| panic!("cannot set up `{}`: {e}", base.display()));
     scratch
+}
+
+/// A symbolic link at `link` to `target`, which is a folder when `folder` says so.
+#[cfg(unix)]
+fn symlink(target: &str, link: &Path, folder: bool) -> std::io::Result<()> {
+    let _ = folder;
+    std::os::unix::fs::symlink(target, link)
+}
+
+/// A symbolic link at `link` to `target`: Windows makes a folder's link and a file's differently
+/// (and only for a user allowed to make links, such as in Developer Mode).
+#[cfg(windows)]
+fn symlink(target: &str, link: &Path, folder: bool) -> std::io::Result<()> {
+    if folder {
+        std::os::windows::fs::symlink_dir(target, link)
+    } else {
+        std::os::windows::fs::symlink_file(target, link)
+    }
 }
 
 #[cfg(test)]

@@ -25,12 +25,15 @@
 //! filters, broken files, counts or a rebuild need it. Bodies are not in it at all: the rows of
 //! a page read their own files for snippets.
 //!
+//! On Windows, std gives no inode: the stamp there is the last-write time and the size, so a file
+//! replaced by another of the same size and write time is taken from the cache (a person's edit
+//! moves the write time; a tool that copies times over can hide one).
+//!
 //! Must never be needed for correctness: a missing, corrupt or foreign cache is rebuilt silently.
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fs;
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, mpsc};
 
@@ -62,13 +65,53 @@ struct Stamp {
 }
 
 impl Stamp {
+    #[cfg(unix)]
     fn of(meta: &fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
         Stamp {
             mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
             size: meta.size(),
             inode: meta.ino(),
         }
     }
+
+    /// The last-write time (100 ns ticks since 1601) in nanoseconds since 1970, and no inode.
+    #[cfg(windows)]
+    fn of(meta: &fs::Metadata) -> Stamp {
+        use std::os::windows::fs::MetadataExt;
+        const TICKS_1601_TO_1970: i64 = 116_444_736_000_000_000;
+        let ticks = i64::try_from(meta.last_write_time()).unwrap_or(i64::MAX);
+        Stamp {
+            mtime_ns: (ticks - TICKS_1601_TO_1970).saturating_mul(100),
+            size: meta.file_size(),
+            inode: 0,
+        }
+    }
+}
+
+/// Fills `buffer` from `file` at `offset`, without moving a cursor other readers depend on.
+#[cfg(unix)]
+fn read_exact_at(file: &fs::File, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buffer, offset)
+}
+
+/// Fills `buffer` from `file` at `offset`. `seek_read` may read less than asked and moves the
+/// cursor, which no reader here uses: every read names its offset.
+#[cfg(windows)]
+fn read_exact_at(file: &fs::File, mut buffer: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buffer.is_empty() {
+        match file.seek_read(buffer, offset) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buffer = &mut buffer[n..];
+                offset += n as u64;
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }
 
 /// Every file of the memory folder, newest first (by file name, descending), as the encoded
@@ -179,10 +222,10 @@ impl Corpus {
     fn read(path: &Path) -> Option<Corpus> {
         let file = fs::File::open(path).ok()?;
         let mut header = vec![0; HEADER];
-        file.read_exact_at(&mut header, 0).ok()?;
+        read_exact_at(&file, &mut header, 0).ok()?;
         let layout = Corpus::layout(&header, None)?;
         let mut head = vec![0; layout.posting_blob];
-        file.read_exact_at(&mut head, 0).ok()?;
+        read_exact_at(&file, &mut head, 0).ok()?;
         if file.metadata().ok()?.len() != layout.end as u64 {
             return None;
         }
@@ -310,8 +353,7 @@ impl Corpus {
             .get_or_init(|| {
                 let file = self.file.as_ref()?;
                 let mut tail = vec![0; self.end - self.posting_blob];
-                file.read_exact_at(&mut tail, self.posting_blob as u64)
-                    .ok()?;
+                read_exact_at(file, &mut tail, self.posting_blob as u64).ok()?;
                 self.check_tail(&tail).then_some(tail)
             })
             .as_deref()
@@ -482,8 +524,7 @@ impl Corpus {
             (Some(Some(tail)), _) => tail.get(start..end).unwrap_or_default(),
             (None, Some(file)) => {
                 let mut buffer = vec![0; end.saturating_sub(start)];
-                read = file
-                    .read_exact_at(&mut buffer, (self.posting_blob + start) as u64)
+                read = read_exact_at(file, &mut buffer, (self.posting_blob + start) as u64)
                     .map(|()| buffer)
                     .unwrap_or_default();
                 &read

@@ -24,7 +24,6 @@
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -235,7 +234,7 @@ impl Cache {
         let target = dir
             .strip_prefix(&self.workspace)
             .ok()
-            .and_then(Path::to_str)
+            .and_then(slashed)
             .ok_or_else(|| Error::Io {
                 path: dir.to_path_buf(),
                 source: io::Error::other("the target's folder is not inside the workspace"),
@@ -278,7 +277,11 @@ impl Cache {
                     ));
                 }
                 // The umask may have cleared bits the output had.
-                to.set_permissions(fs::Permissions::from_mode(mode))?;
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    to.set_permissions(fs::Permissions::from_mode(mode))?;
+                }
                 folder.rename(&temp, relative.name())
             });
             if let Err(error) = copied {
@@ -306,9 +309,7 @@ impl Cache {
         for relative in output_files(action, dir, outputs)? {
             let path = dir.join(&relative);
             let (digest, size) = self.store_object(&path)?;
-            let executable = fs::metadata(&path)
-                .map(|m| m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false);
+            let executable = fs::metadata(&path).is_ok_and(|m| has_exec_bit(&m));
             files.push(OutputFile {
                 path: relative,
                 digest,
@@ -526,12 +527,35 @@ fn output_files(action: &str, dir: &Path, outputs: &[String]) -> Result<Vec<Stri
         .filter_map(Result::ok)
         .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
         .filter_map(|entry| {
-            let relative = entry.path().strip_prefix(dir).ok()?.to_str()?.to_owned();
+            let relative = slashed(entry.path().strip_prefix(dir).ok()?)?;
             set.is_match(&relative).then_some(relative)
         })
         .collect();
     files.sort_unstable();
     Ok(files)
+}
+
+/// A relative path as text with `/` between its names, as the cache records it and
+/// `WorkspacePath` reads it, whatever the platform's separator; `None` when it is not UTF-8.
+fn slashed(relative: &Path) -> Option<String> {
+    let names: Option<Vec<&str>> = relative.iter().map(|name| name.to_str()).collect();
+    Some(names?.join("/"))
+}
+
+/// Whether a file has an executable bit. Windows has none: no output is recorded as executable
+/// there, and an output restored there gets no mode.
+#[cfg(unix)]
+pub(crate) fn has_exec_bit(metadata: &fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    metadata.permissions().mode() & 0o111 != 0
+}
+
+/// Whether a file has an executable bit. Windows has none: no output is recorded as executable
+/// there, and an output restored there gets no mode.
+#[cfg(windows)]
+pub(crate) fn has_exec_bit(metadata: &fs::Metadata) -> bool {
+    let _ = metadata;
+    false
 }
 
 /// The output globs of `action` as one set.
@@ -549,4 +573,29 @@ pub(crate) fn output_globs(action: &str, outputs: &[String]) -> Result<GlobSet, 
         glob: outputs.join(", "),
         message: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relative_path_is_recorded_with_slashes_between_its_names() {
+        assert_eq!(
+            slashed(Path::new("web/dist/app.js")).as_deref(),
+            Some("web/dist/app.js")
+        );
+        assert_eq!(slashed(Path::new("")).as_deref(), Some(""));
+        #[cfg(windows)]
+        assert_eq!(
+            slashed(Path::new(r"web\dist\app.js")).as_deref(),
+            Some("web/dist/app.js")
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let name = std::ffi::OsStr::from_bytes(b"web/\xff.js");
+            assert_eq!(slashed(Path::new(name)), None);
+        }
+    }
 }

@@ -14,7 +14,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::fs::Metadata;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -387,7 +386,7 @@ impl<'a> Describer<'a> {
             rooted,
             Entry {
                 digest,
-                executable: metadata.permissions().mode() & 0o111 != 0,
+                executable: crate::cache::has_exec_bit(metadata),
                 path,
             },
         ))

@@ -11,8 +11,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -117,7 +115,7 @@ pub(crate) fn hidden(step: &Step, name: &str) -> bool {
 pub(crate) fn secret_hash(value: &OsStr) -> blake3::Hash {
     let mut hasher = blake3::Hasher::new();
     hasher.update(b"once secret\0");
-    hasher.update(value.as_bytes());
+    hasher.update(value.as_encoded_bytes());
     hasher.finalize()
 }
 
@@ -181,19 +179,19 @@ impl Environ {
             if hidden(step, &name) {
                 field(secret_hash(&value).as_bytes());
             } else {
-                field(value.as_bytes());
+                field(value.as_encoded_bytes());
             }
         }
         let (program, path) = self.identity(step, hashes, buffer);
         field(b"program");
         match program {
             Program::Found { path, digest } => {
-                field(path.as_os_str().as_bytes());
+                field(path.as_os_str().as_encoded_bytes());
                 field(digest.as_bytes());
             }
             Program::Path => {
                 field(b"PATH");
-                field(path.as_bytes());
+                field(path.as_encoded_bytes());
             }
         }
     }
@@ -327,24 +325,43 @@ fn first_program(command: &str) -> Option<&str> {
 }
 
 /// Where the shell finds `word`: itself when it holds a `/` (relative to `dir`), else the first
-/// executable regular file named so in a `PATH` folder (an empty entry is `dir`).
+/// executable regular file named so in a `PATH` folder (an empty entry is `dir`). On Windows the
+/// name is also tried with `.exe`, as the shell tries it there.
 fn resolve(word: &str, path: &OsStr, dir: &Path) -> Option<PathBuf> {
-    let executable = |candidate: &Path| {
-        fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    let found = |base: PathBuf| {
+        NAME_SUFFIXES.iter().find_map(|suffix| {
+            let mut candidate = base.clone().into_os_string();
+            candidate.push(suffix);
+            let candidate = PathBuf::from(candidate);
+            runnable(&candidate).then_some(candidate)
+        })
     };
     if word.contains('/') {
-        let candidate = dir.join(word);
-        return executable(&candidate).then_some(candidate);
+        return found(dir.join(word));
     }
-    std::env::split_paths(path)
-        .map(|folder| {
-            if folder.as_os_str().is_empty() {
-                dir.join(word)
-            } else {
-                dir.join(folder).join(word)
-            }
+    std::env::split_paths(path).find_map(|folder| {
+        found(if folder.as_os_str().is_empty() {
+            dir.join(word)
+        } else {
+            dir.join(folder).join(word)
         })
-        .find(|candidate| executable(candidate))
+    })
+}
+
+/// What the shell appends to a program's name when it looks for it.
+const NAME_SUFFIXES: &[&str] = if cfg!(windows) { &["", ".exe"] } else { &[""] };
+
+/// Whether the shell would start the file at `candidate`: a regular file with an executable bit.
+#[cfg(unix)]
+fn runnable(candidate: &Path) -> bool {
+    fs::metadata(candidate).is_ok_and(|m| m.is_file() && crate::cache::has_exec_bit(&m))
+}
+
+/// Whether the shell would start the file at `candidate`: Windows has no executable bit, so any
+/// regular file counts, which may take a data file for the program where the shell would look on.
+#[cfg(windows)]
+fn runnable(candidate: &Path) -> bool {
+    fs::metadata(candidate).is_ok_and(|m| m.is_file())
 }
 
 /// The content identity of the program at `path`: the digest of the file it resolves to, read

@@ -14,7 +14,6 @@
 use std::collections::HashMap;
 use std::fs::{self, Metadata};
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
@@ -177,7 +176,7 @@ fn encode(entries: &HashMap<PathBuf, (Stamp, Digests)>) -> Vec<u8> {
     let mut out = Vec::with_capacity(MAGIC.len() + entries.len() * 200 + 32);
     out.extend_from_slice(MAGIC);
     for (path, (stamp, digest)) in entries {
-        let bytes = path.as_os_str().as_bytes();
+        let bytes = path.as_os_str().as_encoded_bytes();
         let Ok(len) = u32::try_from(bytes.len()) else {
             continue;
         };
@@ -205,12 +204,29 @@ fn decode(bytes: &[u8]) -> Option<HashMap<PathBuf, (Stamp, Digests)>> {
     let mut entries = HashMap::new();
     while let Some(len) = take(4) {
         let len = u32::from_le_bytes(len.try_into().ok()?) as usize;
-        let path = PathBuf::from(std::ffi::OsStr::from_bytes(take(len)?));
+        let path = path_from(take(len)?);
         let stamp = Stamp::from_bytes(take(STAMP_BYTES)?.try_into().ok()?);
         let digest = Digests::from_bytes(take(DIGESTS_BYTES)?.try_into().ok()?)?;
-        entries.insert(path, (stamp, digest));
+        if let Some(path) = path {
+            entries.insert(path, (stamp, digest));
+        }
     }
     Some(entries)
+}
+
+/// The path whose bytes [`encode`] wrote: any bytes on Unix.
+#[cfg(unix)]
+fn path_from(bytes: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+/// The path whose bytes [`encode`] wrote, when they are UTF-8. Windows' own encoding of the rare
+/// name that is not valid Unicode cannot be trusted back from a file (std offers that only
+/// unchecked), so such an entry is dropped and its file hashed again.
+#[cfg(windows)]
+fn path_from(bytes: &[u8]) -> Option<PathBuf> {
+    std::str::from_utf8(bytes).ok().map(PathBuf::from)
 }
 
 #[cfg(test)]

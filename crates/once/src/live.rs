@@ -287,6 +287,7 @@ fn word(status: ActionStatus, cached: bool) -> &'static str {
 }
 
 /// The columns of the terminal on stderr, or 80 when it does not say.
+#[cfg(unix)]
 fn terminal_width() -> usize {
     // SAFETY: `winsize` is plain data, and TIOCGWINSZ only writes one into the value we own.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
@@ -295,6 +296,26 @@ fn terminal_width() -> usize {
         usize::from(size.ws_col)
     } else {
         80
+    }
+}
+
+/// The columns of the console window on stderr, or 80 when it does not say.
+#[cfg(windows)]
+fn terminal_width() -> usize {
+    use windows_sys::Win32::System::Console::{
+        CONSOLE_SCREEN_BUFFER_INFO, GetConsoleScreenBufferInfo, GetStdHandle, STD_ERROR_HANDLE,
+    };
+    // SAFETY: the info is plain data that the call only writes into; the handle is the process's
+    // own standard error, and a handle that is no console makes the call fail.
+    let (rc, info) = unsafe {
+        let mut info: CONSOLE_SCREEN_BUFFER_INFO = std::mem::zeroed();
+        let rc = GetConsoleScreenBufferInfo(GetStdHandle(STD_ERROR_HANDLE), &mut info);
+        (rc, info)
+    };
+    let columns = i32::from(info.srWindow.Right) - i32::from(info.srWindow.Left) + 1;
+    match usize::try_from(columns) {
+        Ok(columns) if rc != 0 && columns > 0 => columns,
+        _ => 80,
     }
 }
 

@@ -4,14 +4,24 @@
 //! private, close-on-exec duplicate of file descriptor 1 for the protocol writer and then points
 //! descriptor 1 at stderr. From then on a stray `println!`, a library that logs to stdout, or a
 //! child process that inherits descriptor 1 all land on stderr, and the only way to reach the
-//! client is the handle returned here. This module must never be used outside `once mcp`.
+//! client is the handle returned here.
+//!
+//! On Windows the same is done with handles: the standard output handle is duplicated into a
+//! private one that children do not inherit, and the process's standard output handle is set to
+//! standard error's, which is what Rust's `stdout` and every child started afterwards use. Weaker
+//! than Unix: the original handle stays open, so C code writing through the C runtime's own
+//! descriptor 1 (bound at start-up) still reaches the real stdout.
+//!
+//! This module must never be used outside `once mcp`.
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{FromRawFd, RawFd};
 
 /// Moves descriptor 1 aside and returns the only handle that still writes to the real stdout.
+#[cfg(unix)]
 pub fn take() -> io::Result<File> {
+    use std::os::fd::{FromRawFd, RawFd};
+
     // Anything Rust's own stdout buffer holds belongs before the switch.
     io::stdout().flush()?;
     // SAFETY: plain descriptor syscalls on descriptors this process owns; results are checked.
@@ -28,6 +38,53 @@ pub fn take() -> io::Result<File> {
     }
     // SAFETY: `private` is a fresh descriptor that nothing else owns; the File takes ownership.
     Ok(unsafe { File::from_raw_fd(private) })
+}
+
+/// Sets the standard output handle aside and returns the only handle that still writes to the
+/// real stdout.
+#[cfg(windows)]
+pub fn take() -> io::Result<File> {
+    use std::os::windows::io::FromRawHandle;
+    use windows_sys::Win32::Foundation::{
+        DUPLICATE_SAME_ACCESS, DuplicateHandle, HANDLE, INVALID_HANDLE_VALUE,
+    };
+    use windows_sys::Win32::System::Console::{
+        GetStdHandle, STD_ERROR_HANDLE, STD_OUTPUT_HANDLE, SetStdHandle,
+    };
+    use windows_sys::Win32::System::Threading::GetCurrentProcess;
+
+    // Anything Rust's own stdout buffer holds belongs before the switch.
+    io::stdout().flush()?;
+    let invalid = |handle: HANDLE| handle.is_null() || handle == INVALID_HANDLE_VALUE;
+    // SAFETY: reads the process's standard handles; results are checked.
+    let (stdout, stderr) = unsafe {
+        (
+            GetStdHandle(STD_OUTPUT_HANDLE),
+            GetStdHandle(STD_ERROR_HANDLE),
+        )
+    };
+    if invalid(stdout) || invalid(stderr) {
+        return Err(io::Error::other(
+            "the process has no standard output or error",
+        ));
+    }
+    let mut private: HANDLE = std::ptr::null_mut();
+    // SAFETY: duplicates a valid handle of this process into this process, not inheritable; the
+    // out-pointer is a live local.
+    let duplicated = unsafe {
+        let me = GetCurrentProcess();
+        DuplicateHandle(me, stdout, me, &mut private, 0, 0, DUPLICATE_SAME_ACCESS)
+    };
+    if duplicated == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `private` is a fresh handle that nothing else owns; the File takes ownership.
+    let file = unsafe { File::from_raw_handle(private) };
+    // SAFETY: replaces the process's standard output handle with a valid one.
+    if unsafe { SetStdHandle(STD_OUTPUT_HANDLE, stderr) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
 }
 
 #[cfg(test)]

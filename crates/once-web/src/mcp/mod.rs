@@ -27,7 +27,6 @@ mod pipe;
 mod session;
 
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -480,7 +479,9 @@ fn accepts(request: &Request, wanted: &str) -> bool {
 }
 
 /// Whether the peer closed its side (or the connection broke), without consuming anything.
+#[cfg(unix)]
 fn peer_left(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
     let mut byte = [0u8; 1];
     // SAFETY: a one-byte peek into a live buffer on a descriptor this stream owns; it neither
     // blocks (MSG_DONTWAIT) nor consumes (MSG_PEEK).
@@ -499,6 +500,48 @@ fn peer_left(stream: &TcpStream) -> bool {
             std::io::Error::last_os_error().kind(),
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
         ),
+    }
+}
+
+/// Whether the peer closed its side (or the connection broke), without consuming anything.
+/// Windows has no `MSG_DONTWAIT`: a poll with no timeout says first whether a peek can answer
+/// at once, and a hang-up or an error counts as gone without one.
+#[cfg(windows)]
+fn peer_left(stream: &TcpStream) -> bool {
+    use std::os::windows::io::AsRawSocket;
+    use windows_sys::Win32::Networking::WinSock::{
+        MSG_PEEK, POLLERR, POLLHUP, POLLNVAL, POLLRDNORM, WSAPOLLFD, WSAPoll, recv,
+    };
+    let gone_unless_busy = || {
+        !matches!(
+            std::io::Error::last_os_error().kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+        )
+    };
+    let mut poll = WSAPOLLFD {
+        fd: stream.as_raw_socket() as usize,
+        events: POLLRDNORM,
+        revents: 0,
+    };
+    // SAFETY: one live `WSAPOLLFD` naming a socket this stream owns; a zero timeout never waits.
+    let ready = unsafe { WSAPoll(&mut poll, 1, 0) };
+    if ready < 0 {
+        return gone_unless_busy();
+    }
+    if poll.revents & (POLLHUP | POLLERR | POLLNVAL) != 0 {
+        return true;
+    }
+    if ready == 0 || poll.revents & POLLRDNORM == 0 {
+        return false;
+    }
+    let mut byte = 0u8;
+    // SAFETY: a one-byte peek into a live byte on the same socket; the poll said it is readable,
+    // so it does not block, and MSG_PEEK consumes nothing.
+    let n = unsafe { recv(poll.fd, &mut byte, 1, MSG_PEEK) };
+    match n {
+        0 => true,
+        n if n > 0 => false,
+        _ => gone_unless_busy(),
     }
 }
 

@@ -211,10 +211,23 @@ fn is_transient(error: &io::Error) -> bool {
         io::ErrorKind::ConnectionAborted
             | io::ErrorKind::ConnectionReset
             | io::ErrorKind::Interrupted
-    ) || matches!(
+    ) || out_of_resources(error)
+}
+
+/// Too many open files or no memory for a socket: the next accept may succeed.
+#[cfg(unix)]
+fn out_of_resources(error: &io::Error) -> bool {
+    matches!(
         error.raw_os_error(),
         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
     )
+}
+
+/// Too many open sockets or no buffer space: the next accept may succeed.
+#[cfg(windows)]
+fn out_of_resources(error: &io::Error) -> bool {
+    use windows_sys::Win32::Networking::WinSock::{WSAEMFILE, WSAENOBUFS};
+    matches!(error.raw_os_error(), Some(WSAEMFILE | WSAENOBUFS))
 }
 
 /// How a connection got past the first line.

@@ -1,17 +1,22 @@
 //! The discovery files: how `once mcp --attach` and `once sessions` find the live sessions.
 //!
 //! Each `once serve` publishes one [`Entry`] as `<state dir>/once/mcp/<pid>.json`, where the state
-//! dir is `$XDG_STATE_HOME` (when absolute) or `~/.local/state`. The folder is 0700 and owned by
-//! us, the file 0600, written to a temporary name, synced and renamed, so a reader sees a whole
-//! entry or none. An entry is live only while a process with its pid *and* its start time
-//! (field 22 of `/proc/<pid>/stat`) exists, so a pid the kernel handed to another program is not
-//! mistaken for the session. Dead entries are reaped under the folder's lock at every start.
+//! dir is `$XDG_STATE_HOME` (when absolute) or `~/.local/state` (on Windows `%LOCALAPPDATA%`).
+//! The folder is 0700 and owned by us, the file 0600, written to a temporary name, synced and
+//! renamed, so a reader sees a whole entry or none. An entry is live only while a process with its
+//! pid *and* its start time (field 22 of `/proc/<pid>/stat`; on Windows its creation time) exists,
+//! so a pid the kernel handed to another program is not mistaken for the session. Dead entries are
+//! reaped under the folder's lock at every start.
+//!
+//! On Windows there are no modes to set or check: the folder and its tokens are as private as the
+//! access rules they inherit, which under `%LOCALAPPDATA%` give the user (and the administrators
+//! and the system) alone; nothing here checks them, so a `XDG_STATE_HOME` in a shared folder
+//! shares the tokens.
 //!
 //! This module must never publish or reap outside [`Registry::lock`], and never show a token.
 
 use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -71,27 +76,15 @@ impl Registry {
     }
 
     pub fn open_at(dir: &Path) -> Result<Registry> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
+        let mut builder = DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
             .create(dir)
             .with_context(|| format!("cannot create `{}`", dir.display()))?;
-        let metadata =
-            fs::metadata(dir).with_context(|| format!("cannot read `{}`", dir.display()))?;
-        // SAFETY: geteuid cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if metadata.uid() != me {
-            bail!(
-                "`{}` belongs to another user (uid {}); session tokens must live in a folder only you can read",
-                dir.display(),
-                metadata.uid()
-            );
-        }
-        if metadata.mode() & 0o077 != 0 {
-            // The folder existed with looser modes (made by hand, or by an older tool).
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-                .with_context(|| format!("cannot make `{}` private", dir.display()))?;
-        }
+        #[cfg(unix)]
+        make_private(dir)?;
         Ok(Registry {
             dir: dir.to_path_buf(),
         })
@@ -100,11 +93,10 @@ impl Registry {
     /// Takes the folder's lock, waiting a bounded time for another `once` to release it.
     pub fn lock(&self) -> Result<Lock> {
         let path = self.dir.join("lock");
-        let file = OpenOptions::new()
+        let file = private_file()
             .create(true)
             .truncate(false)
             .write(true)
-            .mode(0o600)
             .open(&path)
             .with_context(|| format!("cannot open `{}`", path.display()))?;
         let deadline = Instant::now() + LOCK_PATIENCE;
@@ -183,16 +175,13 @@ impl Registry {
         let mut text = serde_json::to_vec_pretty(entry).context("cannot encode the entry")?;
         text.push(b'\n');
         let write = || -> io::Result<()> {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&partial)?;
+            let mut file = private_file().write(true).create_new(true).open(&partial)?;
             file.write_all(&text)?;
             file.sync_all()?;
             fs::rename(&partial, &path)?;
-            // The rename is durable once the folder is synced.
-            File::open(&self.dir)?.sync_all()
+            // The rename is durable once the folder is synced (see `once_fs::sync_dir` for
+            // Windows).
+            once_fs::sync_dir(&self.dir)
         };
         if let Err(error) = write() {
             let _ = fs::remove_file(&partial);
@@ -283,12 +272,50 @@ impl Drop for Published {
     }
 }
 
+/// Refuses a folder another user owns, and takes group and other access away from ours (made by
+/// hand, or by an older tool, with looser modes).
+#[cfg(unix)]
+fn make_private(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let metadata = fs::metadata(dir).with_context(|| format!("cannot read `{}`", dir.display()))?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if metadata.uid() != me {
+        bail!(
+            "`{}` belongs to another user (uid {}); session tokens must live in a folder only you can read",
+            dir.display(),
+            metadata.uid()
+        );
+    }
+    if metadata.mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make `{}` private", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Options for a file only its owner may read: mode 0600.
+#[cfg(unix)]
+fn private_file() -> OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = OpenOptions::new();
+    options.mode(0o600);
+    options
+}
+
+/// Options for a new file, which Windows gives the access rules of its folder: it has no modes.
+#[cfg(windows)]
+fn private_file() -> OpenOptions {
+    OpenOptions::new()
+}
+
 fn read_entry(path: &Path) -> Option<Entry> {
     let text = fs::read(path).ok()?;
     serde_json::from_slice(&text).ok()
 }
 
 /// `$XDG_STATE_HOME`, or `~/.local/state`; the XDG spec says a relative value is to be ignored.
+#[cfg(unix)]
 pub fn state_dir() -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os("XDG_STATE_HOME").map(PathBuf::from)
         && dir.is_absolute()
@@ -299,6 +326,19 @@ pub fn state_dir() -> Result<PathBuf> {
         Some(home) if home.is_absolute() => Ok(home.join(".local").join("state")),
         _ => bail!("neither XDG_STATE_HOME nor HOME is set to an absolute path"),
     }
+}
+
+/// `$XDG_STATE_HOME` when absolute, else `%LOCALAPPDATA%`: the user's own, unroamed folder,
+/// where Windows keeps what Unix keeps in `~/.local/state`.
+#[cfg(windows)]
+pub fn state_dir() -> Result<PathBuf> {
+    ["XDG_STATE_HOME", "LOCALAPPDATA"]
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(PathBuf::from))
+        .find(|dir| dir.is_absolute())
+        .ok_or_else(|| {
+            anyhow::anyhow!("neither XDG_STATE_HOME nor LOCALAPPDATA is set to an absolute path")
+        })
 }
 
 /// The start time of process `pid` in clock ticks after boot, or `None` when there is no such
@@ -314,7 +354,7 @@ pub fn start_time(pid: u32) -> Option<u64> {
 
 /// Without `/proc` only whether `pid` lives can be told: every live process reads as started at
 /// 0, so a pid the system handed to another program passes for the session until it exits.
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 pub fn start_time(pid: u32) -> Option<u64> {
     let pid = libc::pid_t::try_from(pid).ok().filter(|pid| *pid > 0)?;
     // SAFETY: signal 0 only asks whether the process exists; nothing is sent.
@@ -323,8 +363,41 @@ pub fn start_time(pid: u32) -> Option<u64> {
     alive.then_some(0)
 }
 
+/// The creation time of process `pid` (100 ns ticks since 1601), or `None` when it has ended or
+/// this user may not ask about it: a session that runs elevated, seen from a `once` that does
+/// not, reads as gone and its file is reaped.
+#[cfg(windows)]
+pub fn start_time(pid: u32) -> Option<u64> {
+    use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, STILL_ACTIVE};
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    // SAFETY: plain call with a pid; the handle is checked before use.
+    let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if handle.is_null() {
+        return None;
+    }
+    let zero = FILETIME {
+        dwLowDateTime: 0,
+        dwHighDateTime: 0,
+    };
+    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+    let mut code = 0u32;
+    // SAFETY: a valid process handle and pointers to live locals; the handle is closed once.
+    let (timed, asked) = unsafe {
+        let timed = GetProcessTimes(handle, &mut created, &mut exited, &mut kernel, &mut user);
+        let asked = GetExitCodeProcess(handle, &mut code);
+        CloseHandle(handle);
+        (timed, asked)
+    };
+    let running = timed != 0 && asked != 0 && code == STILL_ACTIVE as u32;
+    running.then(|| u64::from(created.dwHighDateTime) << 32 | u64::from(created.dwLowDateTime))
+}
+
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::MetadataExt;
+
     use super::*;
 
     fn temp(name: &str) -> PathBuf {
