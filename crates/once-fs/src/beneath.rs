@@ -129,6 +129,15 @@ impl Root {
     /// What `path` is now, without following it; `None` when it (or a folder on the way) is
     /// missing. A link on the way is refused; a link at the end is reported as [`Kind::Link`].
     pub fn kind(&self, path: &WorkspacePath) -> Result<Option<Kind>, PathError> {
+        // One system call where the kernel can refuse links on the way itself (a no-op run
+        // asks this for every output); else, or when it meets one, the walk below.
+        #[cfg(target_os = "linux")]
+        if path.parts().len() > 1 {
+            self.check(path)?;
+            if let Some(found) = self.dir.kind_beneath(&path.to_string()) {
+                return Ok(found);
+            }
+        }
         match self.parent_of(path)? {
             Some(folder) => folder.kind(path.name()).map_err(io_at(self, path)),
             None => Ok(None),
@@ -514,6 +523,43 @@ mod tests {
         ));
         assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
         assert!(!dir.join("a").exists(), "a refused walk made a folder");
+    }
+
+    /// `kind` answers in one system call on Linux and by the walk elsewhere (or when it meets a
+    /// link); both must say the same of every path.
+    #[test]
+    fn kind_reports_what_is_there_and_refuses_links_on_the_way() {
+        let s = Scratch::new("kind");
+        let dir = s.0.join("root");
+        fs::create_dir_all(dir.join("inside/deep")).unwrap();
+        fs::write(dir.join("inside/deep/file"), "four").unwrap();
+        fs::write(s.0.join("outside/file"), "outside").unwrap();
+        symlink(s.0.join("outside"), dir.join("inside/out")).unwrap();
+        symlink("deep", dir.join("inside/near")).unwrap();
+        symlink("file", dir.join("inside/deep/alias")).unwrap();
+        symlink("../../outside/file", dir.join("inside/deep/escape")).unwrap();
+        let root = s.root();
+        let kind = |text: &str| root.kind(&path(text));
+        assert_eq!(kind("inside/deep/file").unwrap(), Some(Kind::File(4)));
+        assert_eq!(kind("inside/deep").unwrap(), Some(Kind::Folder));
+        assert_eq!(kind("inside/deep/missing").unwrap(), None);
+        assert_eq!(kind("inside/missing/file").unwrap(), None);
+        // A link at the end is reported, never followed, wherever it points.
+        assert_eq!(kind("inside/deep/alias").unwrap(), Some(Kind::Link));
+        assert_eq!(kind("inside/deep/escape").unwrap(), Some(Kind::Link));
+        assert_eq!(kind("inside/out").unwrap(), Some(Kind::Link));
+        // A link on the way is refused, inside the root or out of it.
+        for text in ["inside/out/file", "inside/near/file"] {
+            assert!(
+                matches!(kind(text), Err(PathError::Link { .. })),
+                "{text}: {:?}",
+                kind(text)
+            );
+        }
+        assert!(matches!(
+            kind("inside/.git/config"),
+            Err(PathError::Reserved { .. })
+        ));
     }
 
     #[test]

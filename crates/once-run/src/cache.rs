@@ -96,6 +96,8 @@ pub struct Cache {
     /// The folders of the cache this cache (or a clone) has made and proven free of links: each
     /// is checked once, not before every write.
     ready: Arc<Mutex<Vec<&'static str>>>,
+    /// The workspace's folder, opened by the first restore and kept for the next ones.
+    opened: Arc<Mutex<Option<Arc<Root>>>>,
 }
 
 impl Cache {
@@ -110,7 +112,19 @@ impl Cache {
             root: workspace_root.join(".once").join("cache"),
             workspace: workspace_root.to_path_buf(),
             ready: Arc::default(),
+            opened: Arc::default(),
         }
+    }
+
+    /// The workspace's folder, through which outputs are restored.
+    fn workspace_root(&self) -> io::Result<Arc<Root>> {
+        let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open) = opened.as_ref() {
+            return Ok(Arc::clone(open));
+        }
+        let open = Arc::new(Root::open(&self.workspace)?);
+        *opened = Some(Arc::clone(&open));
+        Ok(open)
     }
 
     /// The folder `name` of the cache, made (never through a link, see [`state_dir`]) the first
@@ -230,7 +244,7 @@ impl Cache {
         hashes: &FileHashes,
         buffer: &mut [u8],
     ) -> Result<(), Error> {
-        let root = Root::open(&self.workspace).map_err(Error::io(&self.workspace))?;
+        let root = self.workspace_root().map_err(Error::io(&self.workspace))?;
         let target = dir
             .strip_prefix(&self.workspace)
             .ok()

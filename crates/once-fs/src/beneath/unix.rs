@@ -86,6 +86,47 @@ impl Dir {
         }))
     }
 
+    /// The kind of what `relative` (names joined by `/`) is under this folder, found with one
+    /// `openat2` that refuses a link anywhere on the way and any step outside the folder. `None`
+    /// when the kernel cannot answer that way (no `openat2`, a seccomp filter) or the path meets
+    /// a link: the caller then walks it name by name, which says what was refused.
+    #[cfg(target_os = "linux")]
+    pub(super) fn kind_beneath(&self, relative: &str) -> Option<Option<Kind>> {
+        let c = c_path(relative.as_bytes()).ok()?;
+        // SAFETY: `open_how` is plain data; all zeroes is valid (and what unused fields need).
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+        how.resolve =
+            libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+        // SAFETY: a valid descriptor, C string and `open_how` of the size passed; the result is
+        // checked before use.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                self.0.as_raw_fd(),
+                c.as_ptr(),
+                &raw const how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        let fd = match libc::c_int::try_from(fd).map(owned) {
+            Ok(Ok(fd)) => fd,
+            Ok(Err(error)) if error.kind() == io::ErrorKind::NotFound => return Some(None),
+            _ => return None,
+        };
+        let metadata = File::from(fd).metadata().ok()?;
+        let kind = metadata.file_type();
+        Some(Some(if kind.is_file() {
+            Kind::File(metadata.len())
+        } else if kind.is_dir() {
+            Kind::Folder
+        } else if kind.is_symlink() {
+            Kind::Link
+        } else {
+            Kind::Other
+        }))
+    }
+
     /// Opens `name` for reading: a link fails (`ELOOP`), and it is opened non-blocking so that a
     /// pipe cannot hang us; the caller checks that it is a regular file.
     pub(super) fn open_file(&self, name: &str) -> io::Result<File> {
