@@ -50,6 +50,10 @@ pub fn run(cli: Cli) -> Outcome {
     };
     match result {
         Ok(outcome) => outcome,
+        // The reader of our stdout went away (`once … | head`): nothing to say to anyone, and
+        // the exit a program killed by SIGPIPE would have (never 0: a run's failure must not
+        // turn into a success because its report could not be written).
+        Err(error) if is_broken_pipe(&error) => Outcome::Signal(SIGPIPE),
         Err(error) => {
             eprintln!("error: {}", wording::for_cli(&format!("{error:#}")));
             if error.chain().any(|cause| cause.is::<Usage>()) {
@@ -59,6 +63,19 @@ pub fn run(cli: Cli) -> Outcome {
             }
         }
     }
+}
+
+/// The number of SIGPIPE, the same on every platform `once` builds for (Windows has no signals,
+/// and the exit code is all that is left of it there).
+const SIGPIPE: i32 = 13;
+
+/// Whether `error` came from writing to a pipe whose reader is gone.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Logs go to stderr only, at the level `ONCE_LOG` names (default `warn`), coloured as

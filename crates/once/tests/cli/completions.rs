@@ -50,3 +50,35 @@ fn an_unknown_shell_is_a_wrong_command_line() {
     assert_eq!(run.code(), 2, "{}", run.transcript());
     assert!(run.stderr().contains("bash"), "{}", run.transcript());
 }
+
+/// `once completions bash | head -3` and `once query schema --manifest | head`: a reader that
+/// stops early closes the pipe, and that is no error of ours (Rust ignores SIGPIPE, so the write
+/// fails with EPIPE instead of killing us): nothing on stderr, and the exit of a program that
+/// SIGPIPE stopped, 141 (never 0, which could turn a failed run whose report was cut into a
+/// success).
+#[test]
+fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
+    for args in [
+        &["completions", "bash"][..],
+        &["query", "schema", "--manifest"][..],
+    ] {
+        let mut child = Command::new(crate::support::once_binary())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starts once");
+        // The read end closes before once writes a byte of its output, which is far longer
+        // than the pipe's buffer would need for a write to be refused.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("once ends");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            matches!(output.status.code(), Some(0 | 141)),
+            "{args:?}: {:?} {stderr}",
+            output.status
+        );
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
