@@ -9,8 +9,6 @@
 //! keeps until [`once_exec::wait_group_gone`] releases it; there is no interrupt there.
 
 #[cfg(unix)]
-use std::io;
-#[cfg(unix)]
 use std::mem::MaybeUninit;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -57,7 +55,7 @@ impl Group {
     #[cfg(unix)]
     fn signal(&self, signal: libc::c_int) {
         if let Some(pgid) = *self.lock() {
-            kill_group(pgid, signal);
+            once_exec::signal_group(pgid, signal);
         }
     }
 
@@ -72,22 +70,6 @@ impl Group {
     fn lock(&self) -> MutexGuard<'_, Option<i32>> {
         // An optional id; a panic cannot leave it half-written.
         self.pgid.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-#[cfg(unix)]
-fn kill_group(pgid: i32, signal: libc::c_int) {
-    // 0 and 1 would mean our own group or every process: never.
-    if pgid <= 1 {
-        return;
-    }
-    // SAFETY: kill has no memory effects; a negative pid addresses the group.
-    let rc = unsafe { libc::kill(-pgid, signal) };
-    if rc != 0 {
-        let error = io::Error::last_os_error();
-        if error.raw_os_error() != Some(libc::ESRCH) {
-            tracing::warn!(pgid, signal, %error, "cannot signal an evaluator's group");
-        }
     }
 }
 

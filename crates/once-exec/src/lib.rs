@@ -105,6 +105,8 @@ pub use contain::enter_containment;
 pub use contain::{CONTAINMENT_ENV, Containment};
 pub use env::{BASE_ENV, EnvMode, base_env, command_env, env_glob_matches};
 pub use error::Error;
+#[cfg(unix)]
+pub use group::signal as signal_group;
 pub use group::wait_gone as wait_group_gone;
 pub use outcome::{Outcome, Status};
 pub use registry::{Registration, Registry, Runtime};

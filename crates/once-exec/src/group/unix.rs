@@ -21,7 +21,7 @@ pub(crate) fn kill(pgid: i32) {
 }
 
 /// Sends `signal` to every process in group `pgid`; a group that is already gone is fine.
-fn signal(pgid: i32, signal: libc::c_int) {
+pub fn signal(pgid: i32, signal: libc::c_int) {
     // A group id of 0 or 1 would mean "our own group" or "every process": never.
     if pgid <= 1 {
         return;
