@@ -7,6 +7,7 @@
 //! no `//` glob means no root file. What any capability writes inside the folder is never an
 //! input (see [`Written`]). This module only matches text: it must never touch the file system.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -166,43 +167,73 @@ pub fn inside<'a>(folder: &str, path: &'a str) -> Option<&'a str> {
 /// targets inside it, write there. None of it is ever an input: a key would otherwise depend on
 /// which action ran first.
 #[derive(Debug, Clone)]
-pub struct Written(Vec<Outputs>);
+pub struct Written {
+    outputs: Vec<Outputs>,
+    /// Positions in `outputs` by folder (the root spelled `""`): a query reads the folder's own
+    /// entries and the range of those below it, not every target (a plan asks for every step).
+    by_folder: BTreeMap<String, Vec<usize>>,
+}
 
 /// A target's index, folder and `(capability, glob)` outputs.
 type Outputs = (usize, String, Vec<(usize, String)>);
 
+/// The root folder is spelled `.` in a target's path.
+fn root(path: &str) -> &str {
+    if path == "." { "" } else { path }
+}
+
 impl Written {
     /// The outputs of `targets`, indexed like them.
     pub fn new(targets: &[Target]) -> Written {
-        Written(
-            targets
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.capabilities.iter().any(|c| !c.outputs.is_empty()))
-                .map(|(i, t)| {
-                    let globs = t
-                        .capabilities
-                        .iter()
-                        .enumerate()
-                        .flat_map(|(c, cap)| cap.outputs.iter().map(move |o| (c, o.clone())))
-                        .collect();
-                    (i, t.path.clone(), globs)
-                })
-                .collect(),
-        )
+        let outputs: Vec<Outputs> = targets
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.capabilities.iter().any(|c| !c.outputs.is_empty()))
+            .map(|(i, t)| {
+                let globs = t
+                    .capabilities
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(c, cap)| cap.outputs.iter().map(move |o| (c, o.clone())))
+                    .collect();
+                (i, t.path.clone(), globs)
+            })
+            .collect();
+        let mut by_folder: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (at, (_, folder, _)) in outputs.iter().enumerate() {
+            by_folder
+                .entry(root(folder).to_owned())
+                .or_default()
+                .push(at);
+        }
+        Written { outputs, by_folder }
     }
 
     /// What is written inside the folder `path` by any capability other than number `c` of
-    /// target `t` (every capability when `c` is `None`): globs relative to `path`. A target
-    /// whose folder holds another's (a target at the root) must not hash what that one writes.
+    /// target `t` (every capability when `c` is `None`): globs relative to `path`, in the order
+    /// of the targets. A target whose folder holds another's (a target at the root) must not
+    /// hash what that one writes.
     pub fn inside(&self, path: &str, t: usize, c: Option<usize>) -> Arc<[String]> {
-        // The root folder is spelled `.`.
-        fn root(path: &str) -> &str {
-            if path == "." { "" } else { path }
-        }
         let path = root(path);
+        let mut found: Vec<usize> = if path.is_empty() {
+            (0..self.outputs.len()).collect()
+        } else {
+            // `/` sorts just before `0`: the folders below `path` are the keys in between.
+            let below = self
+                .by_folder
+                .range(format!("{path}/")..format!("{path}0"))
+                .flat_map(|(_, at)| at.iter().copied());
+            self.by_folder
+                .get(path)
+                .into_iter()
+                .flatten()
+                .copied()
+                .chain(below)
+                .collect()
+        };
+        found.sort_unstable();
         let mut globs = Vec::new();
-        for (index, other, outputs) in &self.0 {
+        for (index, other, outputs) in found.into_iter().map(|at| &self.outputs[at]) {
             let other = root(other);
             let same = *index == t;
             // Compared without allocating: a plan asks this of every step.
@@ -291,6 +322,61 @@ mod tests {
         // Root globs, by root-relative folder.
         let rooted = InputGlobs::new(&globs(&["//proto/**"]), none).unwrap();
         assert!(rooted.rooted().may_hold("proto/v1") && !rooted.rooted().may_hold("web"));
+    }
+
+    /// A folder sees what every target in it or below it writes (and nothing of a sibling whose
+    /// name merely starts the same), in the order of the targets (by name), minus the asking
+    /// capability.
+    #[test]
+    fn what_is_written_inside_a_folder_comes_from_it_and_the_folders_below() {
+        let dir = std::env::temp_dir().join(format!("once-written-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for folder in ["web/app", "web2", "web-a", "web.x"] {
+            std::fs::create_dir_all(dir.join(folder)).unwrap();
+        }
+        let target = |name: &str, path: &str, out: &str| {
+            format!(
+                "[targets.{name}]\nkind = \"command\"\npath = \"{path}\"\n\
+                 [targets.{name}.capabilities.build]\ncommand = \"true\"\noutputs = [\"{out}\"]\n"
+            )
+        };
+        let manifest = [
+            target("top", ".", "dist/**"),
+            target("web", "web", "build/**"),
+            target("app", "web/app", "out/**"),
+            target("web2", "web2", "w2/**"),
+            target("weba", "web-a", "wa/**"),
+            target("webx", "web.x", "wx/**"),
+        ]
+        .concat();
+        std::fs::write(dir.join("once.toml"), manifest).unwrap();
+        let ws = crate::workspace::Workspace::load(&dir).unwrap();
+        let written = Written::new(&ws.targets);
+        let index = |name: &str| ws.targets.iter().position(|t| t.name == name).unwrap();
+        let inside = |path: &str, t: &str, own: bool| -> Vec<String> {
+            written
+                .inside(path, index(t), own.then_some(0))
+                .iter()
+                .cloned()
+                .collect()
+        };
+        assert_eq!(inside("web", "web", true), ["app/out/**"]);
+        assert_eq!(inside("web", "web", false), ["app/out/**", "build/**"]);
+        assert_eq!(inside("web/app", "app", true), Vec::<String>::new());
+        assert_eq!(inside("web2", "web2", false), ["w2/**"]);
+        let mut at_root = inside(".", "top", true);
+        at_root.sort();
+        assert_eq!(
+            at_root,
+            [
+                "web-a/wa/**",
+                "web.x/wx/**",
+                "web/app/out/**",
+                "web/build/**",
+                "web2/w2/**"
+            ]
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
