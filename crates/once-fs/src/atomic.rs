@@ -20,13 +20,10 @@ pub struct Lock {
     _file: File,
 }
 
-/// Takes the exclusive lock on `path` (creating the file), waiting for other holders.
+/// Takes the exclusive lock on `path` (creating the file, never through a link), waiting for
+/// other holders.
 pub fn lock(path: &Path) -> io::Result<Lock> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)?;
+    let file = open_in_place(path, false)?;
     loop {
         // `File::lock` does not retry a wait that a signal interrupted.
         match file.lock() {
@@ -35,6 +32,31 @@ pub fn lock(path: &Path) -> io::Result<Lock> {
             Err(error) => return Err(error),
         }
     }
+}
+
+/// Opens `path` for writing in place (appending, with `append`), creating it if missing, and
+/// refusing a link at its name: one planted there would otherwise lead the write, or a new file,
+/// wherever it points. For files of `once`'s own state that are written in place (locks, the
+/// journal of keys' parts); the folders on the way are the caller's to check (`state_dir`).
+pub fn open_in_place(path: &Path, append: bool) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .append(append);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        // FILE_FLAG_OPEN_REPARSE_POINT: the link itself is opened, never what it names.
+        options.custom_flags(0x0020_0000);
+    }
+    options.open(path)
 }
 
 /// How the temporary file becomes the destination.

@@ -27,7 +27,7 @@ pub fn lock_slot(path: &Path, slot: u64) -> io::Result<SlotLock> {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use std::fs::{File, OpenOptions};
+    use std::fs::File;
     use std::io;
     use std::os::fd::AsRawFd;
     use std::path::Path;
@@ -38,11 +38,7 @@ mod imp {
     pub(super) type Held = File;
 
     pub(super) fn lock_slot(path: &Path, slot: u64) -> io::Result<SlotLock> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)?;
+        let file = crate::open_in_place(path, false)?;
         lock_byte(&file, slot)?;
         Ok(SlotLock { _held: file })
     }

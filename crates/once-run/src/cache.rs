@@ -84,8 +84,8 @@ pub struct KeyLock {
 enum Held {
     /// A key's slot in `locks/keys`: no file per key.
     Slot { _lock: once_fs::SlotLock },
-    /// A mutex's own file, `locks/mutex-NAME`.
-    File { _file: File },
+    /// A file of its own, `locks/NAME` (a mutex, the journal's compaction).
+    File { _lock: once_fs::Lock },
 }
 
 /// The cache of one workspace.
@@ -191,28 +191,11 @@ impl Cache {
     /// An exclusive lock on the file `locks/NAME`, waited for.
     pub(crate) fn exclusive(&self, name: &str) -> Result<KeyLock, Error> {
         let path = self.folder("locks")?.join(name);
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(Error::io(&path))?;
-        loop {
-            // `File::lock` does not retry a wait that a signal interrupted.
-            match file.lock() {
-                Ok(()) => {
-                    return Ok(KeyLock {
-                        _held: Held::File { _file: file },
-                    });
-                }
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    return Err(Error::Io {
-                        path,
-                        source: error,
-                    });
-                }
-            }
+        match once_fs::lock(&path) {
+            Ok(lock) => Ok(KeyLock {
+                _held: Held::File { _lock: lock },
+            }),
+            Err(source) => Err(Error::Io { path, source }),
         }
     }
 

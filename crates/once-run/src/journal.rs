@@ -16,7 +16,9 @@
 //! Must never hold a value of a variable (the parts never do) nor grow without bound.
 
 use std::collections::HashSet;
-use std::fs::{self, OpenOptions};
+use std::fs;
+#[cfg(test)]
+use std::fs::OpenOptions;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
@@ -45,7 +47,7 @@ pub(crate) fn append(cache: &Cache, parts: &KeyParts) -> io::Result<()> {
     let path = cache.journal_path().map_err(io::Error::other)?;
     let mut line = serde_json::to_vec(parts).map_err(io::Error::other)?;
     line.push(b'\n');
-    let mut file = OpenOptions::new().create(true).append(true).open(&path)?;
+    let mut file = once_fs::open_in_place(&path, true)?;
     file.write_all(&line)?;
     let size = file.metadata()?.len();
     if size > COMPACT_AT && size > 2 * compacted_bytes(&path) {

@@ -264,3 +264,44 @@ fn an_object_torn_by_a_crash_is_never_restored() {
         );
     }
 }
+
+/// The cache's own files under `.once/cache/` (the journal of keys' parts, the keys' lock file, a
+/// mutex's lock file) are opened in place, not renamed into place: a link planted at one of them
+/// must never lead a write, or a new file, outside the workspace: the link is refused, and the
+/// action fails saying which file.
+#[cfg(unix)]
+#[test]
+fn a_link_planted_at_a_state_file_never_leads_a_write_outside() {
+    let ws = Fixture::new(
+        r#"
+[targets.lib]
+kind = "command"
+[targets.lib.capabilities.build]
+command = "echo built > out.txt"
+outputs = ["out.txt"]
+mutex = "db"
+"#,
+    );
+    let outside = ws.root.with_extension("outside-state");
+    let _ = fs::remove_dir_all(&outside);
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("victim"), "untouched").unwrap();
+    let cache = ws.root.join(".once/cache");
+    fs::create_dir_all(cache.join("locks")).unwrap();
+    // An existing file behind one link, nothing behind the others (a dangling link would make
+    // the file it names).
+    std::os::unix::fs::symlink(outside.join("victim"), cache.join("key-parts")).unwrap();
+    std::os::unix::fs::symlink(outside.join("keys"), cache.join("locks/keys")).unwrap();
+    std::os::unix::fs::symlink(outside.join("db"), cache.join("locks/mutex-db")).unwrap();
+
+    let report = ws.run(&["lib"], &serial());
+    let listing: Vec<_> = fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let victim = fs::read_to_string(outside.join("victim")).unwrap();
+    let _ = fs::remove_dir_all(&outside);
+    assert_eq!(victim, "untouched");
+    assert_eq!(listing, ["victim"], "a file was made outside the workspace");
+    assert_eq!(report.status, RunStatus::Failed, "{report:?}");
+}
