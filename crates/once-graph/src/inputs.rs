@@ -55,15 +55,30 @@ impl Matcher {
     }
 }
 
-/// The literal folders a glob starts with (`a/b/*.txt` → `a/b`), and whether a wildcard part
-/// follows them.
-fn literal_base(pattern: &str) -> (String, bool) {
+/// The literal folders (or file) a glob starts with, and what follows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiteralBase {
+    /// `a/b/*.txt` → `a/b`.
+    pub base: String,
+    /// Something with a wildcard follows the base.
+    pub wild: bool,
+    /// What follows reaches below the base's own files (more than one part, or `**`).
+    pub deep: bool,
+}
+
+/// Splits `pattern` at its first part with a wildcard (see [`LiteralBase`]).
+pub fn literal_base(pattern: &str) -> LiteralBase {
     let parts: Vec<&str> = pattern.split('/').collect();
     let literal = parts
         .iter()
         .take_while(|part| !part.contains(['*', '?', '[', '{', '\\']))
         .count();
-    (parts[..literal].join("/"), literal < parts.len())
+    let rest = &parts[literal..];
+    LiteralBase {
+        base: parts[..literal].join("/"),
+        wild: !rest.is_empty(),
+        deep: rest.len() > 1 || rest.iter().any(|part| part.contains("**")),
+    }
 }
 
 /// The compiled input globs of one capability, minus what is written beside them.
@@ -104,7 +119,8 @@ impl InputGlobs {
                 set.2.add(glob(pattern)?);
             } else {
                 set.0.add(glob(pattern)?);
-                set.1.push(literal_base(pattern));
+                let base = literal_base(pattern);
+                set.1.push((base.base, base.wild));
             }
         }
         let mut excluded_text = Vec::new();

@@ -25,8 +25,9 @@ use sha2::{Digest as _, Sha256};
 use crate::environ::{Environ, Program, hidden, secret_hash};
 use crate::error::Error;
 use crate::hashes::FileHashes;
-use crate::key::{Inputs, KEY_VERSION, folders_above, gitignore, literal_base};
+use crate::key::{Inputs, KEY_VERSION, folders_above, gitignore};
 use crate::plan::{Plan, Step};
+use once_graph::inputs::literal_base;
 
 /// Bumped whenever what goes into a description changes, with the key's own version beside it.
 const DESCRIBE_VERSION: &[u8] = b"once-run describe v1\0";
@@ -243,7 +244,7 @@ impl<'a> Describer<'a> {
             .outputs
             .iter()
             .filter(|glob| !glob.starts_with('!'))
-            .map(|glob| literal_base(glob).0)
+            .map(|glob| literal_base(glob).base)
             .collect();
         output_paths.sort_unstable();
         output_paths.dedup();

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use once_graph::inputs::{InputGlobs, Matcher};
+use once_graph::inputs::{InputGlobs, Matcher, literal_base};
 
 use crate::environ::Environ;
 use crate::error::Error;
@@ -83,7 +83,10 @@ impl Inputs {
         let mut bases: Vec<(String, bool)> = globs
             .iter()
             .filter_map(|text| text.strip_prefix("//"))
-            .map(literal_base)
+            .map(|pattern| {
+                let base = literal_base(pattern);
+                (base.base, base.deep)
+            })
             .collect();
         // A base inside one walked in depth is walked with it.
         bases.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
@@ -236,19 +239,6 @@ fn walk(
         }
     }
     levels.pop();
-}
-
-/// The literal folders (or file) a root-relative pattern starts with (`a/b/*.txt` → `a/b`),
-/// and whether the rest reaches deeper than that folder's own files.
-pub(crate) fn literal_base(pattern: &str) -> (String, bool) {
-    let parts: Vec<&str> = pattern.split('/').collect();
-    let literal = parts
-        .iter()
-        .take_while(|part| !part.contains(['*', '?', '[', '{', '\\']))
-        .count();
-    let rest = &parts[literal..];
-    let deep = rest.len() > 1 || rest.iter().any(|part| part.contains("**"));
-    (parts[..literal].join("/"), deep)
 }
 
 /// The ignore files of one folder inside a target's folder.
