@@ -93,9 +93,15 @@ pub fn write_atomic(dest: &Path, bytes: &[u8], mode: Mode) -> io::Result<()> {
 /// file systems) empty. For records that a crash may lose, such as a run's report or a cache of
 /// file hashes, where an fsync would cost every command.
 pub fn write_replacing(dest: &Path, bytes: &[u8]) -> io::Result<()> {
-    fs::create_dir_all(parent(dest))?;
     let temp = temp_path(dest);
-    let result = fs::write(&temp, bytes).and_then(|()| fs::rename(&temp, dest));
+    let mut written = fs::write(&temp, bytes);
+    // Folders are made only when missing: the action cache writes two files per action into
+    // folders that exist, and a `mkdir` and a `stat` before each write were wasted.
+    if matches!(&written, Err(error) if error.kind() == io::ErrorKind::NotFound) {
+        fs::create_dir_all(parent(dest))?;
+        written = fs::write(&temp, bytes);
+    }
+    let result = written.and_then(|()| fs::rename(&temp, dest));
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
