@@ -167,6 +167,8 @@ fn read_reply(stream: &mut TcpStream) -> Reply {
         match stream.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            // A signal to this test process (another test's child ending) is no answer.
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             // A reset after a complete response (the server closed with our body unread).
             Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => break,
             Err(error) => panic!(
@@ -471,7 +473,13 @@ fn read_head(stream: &mut TcpStream) -> String {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        let n = stream.read(&mut byte).expect("the head comes in time");
+        let n = loop {
+            match stream.read(&mut byte) {
+                // A signal to this test process (another test's child ending) is no answer.
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                read => break read.expect("the head comes in time"),
+            }
+        };
         assert_eq!(
             n,
             1,
