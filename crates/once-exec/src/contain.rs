@@ -123,6 +123,13 @@ impl Containment {
         probe().mode
     }
 
+    /// The probe behind [`current`](Self::current): the mode, and whether a PID namespace needs
+    /// a user namespace around it.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn probed() -> Probe {
+        probe()
+    }
+
     /// Kills everything `leader` (a process spawned in this mode, not yet reaped) contains.
     #[cfg(unix)]
     pub fn kill(self, leader: i32) {

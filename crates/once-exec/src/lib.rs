@@ -92,8 +92,6 @@ mod registry;
 mod run;
 #[cfg(target_os = "linux")]
 mod shim;
-#[cfg_attr(unix, path = "spawn/unix.rs")]
-#[cfg_attr(windows, path = "spawn/windows.rs")]
 mod spawn;
 mod spec;
 mod wake;

@@ -7,10 +7,9 @@
 //! up on after a bound and left to a detached thread.
 
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::thread;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::cancel::Cancel;
@@ -20,7 +19,7 @@ use crate::error::Error;
 use crate::group;
 use crate::outcome::{Outcome, Status};
 use crate::registry::Registry;
-use crate::spawn::spawn;
+use crate::spawn::{SpawnError, Spawned, give_up, spawn};
 use crate::spec::CommandSpec;
 use crate::wake::Wake;
 
@@ -73,50 +72,28 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
         return Ok(finished(Status::Cancelled, Vec::new(), 0));
     }
 
-    let mut child = match spawn(spec) {
-        Ok(child) => child,
-        Err(error) => {
+    let Spawned { pid, pipes } = match spawn(spec, waker) {
+        Ok(spawned) => spawned,
+        Err(SpawnError::Command(error)) => {
             let message = format!("cannot start `sh -c` in `{}`: {error}", spec.cwd.display());
             tracing::debug!(label = %spec.label, %message, "failed to start");
             return Ok(finished(Status::FailedToStart { message }, Vec::new(), 0));
         }
+        Err(SpawnError::Thread(role, source)) => {
+            return Err(Error::Thread {
+                role,
+                label: spec.label.clone(),
+                source,
+            });
+        }
     };
-    // Linux pids are below 2^22 (PID_MAX_LIMIT), so the cast is exact; Windows ids are far below
-    // 2^31, and its job table is keyed by this same cast.
-    let pid = child.id() as i32;
     registration.set_group(pid);
     tracing::debug!(label = %spec.label, pid, "spawned");
 
-    let pipes: [Box<dyn Read + Send>; 2] = match (child.stdout.take(), child.stderr.take()) {
-        (Some(stdout), Some(stderr)) => [Box::new(stdout), Box::new(stderr)],
-        // Both are piped by `spawn`; without them there would be no capture, so treat it like a
-        // failed thread rather than guess.
-        _ => {
-            return Err(abandon(
-                pid,
-                spec,
-                "capture",
-                io::Error::other("missing pipes"),
-            ));
-        }
-    };
     let capture = match Capture::start(log, spec.tail_lines, pipes) {
         Ok(capture) => capture,
         Err(source) => return Err(abandon(pid, spec, "capture", source)),
     };
-    let waiter = thread::Builder::new()
-        .name("once-exec-wait".into())
-        .spawn(move || {
-            let exited = group::wait_exited(pid);
-            if waker.send(Wake::Exited(exited)).is_err() {
-                // The run gave up on this leader; it still has to be reaped by someone.
-                group::kill(pid);
-                let _ = group::reap(pid);
-            }
-        });
-    if let Err(source) = waiter {
-        return Err(abandon(pid, spec, "waiter", source));
-    }
 
     let deadline = later(start, spec.deadline);
     let mut stopped_by: Option<Status> = None;
@@ -196,15 +173,22 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
 
 /// Kills and reaps a leader whose run cannot go on, and says why.
 fn abandon(pid: i32, spec: &CommandSpec, role: &'static str, source: io::Error) -> Error {
-    Containment::current().kill(pid);
-    // After SIGKILL the leader dies at once, so this reap does not block for long.
-    let _ = group::reap(pid);
-    #[cfg(windows)]
-    crate::job::release(pid);
+    give_up(pid);
     Error::Thread {
         role,
         label: spec.label.clone(),
         source,
+    }
+}
+
+/// The waiter's part, on a thread of its own: blocks until the leader `pid` exits, then wakes
+/// the run; if the run is gone by then, kills what is left of the group and reaps the leader.
+pub(crate) fn wait_for_leader(pid: i32, waker: &Sender<Wake>) {
+    let exited = group::wait_exited(pid);
+    if waker.send(Wake::Exited(exited)).is_err() {
+        // The run gave up on this leader; it still has to be reaped by someone.
+        group::kill(pid);
+        let _ = group::reap(pid);
     }
 }
 

@@ -38,9 +38,9 @@ pub(crate) fn probe() -> Probe {
     if pid == 0 {
         // SAFETY: in the child; see above.
         unsafe {
-            let code = if unshare_pid(false).is_ok() {
+            let code = if enter_pid_namespace(UserNamespace::None).is_ok() {
                 0
-            } else if unshare_pid(true).is_ok() {
+            } else if enter_pid_namespace(UserNamespace::Unshare).is_ok() {
                 1
             } else if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) == 0 {
                 2
@@ -76,7 +76,14 @@ pub(crate) unsafe fn enter(
     // SAFETY: forwarded from the caller.
     unsafe {
         match probe.mode {
-            Containment::PidNamespace => namespace(probe.user_namespace, exec),
+            Containment::PidNamespace => {
+                let user = if probe.user_namespace {
+                    UserNamespace::Unshare
+                } else {
+                    UserNamespace::None
+                };
+                namespace(user, exec, &())
+            }
             Containment::Subreaper => subreaper(parent),
             // A job object is never probed on Linux (`Containment::PLATFORM`).
             Containment::JobObject | Containment::ProcessGroup => Ok(()),
@@ -98,14 +105,47 @@ struct CommandStart<'a> {
     mask: libc::sigset_t,
 }
 
+/// What a shim tells whoever started it. A shim that shares `once`'s memory reports here; a
+/// forked one has nothing to report (`()`). Called from the shim: async-signal-safe only.
+pub(crate) trait Watcher {
+    /// The command has exec'd in the namespace.
+    fn started(&self) {}
+    /// The init is reaped: no process of the shim's runs on the shim's stack any more.
+    fn init_gone(&self) {}
+}
+
+impl Watcher for () {}
+
+/// Where the shim's user namespace comes from, when it needs one to be allowed a PID namespace.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum UserNamespace {
+    /// None: the shim may make a PID namespace as it is.
+    None,
+    /// The shim unshares one itself (a forked shim: one that shares no memory may).
+    Unshare,
+    /// The clone that made the shim entered one; `uid` and `gid` are its ids outside, read
+    /// before the clone (inside, unmapped ids read as the overflow id).
+    Entered { uid: libc::uid_t, gid: libc::gid_t },
+}
+
 /// The pid-namespace mode: this process becomes the shim, starts the init of a new namespace
-/// (a clone that shares its memory, so it costs no copy of `once`'s page tables) and starts the
-/// command in the namespace. With `exec`, the command is a vfork-style clone that execs at once
-/// (no copy of the page tables either) and nothing returns; without, it is a fork, which returns.
-unsafe fn namespace(user_namespace: bool, exec: Option<&Exec>) -> io::Result<()> {
-    // SAFETY: async-signal-safe calls on stack memory, in a forked child.
+/// (a clone that shares its memory, so it costs no copy of page tables) and starts the command
+/// in the namespace. With `exec`, the command is a vfork-style clone that execs at once (no copy
+/// of the page tables either), `watcher` hears when it has, and nothing returns; without, it is a
+/// fork, which returns.
+///
+/// # Safety
+///
+/// Only in a child that `once` started (forked, or cloned with its memory shared), before it
+/// execs; it leaves this process with the empty signal mask.
+pub(crate) unsafe fn namespace(
+    user: UserNamespace,
+    exec: Option<&Exec>,
+    watcher: &dyn Watcher,
+) -> io::Result<()> {
+    // SAFETY: async-signal-safe calls on stack memory, in a forked or cloned child.
     unsafe {
-        unshare_pid(user_namespace)?;
+        enter_pid_namespace(user)?;
         let mut ends = [0; 2];
         if libc::socketpair(
             libc::AF_UNIX,
@@ -120,9 +160,10 @@ unsafe fn namespace(user_namespace: bool, exec: Option<&Exec>) -> io::Result<()>
         // A stop signal must not kill the shim before it ignores them (that would kill the
         // namespace without a grace), nor reach the init before it waits for them.
         let stops = sigset(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP]);
-        let mut previous = MaybeUninit::<libc::sigset_t>::zeroed();
-        libc::sigprocmask(libc::SIG_BLOCK, &stops, previous.as_mut_ptr());
-        let previous = previous.assume_init();
+        libc::sigprocmask(libc::SIG_BLOCK, &stops, std::ptr::null_mut());
+        // What the command starts with and the shim waits with: `once` blocks its stop signals
+        // in every thread, and a mask survives exec.
+        let unmasked = sigset(&[]);
         let mut stack = InitStack([MaybeUninit::uninit(); INIT_STACK]);
         let top = stack.0.as_mut_ptr().add(INIT_STACK).cast::<libc::c_void>();
         // The first process of the namespace is its init. It shares our memory but has its own
@@ -137,7 +178,7 @@ unsafe fn namespace(user_namespace: bool, exec: Option<&Exec>) -> io::Result<()>
             let error = io::Error::last_os_error();
             libc::close(shim_end);
             libc::close(init_end);
-            libc::sigprocmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+            libc::sigprocmask(libc::SIG_SETMASK, &unmasked, std::ptr::null_mut());
             return Err(error);
         }
         libc::close(init_end);
@@ -149,7 +190,7 @@ unsafe fn namespace(user_namespace: bool, exec: Option<&Exec>) -> io::Result<()>
                 let mut start = CommandStart {
                     exec,
                     shim_end,
-                    mask: previous,
+                    mask: unmasked,
                 };
                 let top = exec_stack.0.as_mut_ptr().add(INIT_STACK);
                 // Pid 2 of the namespace, sharing our memory until its `execve`; we are
@@ -166,29 +207,34 @@ unsafe fn namespace(user_namespace: bool, exec: Option<&Exec>) -> io::Result<()>
         if command < 0 {
             let error = io::Error::last_os_error();
             libc::kill(init, libc::SIGKILL);
-            wait_for(init);
+            if wait_for(init).is_some() {
+                watcher.init_gone();
+            }
             libc::close(shim_end);
-            libc::sigprocmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+            libc::sigprocmask(libc::SIG_SETMASK, &unmasked, std::ptr::null_mut());
             return Err(error);
         }
         if command == 0 {
             // Pid 2 of the namespace. If the shim dies, so does the init, and the kernel kills
             // this process with the rest of the namespace: no death signal of its own needed.
             libc::close(shim_end);
-            libc::sigprocmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+            libc::sigprocmask(libc::SIG_SETMASK, &unmasked, std::ptr::null_mut());
             return Ok(());
         }
+        watcher.started();
         // Our end stays open: the init reads its closing as our death.
         close_all_but(shim_end);
         for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
             libc::signal(signal, libc::SIG_IGN);
         }
-        libc::sigprocmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+        libc::sigprocmask(libc::SIG_SETMASK, &unmasked, std::ptr::null_mut());
         let status = wait_for(command).unwrap_or(libc::SIGKILL);
         // The command is over: the init's death makes the kernel kill the rest of the
         // namespace, and its wait ends only once all of it is gone.
         libc::kill(init, libc::SIGKILL);
-        wait_for(init);
+        if wait_for(init).is_some() {
+            watcher.init_gone();
+        }
         // The init ran on this stack until now; keep it allocated until here.
         std::hint::black_box(&mut stack);
         std::hint::black_box(&mut exec_stack);
@@ -351,16 +397,28 @@ unsafe fn relay(status: libc::c_int) -> ! {
     }
 }
 
-/// Unshares a PID namespace for the children of this process; with `user`, inside a new user
-/// namespace that maps our own ids, which needs no privilege.
-unsafe fn unshare_pid(user: bool) -> io::Result<()> {
+/// Unshares a PID namespace for the children of this process, inside a user namespace that maps
+/// our own ids (which needs no privilege) when `user` asks for one.
+unsafe fn enter_pid_namespace(user: UserNamespace) -> io::Result<()> {
     // SAFETY: async-signal-safe calls on stack memory.
     unsafe {
-        if !user {
-            return check(libc::unshare(libc::CLONE_NEWPID));
+        match user {
+            UserNamespace::None => {}
+            UserNamespace::Unshare => {
+                let (uid, gid) = (libc::geteuid(), libc::getegid());
+                check(libc::unshare(libc::CLONE_NEWUSER))?;
+                map_own_ids(uid, gid)?;
+            }
+            UserNamespace::Entered { uid, gid } => map_own_ids(uid, gid)?,
         }
-        let (uid, gid) = (libc::geteuid(), libc::getegid());
-        check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID))?;
+        check(libc::unshare(libc::CLONE_NEWPID))
+    }
+}
+
+/// Maps `uid` and `gid` (ours outside) to themselves in the user namespace we just entered.
+unsafe fn map_own_ids(uid: libc::uid_t, gid: libc::gid_t) -> io::Result<()> {
+    // SAFETY: async-signal-safe calls on stack memory.
+    unsafe {
         // Required before an unprivileged gid map; absent on kernels before 3.19.
         let _ = write_file(c"/proc/self/setgroups", b"deny");
         let mut map = [0u8; 40];

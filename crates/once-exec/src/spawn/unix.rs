@@ -1,35 +1,48 @@
-//! Starting `sh -c COMMAND` as the leader of its own process group, with the environment its mode
+//! Starting `sh -c COMMAND` on Unix as the leader of its own process group, with the environment its mode
 //! gives it, a clean signal state and (on Linux) a death signal tied to its parent, then in the
-//! containment in force (the leader is then the shim, and the command runs below it).
+//! containment in force (the leader is then the shim, and the command runs below it), and the
+//! thread that waits for the leader.
+//!
+//! On Linux, in the pid-namespace and process-group modes, the child is a clone that shares
+//! `once`'s memory (`vfork.rs`). Elsewhere, and in the subreaper mode, it is a fork through
+//! `std`'s `Command` (this file).
 //!
 //! The code between `fork` and `exec` runs in a copy of a multi-threaded process, so it must
 //! never allocate, lock or log: only async-signal-safe system calls. `PR_SET_PDEATHSIG` fires
-//! when the *thread* that forked exits, not the process; that is safe here because
-//! [`run`](crate::run) forks on the caller's thread and blocks it until the leader is reaped.
+//! when the *thread* that forked exits, not the process; that is safe here because that thread
+//! blocks until the leader is reaped ([`run`](crate::run) forks on its own thread; the clone
+//! path clones on the waiter, which outlives the leader).
 
 use std::ffi::OsStr;
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Sender;
 
+use super::{SpawnError, Spawned, watch};
 use crate::contain::{Containment, enter_containment_with};
 use crate::env::command_env;
 use crate::exec::Exec;
 use crate::spec::CommandSpec;
+use crate::wake::Wake;
+
+#[cfg(target_os = "linux")]
+#[path = "vfork.rs"]
+mod vfork;
 
 /// The shell; POSIX places it here, and an absolute path does not depend on the child's `PATH`.
 const SHELL: &str = "/bin/sh";
 
-/// Spawns the command; when this returns `Ok`, the child has exec'd and leads its own group,
-/// whose id is its pid.
-pub(crate) fn spawn(spec: &CommandSpec) -> io::Result<Child> {
+/// Spawns the command and a thread that sends [`Wake::Exited`] to `waker` when the leader exits
+/// (and reaps it itself if the run is gone by then).
+pub(crate) fn spawn(spec: &CommandSpec, waker: Sender<Wake>) -> Result<Spawned, SpawnError> {
     // Probed before the fork: a forked child may not probe.
     Containment::current();
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     let env = command_env(&spec.env_mode, &spec.env);
-    // For the shim that execs the command itself (see `enter_containment_with`).
+    // For a child that execs the command itself (a shim, or a clone).
     let exec = Exec::new(
         OsStr::new(SHELL),
         [
@@ -39,7 +52,15 @@ pub(crate) fn spawn(spec: &CommandSpec) -> io::Result<Child> {
         ],
         env.iter()
             .map(|(name, value)| (name.as_os_str(), value.as_os_str())),
-    )?;
+    )
+    .map_err(SpawnError::Command)?;
+    #[cfg(target_os = "linux")]
+    {
+        let probe = Containment::probed();
+        if vfork::serves(probe) {
+            return vfork::spawn(spec, exec, probe, parent, waker);
+        }
+    }
     let mut command = Command::new(SHELL);
     command
         .arg("-c")
@@ -54,7 +75,7 @@ pub(crate) fn spawn(spec: &CommandSpec) -> io::Result<Child> {
     unsafe {
         command.pre_exec(move || prepare_child(parent, &exec));
     }
-    command.spawn()
+    watch(command.spawn().map_err(SpawnError::Command)?, waker)
 }
 
 /// Runs in the child between `fork` and `exec`.

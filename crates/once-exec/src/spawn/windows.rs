@@ -6,19 +6,22 @@
 //! Windows command line, quoted by std's rules, which MSYS2 programs parse back. This module must
 //! never start a command outside a job.
 
-use std::io;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Sender;
 
+use super::{SpawnError, Spawned, watch};
 use crate::contain::Containment;
 use crate::env::command_env;
 use crate::job;
 use crate::spec::CommandSpec;
+use crate::wake::Wake;
 
 /// The shell, looked up on the command's `PATH`: Windows has no `/bin/sh`.
 const SHELL: &str = "sh";
 
-/// Spawns the command; when this returns `Ok`, it runs inside its job, whose table key is its pid.
-pub(crate) fn spawn(spec: &CommandSpec) -> io::Result<Child> {
+/// Spawns the command, and its waiter; when this returns `Ok`, it runs inside its job, whose table
+/// key is its pid.
+pub(crate) fn spawn(spec: &CommandSpec, waker: Sender<Wake>) -> Result<Spawned, SpawnError> {
     // The mode is decided once per process, as on Unix; here it is always a job.
     Containment::current();
     let mut command = Command::new(SHELL);
@@ -31,5 +34,8 @@ pub(crate) fn spawn(spec: &CommandSpec) -> io::Result<Child> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    job::spawn(&mut command)
+    watch(
+        job::spawn(&mut command).map_err(SpawnError::Command)?,
+        waker,
+    )
 }
