@@ -5,6 +5,11 @@
 //! read (one `write` per read, whole lines only, a partial line held back until its end or
 //! [`CHUNK`] bytes), so a reader of a running command's log sees its output so far.
 //!
+//! The file is created with the first byte of output: a command that prints nothing leaves none,
+//! and readers take a missing log for an empty one. A build of thousands of quiet commands thus
+//! creates thousands fewer files, and creating a file is most of what a cached action costs the
+//! file system (on ext4 without a journal, just after a cache was wiped, far more than writing).
+//!
 //! The threads read as fast as the child writes, so a child never blocks on a full pipe, and
 //! memory stays bounded whatever it writes: one read buffer and one partial line per stream, and
 //! at most `tail_lines` lines of at most [`LINE_CAP`] bytes. A failing log write must never stop
@@ -13,6 +18,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
+use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
@@ -36,12 +42,15 @@ impl Capture {
     /// Starts one thread per pipe. On error, the threads already started end when their pipe
     /// closes.
     pub(crate) fn start(
-        log: File,
+        log: PathBuf,
         tail_lines: usize,
         pipes: [Box<dyn Read + Send>; 2],
     ) -> io::Result<Capture> {
         let sink = Arc::new(Mutex::new(Sink {
-            log: BufWriter::with_capacity(CHUNK, log),
+            log: Log {
+                path: log,
+                file: None,
+            },
             log_bytes: 0,
             log_failed: false,
             tail: Tail::new(tail_lines),
@@ -120,10 +129,32 @@ fn pump(mut pipe: impl Read, sink: &Mutex<Sink>) {
     lock(sink).end_stream(&mut line);
 }
 
+/// The log file, created when there is a first byte to write.
+#[derive(Debug)]
+struct Log {
+    path: PathBuf,
+    file: Option<BufWriter<File>>,
+}
+
+impl Log {
+    /// The file to write to, created (or emptied) now if it is not open yet.
+    fn file(&mut self) -> io::Result<&mut BufWriter<File>> {
+        let file = match self.file.take() {
+            Some(file) => file,
+            None => BufWriter::with_capacity(CHUNK, File::create(&self.path)?),
+        };
+        Ok(self.file.insert(file))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
 /// Where both streams meet: the log file and the tail.
 #[derive(Debug)]
 struct Sink {
-    log: BufWriter<File>,
+    log: Log,
     log_bytes: u64,
     log_failed: bool,
     tail: Tail,
@@ -224,7 +255,7 @@ impl Sink {
         if self.log_failed || bytes.is_empty() {
             return;
         }
-        match self.log.write_all(bytes) {
+        match self.log.file().and_then(|file| file.write_all(bytes)) {
             Ok(()) => self.log_bytes += bytes.len() as u64,
             Err(error) => {
                 tracing::warn!(%error, "cannot write the log; the rest of the output is discarded");
@@ -285,7 +316,10 @@ mod tests {
             rand_id()
         ));
         let mut sink = Sink {
-            log: BufWriter::new(File::create(&path).unwrap()),
+            log: Log {
+                path: path.clone(),
+                file: None,
+            },
             log_bytes: 0,
             log_failed: false,
             tail: Tail::new(capacity),
@@ -296,8 +330,9 @@ mod tests {
         }
         sink.end_stream(&mut line);
         sink.log.flush().unwrap();
-        let log = std::fs::read(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        // No output, no file.
+        let log = std::fs::read(&path).unwrap_or_default();
+        let _ = std::fs::remove_file(&path);
         assert_eq!(sink.log_bytes, log.len() as u64);
         (sink.tail.lines.into_iter().collect(), log)
     }
@@ -354,15 +389,10 @@ mod tests {
         ));
         let (reader, mut writer) = std::io::pipe().unwrap();
         let (quiet, quiet_writer) = std::io::pipe().unwrap();
-        let capture = Capture::start(
-            File::create(&path).unwrap(),
-            5,
-            [Box::new(reader), Box::new(quiet)],
-        )
-        .unwrap();
+        let capture = Capture::start(path.clone(), 5, [Box::new(reader), Box::new(quiet)]).unwrap();
         writer.write_all(b"first\nhalf").unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::fs::read(&path).unwrap() != b"first\n" {
+        while std::fs::read(&path).unwrap_or_default() != b"first\n" {
             assert!(Instant::now() < deadline, "the line never reached the log");
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -372,6 +402,23 @@ mod tests {
         assert_eq!(bytes, 10);
         assert_eq!(std::fs::read(&path).unwrap(), b"first\nhalf");
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_command_that_prints_nothing_leaves_no_log_file() {
+        let path = std::env::temp_dir().join(format!(
+            "once-exec-quiet-{}-{}.log",
+            std::process::id(),
+            rand_id()
+        ));
+        let (out, out_writer) = std::io::pipe().unwrap();
+        let (err, err_writer) = std::io::pipe().unwrap();
+        let capture = Capture::start(path.clone(), 5, [Box::new(out), Box::new(err)]).unwrap();
+        drop((out_writer, err_writer));
+        let (tail, bytes) = capture.finish(Duration::from_secs(10));
+        assert!(tail.is_empty());
+        assert_eq!(bytes, 0);
+        assert!(!path.exists(), "a quiet command created {}", path.display());
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub enum Error {
         /// This platform's choices, as a sentence lists them.
         expected: String,
     },
-    /// The log file or its directory could not be created.
-    #[error("cannot create the log file `{path}`: {source}")]
+    /// The log file's folder could not be created.
+    #[error("cannot create the folder of the log file `{path}`: {source}")]
     Log { path: PathBuf, source: io::Error },
     /// A helper thread (capture or waiter) could not be started; the group has been killed.
     #[error("cannot start a {role} thread for `{label}`: {source}")]

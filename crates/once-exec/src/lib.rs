@@ -19,11 +19,14 @@
 //! closes the race where the parent died before the request.
 //!
 //! Two capture threads, one per pipe, read as fast as the child writes, so the child never
-//! blocks on a full pipe. They append whole lines to the log file in arrival order and keep only
+//! blocks on a full pipe. They append whole lines to the log file (created with the first output:
+//! a command that prints nothing leaves no file) in arrival order and keep only
 //! the last [`CommandSpec::tail_lines`] lines, each cut to [`LINE_CAP`] bytes, in memory; a
 //! command may write gigabytes and memory stays bounded.
 //!
-//! A waiter thread blocks in `waitid(WNOWAIT)` for the leader and reports through a channel.
+//! A waiter thread blocks in `waitid(WNOWAIT)` for the leader and reports through a channel (on
+//! Linux it is also the thread that cloned the leader, suspended until the leader execs or, for a
+//! shim, exits: see `spawn/vfork.rs`).
 //! The calling thread sleeps on that channel with a timeout, never spinning. The same channel
 //! is woken by a [`Cancel`] token and by [`Registry::stop_all`]. The state machine is:
 //!

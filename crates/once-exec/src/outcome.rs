@@ -35,6 +35,7 @@ pub struct Outcome {
     /// Wall time from spawn to the end of capture.
     #[serde(rename = "duration_ms", with = "millis")]
     pub duration: Duration,
+    /// The log; absent when the command printed nothing (`log_bytes` is 0).
     pub log_path: PathBuf,
     /// The last lines of stdout and stderr, interleaved in arrival order.
     pub tail: Vec<String>,

@@ -6,7 +6,7 @@
 //! the run deregisters only once the rest of the group is gone too; no wait here is unbounded: a leader that survives SIGKILL, or a pipe that another process keeps open, is given
 //! up on after a bound and left to a detached thread.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io;
 use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -58,7 +58,9 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
     let _subscription = cancel.subscribe(waker.clone());
     let started_at = unix_millis();
     let start = Instant::now();
-    let log = open_log(&spec.log_path)?;
+    // The log file itself is created with the command's first output (`capture.rs`); its folder
+    // now, so a log that cannot be kept fails the run before anything runs.
+    log_folder(&spec.log_path)?;
     let finished = |status, tail, log_bytes| Outcome {
         status,
         started_at,
@@ -90,7 +92,7 @@ pub fn run(spec: &CommandSpec, registry: &Registry, cancel: &Cancel) -> Result<O
     registration.set_group(pid);
     tracing::debug!(label = %spec.label, pid, "spawned");
 
-    let capture = match Capture::start(log, spec.tail_lines, pipes) {
+    let capture = match Capture::start(spec.log_path.clone(), spec.tail_lines, pipes) {
         Ok(capture) => capture,
         Err(source) => return Err(abandon(pid, spec, "capture", source)),
     };
@@ -192,18 +194,17 @@ pub(crate) fn wait_for_leader(pid: i32, waker: &Sender<Wake>) {
     }
 }
 
-fn open_log(path: &Path) -> Result<File, Error> {
-    let fail = |source| Error::Log {
-        path: path.to_owned(),
-        source,
-    };
-    if let Some(parent) = path
+fn log_folder(path: &Path) -> Result<(), Error> {
+    match path
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
     {
-        fs::create_dir_all(parent).map_err(fail)?;
+        Some(parent) => fs::create_dir_all(parent).map_err(|source| Error::Log {
+            path: path.to_owned(),
+            source,
+        }),
+        None => Ok(()),
     }
-    File::create(path).map_err(fail)
 }
 
 /// `from + by`, or a time too far away to matter when that overflows.

@@ -34,7 +34,8 @@ pub struct CommandSpec {
     pub deadline: Duration,
     /// Time between SIGTERM and SIGKILL.
     pub grace: Duration,
-    /// The log file; created (with its parent directories) or truncated.
+    /// The log file: its parent directories are created before the command starts, and the file
+    /// itself (or emptied) with the command's first output. No file means no output.
     pub log_path: PathBuf,
     /// How many last lines of output to keep in [`Outcome::tail`](crate::Outcome).
     pub tail_lines: usize,

@@ -1,5 +1,8 @@
 //! The action cache under `.once/cache/`, in the layout of Bazel's remote cache: `ac/<key>` is
-//! an action's result and `cas/<digest>` the bytes of one output file, named by its BLAKE3.
+//! an action's result and `cas/<digest>` the bytes of one output file, named by its BLAKE3. An
+//! output of at most [`INLINE_CAP`] bytes of UTF-8 is kept in its entry instead (as Bazel's
+//! results may inline small outputs), so most small build steps cost one file in the cache, the
+//! entry, not two.
 //!
 //! Every object and entry is renamed into place and named by a hash, so concurrent writers of one
 //! object write identical bytes and readers never see a torn one. Nothing is synced: a crash of
@@ -58,10 +61,28 @@ pub const LOG_CAP: u64 = 4 * 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutputFile {
     pub path: String,
-    /// BLAKE3 of the content, hex; the name of its object in `cas/`.
+    /// BLAKE3 of the content, hex; the name of its object in `cas/` unless `text` holds it.
     pub digest: String,
     pub size: u64,
     pub executable: bool,
+    /// The content itself, for a text output of at most [`INLINE_CAP`] bytes: kept in the entry,
+    /// with no object in `cas/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// Outputs up to this size that are UTF-8 text are kept in their entry (`OutputFile::text`), not
+/// as objects of `cas/`: most build steps leave a few small text files, and each object is one
+/// more file to create when it is recorded and to delete when the cache is wiped (on ext4 without
+/// a journal, creating a file just after many were deleted costs far more than writing it). Small,
+/// because a no-op run reads every entry.
+pub const INLINE_CAP: u64 = 4 * 1024;
+
+/// An output's content as the cache keeps it.
+struct Kept {
+    digest: String,
+    size: u64,
+    text: Option<String>,
 }
 
 /// What a successful run left besides its outputs: how long it took, its last lines and its log.
@@ -261,13 +282,19 @@ impl Cache {
             let (folder, _) = root.make_parent_of(&relative).map_err(refused)?;
             let temp = stage_name();
             let mode = if output.executable { 0o755 } else { 0o644 };
-            let copied = File::open(&source).and_then(|mut from| {
+            let copied = (|| {
                 let mut to = folder.create(&temp, mode)?;
-                let digest = copy_hashing(&mut from, &mut to, buffer)?;
+                let digest = match &output.text {
+                    Some(text) => copy_hashing(&mut text.as_bytes(), &mut to, buffer)?,
+                    None => copy_hashing(&mut File::open(&source)?, &mut to, buffer)?,
+                };
                 if digest.to_hex().as_str() != output.digest {
                     // Objects are not synced: a crash can leave one torn. Never restore it, and
-                    // drop it so that the next success records it afresh.
-                    let _ = fs::remove_file(&source);
+                    // drop it so that the next success records it afresh. (A text kept in the
+                    // entry is covered by the entry's checksum; this is the same check.)
+                    if output.text.is_none() {
+                        let _ = fs::remove_file(&source);
+                    }
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
                         "the cached object does not match its digest",
@@ -280,11 +307,11 @@ impl Cache {
                     to.set_permissions(fs::Permissions::from_mode(mode))?;
                 }
                 folder.rename(&temp, relative.name())
-            });
+            })();
             if let Err(error) = copied {
                 let _ = folder.remove_file(&temp);
                 return Err(Error::Io {
-                    path: source,
+                    path: if output.text.is_some() { dest } else { source },
                     source: error,
                 });
             }
@@ -305,13 +332,14 @@ impl Cache {
         let mut files = Vec::new();
         for relative in output_files(action, dir, outputs)? {
             let path = dir.join(&relative);
-            let (digest, size) = self.store_object(&path)?;
+            let Kept { digest, size, text } = self.store_object(&path)?;
             let executable = fs::metadata(&path).is_ok_and(|m| has_exec_bit(&m));
             files.push(OutputFile {
                 path: relative,
                 digest,
                 size,
                 executable,
+                text,
             });
         }
         // A log that cannot be kept costs its replay the log, never the result.
@@ -321,8 +349,16 @@ impl Cache {
             log,
         } = ran;
         let log = log
-            .filter(|path| fs::metadata(path).is_ok_and(|m| m.len() <= LOG_CAP))
-            .and_then(|path| match self.store_log(path) {
+            .and_then(|path| match fs::metadata(path) {
+                Ok(meta) if meta.len() > LOG_CAP => None,
+                Ok(_) => Some(self.store_log(path)),
+                // A command that printed nothing left no log file: its log is empty.
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    Some(self.store_bytes(b""))
+                }
+                Err(error) => Some(Err(Error::io(path)(error))),
+            })
+            .and_then(|stored| match stored {
                 Ok(digest) => Some(digest),
                 Err(error) => {
                     tracing::debug!(%error, "cannot keep the log with the result");
@@ -351,11 +387,13 @@ impl Cache {
     ) -> Result<ActionResult, Error> {
         let mut outputs = Vec::with_capacity(fetched.outputs.len());
         for (path, bytes, executable) in &fetched.outputs {
+            let Kept { digest, size, text } = self.keep_bytes(bytes.to_vec())?;
             outputs.push(OutputFile {
                 path: path.clone(),
-                digest: self.store_bytes(bytes)?,
-                size: bytes.len() as u64,
+                digest,
+                size,
                 executable: *executable,
+                text,
             });
         }
         let log = match &fetched.log {
@@ -404,10 +442,35 @@ impl Cache {
         Ok(digest)
     }
 
-    /// Copies `path` into `cas/`, hashing while copying so the name matches the bytes stored
-    /// even if the file changes meanwhile. Returns the digest and size. A file up to
-    /// [`SMALL_OBJECT`] is read whole first, so an object the cache already has costs no write.
-    fn store_object(&self, path: &Path) -> Result<(String, u64), Error> {
+    /// Keeps `bytes` in the entry when they are short text, else as an object of `cas/`.
+    fn keep_bytes(&self, bytes: Vec<u8>) -> Result<Kept, Error> {
+        let size = bytes.len() as u64;
+        let bytes = if size <= INLINE_CAP {
+            match String::from_utf8(bytes) {
+                Ok(text) => {
+                    return Ok(Kept {
+                        digest: blake3::hash(text.as_bytes()).to_hex().to_string(),
+                        size,
+                        text: Some(text),
+                    });
+                }
+                Err(binary) => binary.into_bytes(),
+            }
+        } else {
+            bytes
+        };
+        Ok(Kept {
+            digest: self.store_bytes(&bytes)?,
+            size,
+            text: None,
+        })
+    }
+
+    /// Keeps the output at `path` (see [`keep_bytes`](Self::keep_bytes)); a large one is copied
+    /// into `cas/`, hashed while copying so the name matches the bytes stored even if the file
+    /// changes meanwhile. A file up to [`SMALL_OBJECT`] is read whole first, so an object the
+    /// cache already has costs no write.
+    fn store_object(&self, path: &Path) -> Result<Kept, Error> {
         let failed = |source| Error::Io {
             path: path.to_path_buf(),
             source,
@@ -417,8 +480,7 @@ impl Cache {
         if size <= SMALL_OBJECT {
             let mut bytes = Vec::with_capacity(size as usize + 1);
             source.read_to_end(&mut bytes).map_err(failed)?;
-            let digest = self.store_bytes(&bytes)?;
-            return Ok((digest, bytes.len() as u64));
+            return self.keep_bytes(bytes);
         }
         let folder = self.folder("cas")?;
         let temp = temp_path(&folder.join("object"));
@@ -447,9 +509,14 @@ impl Cache {
             }
             Ok((digest, size))
         };
-        copy().map_err(|source| {
+        let (digest, size) = copy().map_err(|source| {
             let _ = fs::remove_file(&temp);
             failed(source)
+        })?;
+        Ok(Kept {
+            digest,
+            size,
+            text: None,
         })
     }
 
@@ -485,7 +552,11 @@ fn checked_entry(bytes: &[u8]) -> Option<&[u8]> {
 }
 
 /// Copies `from` into `to` through `buffer`, returning the BLAKE3 of what was copied.
-fn copy_hashing(from: &mut File, to: &mut File, buffer: &mut [u8]) -> io::Result<blake3::Hash> {
+fn copy_hashing(
+    from: &mut impl Read,
+    to: &mut File,
+    buffer: &mut [u8],
+) -> io::Result<blake3::Hash> {
     let mut hasher = blake3::Hasher::new();
     loop {
         let n = match from.read(buffer) {

@@ -87,7 +87,11 @@ pub fn changed_files(
         }
         _ => return Err(Error::Git { message: said() }),
     }
-    let names = std::fs::read(&spec.log_path).map_err(Error::io(&spec.log_path))?;
+    // git printed nothing (no change): it left no log file.
+    let names = match std::fs::read(&spec.log_path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        read => read.map_err(Error::io(&spec.log_path))?,
+    };
     let mut files: Vec<String> = names
         .split(|&b| b == 0)
         .filter(|name| !name.is_empty())

@@ -116,7 +116,8 @@ pub struct ActionReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_ms: Option<u64>,
     /// The full log: written as the command prints (readable while it runs), and for a cached
-    /// action the log of the run that was recorded.
+    /// action the log of the run that was recorded. The file is created with the command's first
+    /// output: a command that printed nothing has none, which readers take for an empty log.
     pub log: Option<PathBuf>,
     /// Only for a failed action: the last lines of its log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -460,7 +461,7 @@ pub(crate) fn action_schema() -> Value {
             "exit_code": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
             "duration_ms": {"type": "integer", "description": "How long it ran; for a cached action, how long the run it replays took"},
             "started_ms": {"type": "integer", "description": "When it started, in milliseconds after its run started (absent if it never started)"},
-            "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log: written as the command prints, replayed with a cached result"},
+            "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log: written as the command prints, replayed with a cached result; the file is created with the first output, so a command that printed nothing has none"},
             "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
         },
         "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],

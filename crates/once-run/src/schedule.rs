@@ -768,8 +768,12 @@ impl Worker<'_> {
             }
             retried += 1;
             let kept = attempt_log(&outcome.log_path, retried);
-            if let Err(error) = std::fs::rename(&outcome.log_path, &kept) {
-                tracing::warn!(action = %step.action, %error, "cannot keep the log of a failed attempt");
+            match std::fs::rename(&outcome.log_path, &kept) {
+                // An attempt that printed nothing has no log to keep.
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                    tracing::warn!(action = %step.action, %error, "cannot keep the log of a failed attempt");
+                }
+                _ => {}
             }
             tracing::info!(action = %step.action, attempt = retried + 1, "failed: running it again");
         };

@@ -270,7 +270,11 @@ impl Remote {
             .collect();
         let mut files = Vec::with_capacity(result.outputs.len());
         for output in &result.outputs {
-            let Some(bytes) = read_object(cache.object_path(&output.digest)) else {
+            let kept = match &output.text {
+                Some(text) => Some(Bytes::from(text.clone().into_bytes())),
+                None => read_object(cache.object_path(&output.digest)),
+            };
+            let Some(bytes) = kept else {
                 return;
             };
             let digest = digest_of(&bytes);

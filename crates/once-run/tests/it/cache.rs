@@ -305,3 +305,114 @@ mutex = "db"
     assert_eq!(listing, ["victim"], "a file was made outside the workspace");
     assert_eq!(report.status, RunStatus::Failed, "{report:?}");
 }
+
+/// A command that prints nothing leaves no log file, yet its log reads as empty, when it ran and
+/// when its result is replayed; one that prints keeps its lines both ways.
+#[test]
+fn a_quiet_command_has_an_empty_log_without_a_file() {
+    let ws = Fixture::new(
+        r#"
+[targets.quiet]
+kind = "command"
+path = "quiet"
+[targets.quiet.capabilities.build]
+command = "true"
+
+[targets.loud]
+kind = "command"
+path = "loud"
+[targets.loud.capabilities.build]
+command = "echo hello"
+"#,
+    );
+    ws.file("quiet/x", "").file("loud/x", "");
+    let store = once_run::RunStore::new(&ws.root);
+    for (round, cached) in [(1, false), (2, true)] {
+        let report = ws.run(&["quiet", "loud"], &serial());
+        assert_eq!(report.status, RunStatus::Succeeded, "round {round}");
+        for action in &report.actions {
+            assert_eq!(action.cached, cached, "round {round}: {}", action.action);
+            let page = store
+                .log_page(&report.run_id, &action.action, 0, 10)
+                .unwrap();
+            let expected: &[&str] = if action.action == "loud:build" {
+                &["hello"]
+            } else {
+                &[]
+            };
+            assert_eq!(page.lines, expected, "round {round}: {}", action.action);
+        }
+        let quiet = report
+            .actions
+            .iter()
+            .find(|a| a.action == "quiet:build")
+            .and_then(|a| a.log.clone())
+            .unwrap();
+        // Ran: no file. Replayed: the cache's (empty) object.
+        assert_eq!(quiet.exists(), cached, "round {round}");
+    }
+}
+
+/// A short text output is kept in its entry and makes no object in `cas/`; a binary one and a
+/// long one are objects. All three come back byte for byte, and a text whose entry was damaged
+/// is never restored.
+#[test]
+fn short_text_outputs_live_in_their_entry_and_come_back_byte_for_byte() {
+    let ws = Fixture::new(
+        r#"
+[targets.gen]
+kind = "command"
+path = "gen"
+[targets.gen.capabilities.build]
+command = '''printf 'short ü\n' > short.txt; printf 'a\377b' > blob.bin; head -c 5000 /dev/zero | tr '\000' x > long.txt'''
+outputs = ["short.txt", "blob.bin", "long.txt"]
+"#,
+    );
+    ws.file("gen/x", "");
+    let first = ws.run(&["gen"], &serial());
+    assert_eq!(first.status, RunStatus::Succeeded);
+    let read = |name: &str| fs::read(ws.root.join("gen").join(name)).unwrap();
+    let originals: Vec<Vec<u8>> = ["short.txt", "blob.bin", "long.txt"]
+        .iter()
+        .map(|name| read(name))
+        .collect();
+    let object = |bytes: &[u8]| {
+        ws.root
+            .join(".once/cache/cas")
+            .join(blake3::hash(bytes).to_hex().as_str())
+    };
+    assert!(
+        !object(&originals[0]).exists(),
+        "short text became an object"
+    );
+    assert!(
+        object(&originals[1]).exists(),
+        "binary output is not an object"
+    );
+    assert!(
+        object(&originals[2]).exists(),
+        "long output is not an object"
+    );
+
+    for name in ["short.txt", "blob.bin", "long.txt"] {
+        fs::remove_file(ws.root.join("gen").join(name)).unwrap();
+    }
+    let second = ws.run(&["gen"], &serial());
+    assert_eq!(second.counts.cached, 1);
+    for (name, original) in ["short.txt", "blob.bin", "long.txt"].iter().zip(&originals) {
+        assert_eq!(&read(name), original, "{name}");
+    }
+
+    // Change the kept text in the entry (its checksum then fails): a miss, and the command runs.
+    let ac = ws.root.join(".once/cache/ac");
+    for entry in fs::read_dir(&ac).unwrap() {
+        let path = entry.unwrap().path();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains("short ü"), "the text is not in the entry");
+        fs::write(&path, text.replace("short ü", "tampered")).unwrap();
+    }
+    fs::remove_file(ws.root.join("gen/short.txt")).unwrap();
+    let third = ws.run(&["gen"], &serial());
+    assert_eq!(third.counts.ran, 1);
+    assert_eq!(read("short.txt"), originals[0]);
+}

@@ -243,7 +243,8 @@ fn summarise(report: &RunReport, mode: OutputLogs) {
                     let _ = writeln!(err, "  {line}");
                 }
             }
-            if let Some(log) = &action.log {
+            // A command that printed nothing has no log file to point at.
+            if let Some(log) = action.log.as_ref().filter(|log| log.exists()) {
                 let _ = writeln!(err, "  full log: {}", log.display());
             }
         }
