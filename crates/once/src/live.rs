@@ -3,7 +3,8 @@
 //!
 //! Theory of operation. The scheduler's observer is called with the scheduler's lock held, so
 //! it only sends a note down a channel (two per action at most) and returns; one printer thread
-//! does every read and write. Output is not passed through memory from the capture: every
+//! does every read and write, and takes the notes in gathers ([`GATHER`]) so that a burst of
+//! them costs one wake-up and one write, not one per note. Output is not passed through memory from the capture: every
 //! command's log is already written through as it prints, so the printer tails the log of each
 //! running action every [`POLL`], and reads it to its end when the action ends. The log file is
 //! the buffer: a command writes to its pipe and the capture to the file whatever the printer
@@ -16,7 +17,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,12 @@ pub enum OutputLogs {
 
 /// How often the logs of running actions are read.
 const POLL: Duration = Duration::from_millis(50);
+
+/// How long the printer naps after a note before it takes every note that came meanwhile. A
+/// note sent while it naps wakes nothing, so a burst of ends (a no-op run of a thousand cache
+/// hits) costs a few wake-ups and writes instead of one of each per action; a person cannot
+/// see a lag this short.
+const GATHER: Duration = Duration::from_millis(10);
 
 /// How far, in bytes, a log may grow past what was shown before lines are dropped.
 const LAG: u64 = 256 * 1024;
@@ -133,6 +140,8 @@ impl Live {
     /// Shows what is left of the logs, clears the progress line and waits for the printer.
     pub fn finish(self) {
         drop(self.notes);
+        // Cut its nap short: the run is over and nothing more will come.
+        self.printer.thread().unpark();
         if self.printer.join().is_err() {
             tracing::warn!("the live view of the run stopped early");
         }
@@ -157,9 +166,24 @@ struct Printer {
 impl Printer {
     fn serve(mut self, inbox: &Receiver<Note>) {
         let mut polled = Instant::now();
-        loop {
+        let mut open = true;
+        while open {
             match inbox.recv_timeout(POLL.saturating_sub(polled.elapsed())) {
-                Ok(note) => self.note(note),
+                Ok(note) => {
+                    self.note(note);
+                    // Not woken by the notes of the nap (only by `finish`), then all of them.
+                    thread::park_timeout(GATHER);
+                    loop {
+                        match inbox.try_recv() {
+                            Ok(note) => self.note(note),
+                            Err(TryRecvError::Empty) => break,
+                            Err(TryRecvError::Disconnected) => {
+                                open = false;
+                                break;
+                            }
+                        }
+                    }
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
