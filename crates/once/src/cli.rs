@@ -566,7 +566,7 @@ pub struct RunArgs {
     /// Replace every action's deadline (`90s`, `5m`, `1h30m`)
     #[arg(long, value_name = "DURATION")]
     pub deadline: Option<String>,
-    /// How many actions run at once (default: the number of cores)
+    /// How many actions run at once (default: the number of cores plus two)
     #[arg(long, short = 'j', value_name = "N",
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub jobs: Option<usize>,
