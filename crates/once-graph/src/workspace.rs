@@ -599,7 +599,37 @@ fn append<T>(all: &mut Vec<T>, mut more: Vec<T>) {
 /// Reads at most `MAX_MANIFEST_BYTES + 1` bytes, so a huge file is detected
 /// without reading all of it, with the file's stamp taken before the read.
 pub(crate) fn read_limited(path: &Path) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
-    let file = std::fs::File::open(path)?;
+    read_opened(std::fs::File::open(path)?)
+}
+
+/// [`read_limited`] for a file that may be missing or no regular file (a folder, a pipe):
+/// `None` then, found with the open itself and the metadata of what it opened rather than a
+/// `stat` before it (discovery asks this of every package's manifest). Opened non-blocking, so a
+/// pipe at the path cannot hang us.
+pub(crate) fn read_regular(path: &Path) -> std::io::Result<Option<(Vec<u8>, Option<Stamp>)>> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = match options.open(path) {
+        Ok(file) => file,
+        Err(error)
+            if matches!(
+                error.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None);
+        }
+        Err(error) => return Err(error),
+    };
+    if !file.metadata()?.is_file() {
+        return Ok(None);
+    }
+    read_opened(file).map(Some)
+}
+
+fn read_opened(file: std::fs::File) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
     let metadata = file.metadata().ok();
     let stamp = metadata.as_ref().map(|m| Stamp::new(m, SystemTime::now()));
     // Sized up front: growing a megabytes-long buffer by doubling costs copies and page faults.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
-use crate::workspace::{ManifestRecord, decode, expand_folders, read_limited};
+use crate::workspace::{ManifestRecord, decode, expand_folders, read_regular};
 
 /// A folder glob expansion that was used, to expand again when checking staleness.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,12 +83,12 @@ impl Reader {
 
     fn read_new(&mut self, rel: &str) -> Option<usize> {
         let abs = self.root.join(rel);
-        if !abs.is_file() {
-            self.absent.push(rel.to_string());
-            return None;
-        }
-        let (bytes, stamp) = match read_limited(&abs) {
-            Ok(read) => read,
+        let (bytes, stamp) = match read_regular(&abs) {
+            Ok(Some(read)) => read,
+            Ok(None) => {
+                self.absent.push(rel.to_string());
+                return None;
+            }
             Err(e) => {
                 self.diagnostics
                     .push(SourceFile::new(rel.to_string(), String::new()).diag(

@@ -569,3 +569,32 @@ fn npm_cli_matches_package_lock_links() {
 fn jest_matches_yarn_lock_workspace_resolutions() {
     check_fixture("javascript-jest");
 }
+
+/// A pipe where a manifest should be is no manifest, and opening it must not wait for a writer.
+#[cfg(unix)]
+#[test]
+fn a_pipe_named_like_a_manifest_is_absent_and_never_waited_on() {
+    let t = Scratch::new(&[(
+        "packages/a/package.json",
+        r#"{"name": "a", "scripts": {"build": "true"}}"#,
+    )]);
+    let fifo = std::ffi::CString::new(
+        t.0.join("package.json")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let root = t.0.clone();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (found, reader) = run(&root);
+        let _ = done.send((found.len(), warnings(&reader)));
+    });
+    let (found, warned) = finished
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("discovery waited on a pipe");
+    assert_eq!(found, 0);
+    assert!(warned.is_empty(), "{warned:?}");
+}
