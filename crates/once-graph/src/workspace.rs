@@ -599,7 +599,9 @@ fn append<T>(all: &mut Vec<T>, mut more: Vec<T>) {
 /// Reads at most `MAX_MANIFEST_BYTES + 1` bytes, so a huge file is detected
 /// without reading all of it, with the file's stamp taken before the read.
 pub(crate) fn read_limited(path: &Path) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
-    read_opened(std::fs::File::open(path)?)
+    let file = std::fs::File::open(path)?;
+    let metadata = file.metadata().ok();
+    read_opened(file, metadata)
 }
 
 /// [`read_limited`] for a file that may be missing or no regular file (a folder, a pipe):
@@ -623,14 +625,17 @@ pub(crate) fn read_regular(path: &Path) -> std::io::Result<Option<(Vec<u8>, Opti
         }
         Err(error) => return Err(error),
     };
-    if !file.metadata()?.is_file() {
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
         return Ok(None);
     }
-    read_opened(file).map(Some)
+    read_opened(file, Some(metadata)).map(Some)
 }
 
-fn read_opened(file: std::fs::File) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
-    let metadata = file.metadata().ok();
+fn read_opened(
+    file: std::fs::File,
+    metadata: Option<std::fs::Metadata>,
+) -> std::io::Result<(Vec<u8>, Option<Stamp>)> {
     let stamp = metadata.as_ref().map(|m| Stamp::new(m, SystemTime::now()));
     // Sized up front: growing a megabytes-long buffer by doubling costs copies and page faults.
     let len = metadata.map_or(0, |m| m.len()).min(MAX_MANIFEST_BYTES + 1);

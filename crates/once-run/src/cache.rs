@@ -224,9 +224,10 @@ impl Cache {
     pub fn lookup(&self, key: &Key) -> Option<ActionResult> {
         // Not `fs::read`, whose size hint costs a `stat` per entry: a no-op run reads them all,
         // and nearly all fit the first buffer.
+        // (`File`'s own `read_to_end` stats too: through `Take` it reads without asking.)
         let mut bytes = Vec::with_capacity(ENTRY_HINT);
         File::open(self.ac(key))
-            .and_then(|mut file| file.read_to_end(&mut bytes))
+            .and_then(|file| file.take(u64::MAX).read_to_end(&mut bytes))
             .ok()?;
         let Some(json) = checked_entry(&bytes) else {
             // Torn by a crash (entries are not synced), or written by another version.
