@@ -540,30 +540,33 @@ mod tests {
         rc == 0
     }
 
-    #[test]
-    fn a_shim_shares_our_memory_and_starts_the_command_as_pid_2() {
+    /// Starts `echo $$; exec sleep 60` in `mode` and reads its first line; says whether the
+    /// leader shares our memory while it runs, then kills it and checks that it died of that.
+    fn leader_while_running(mode: Containment) -> (i32, String, bool) {
         let dir = Scratch::new();
-        let (spawned, wakes) = start(
-            "echo $$; exec sleep 60",
-            dir.path(),
-            Containment::PidNamespace,
-            false,
-        );
+        let (spawned, wakes) = start("echo $$; exec sleep 60", dir.path(), mode, false);
         let spawned = spawned.unwrap();
         let pid = spawned.pid;
         let [stdout, _] = spawned.pipes;
         let mut first = String::new();
         BufReader::new(stdout).read_line(&mut first).unwrap();
-        assert_eq!(first, "2\n", "the command is pid 2 of its namespace");
-        // The shim runs for as long as its command: it must be no copy of us.
-        assert!(shares_our_memory(pid));
-        Containment::PidNamespace.kill(pid);
+        let shared = shares_our_memory(pid);
+        mode.kill(pid);
         assert_eq!(
             end(pid, &wakes),
             Status::Signaled {
                 signal: libc::SIGKILL
             }
         );
+        (pid, first, shared)
+    }
+
+    #[test]
+    fn a_shim_shares_our_memory_and_starts_the_command_as_pid_2() {
+        let (_, first, shared) = leader_while_running(Containment::PidNamespace);
+        assert_eq!(first, "2\n", "the command is pid 2 of its namespace");
+        // The shim runs for as long as its command: it must be no copy of us.
+        assert!(shared);
     }
 
     #[test]
@@ -599,30 +602,9 @@ mod tests {
 
     #[test]
     fn in_the_process_group_mode_the_command_itself_leads_and_owns_its_memory() {
-        let dir = Scratch::new();
-        let (spawned, wakes) = start(
-            "echo $$; exec sleep 60",
-            dir.path(),
-            Containment::ProcessGroup,
-            false,
-        );
-        let spawned = spawned.unwrap();
-        let pid = spawned.pid;
-        let [stdout, _] = spawned.pipes;
-        let mut first = String::new();
-        BufReader::new(stdout).read_line(&mut first).unwrap();
+        let (pid, first, shared) = leader_while_running(Containment::ProcessGroup);
         assert_eq!(first, format!("{pid}\n"));
-        assert!(
-            !shares_our_memory(pid),
-            "an exec'd command has memory of its own"
-        );
-        Containment::ProcessGroup.kill(pid);
-        assert_eq!(
-            end(pid, &wakes),
-            Status::Signaled {
-                signal: libc::SIGKILL
-            }
-        );
+        assert!(!shared, "an exec'd command has memory of its own");
     }
 
     #[test]
