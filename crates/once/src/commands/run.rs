@@ -243,9 +243,15 @@ fn summarise(report: &RunReport, mode: OutputLogs) {
                     let _ = writeln!(err, "  {line}");
                 }
             }
-            // A command that printed nothing has no log file to point at.
-            if let Some(log) = action.log.as_ref().filter(|log| log.exists()) {
-                let _ = writeln!(err, "  full log: {}", log.display());
+            // A command that printed nothing has no log file to point at: say so instead.
+            match action.log.as_ref().filter(|log| log.exists()) {
+                Some(log) => {
+                    let _ = writeln!(err, "  full log: {}", log.display());
+                }
+                None if tail.is_empty() => {
+                    let _ = writeln!(err, "  (it printed nothing)");
+                }
+                None => {}
             }
         }
     }

@@ -197,3 +197,47 @@ fn on_a_terminal_the_progress_line_fits_and_is_redrawn_in_place() {
     );
     assert!(plain.contains("a:build"), "{plain:?}");
 }
+
+/// A failure that printed nothing has no log file: the summary says it printed nothing rather
+/// than point at a file that is not there, and one that printed points at its log.
+#[test]
+fn a_quiet_failure_says_it_printed_nothing_and_a_loud_one_points_at_its_log() {
+    let ws = workspace(
+        r#"
+[targets.quiet]
+kind = "command"
+[targets.quiet.capabilities.build]
+command = "exit 3"
+
+[targets.loud]
+kind = "command"
+[targets.loud.capabilities.build]
+command = "echo 'loud broke' >&2; exit 4"
+"#,
+    );
+    let output = run(ws.path(), &["quiet", "loud", "--keep-going"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stderr(&output);
+    let section = |action: &str| {
+        let start = text
+            .find(&format!("--- {action} (failed) ---"))
+            .unwrap_or_else(|| panic!("no section for {action}: {text}"));
+        let rest = &text[start..];
+        // Up to the next section's header or the summary line.
+        let end = ["\n--- ", "\nfailed:"]
+            .iter()
+            .filter_map(|next| rest.find(next))
+            .min()
+            .unwrap_or(rest.len());
+        rest[..end].to_owned()
+    };
+    let quiet = section("quiet:build");
+    assert!(quiet.contains("(it printed nothing)"), "{quiet}");
+    assert!(!quiet.contains("full log:"), "{quiet}");
+    let loud = section("loud:build");
+    let log = loud
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("full log: "))
+        .unwrap_or_else(|| panic!("no log named: {loud}"));
+    assert_eq!(std::fs::read_to_string(log).unwrap(), "loud broke\n");
+}
