@@ -20,7 +20,10 @@ use crate::contain::{Containment, Probe};
 use crate::exec::Exec;
 
 /// How a shim exits when it cannot do its part, like a shell that cannot run a command.
-const FAILED: libc::c_int = 127;
+pub(crate) const FAILED: libc::c_int = 127;
+/// The signals that ask a run to stop: a shim must neither die of them before it ignores them
+/// nor let them reach its init before the init waits for them.
+pub(crate) const STOPS: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
 /// Most descendants one sweep tracks; any beyond are caught by the next sweep.
 const MAX_TRACKED: usize = 2048;
 /// Sweeps before a subreaper stops trying to kill descendants that keep appearing.
@@ -159,7 +162,7 @@ pub(crate) unsafe fn namespace(
         let [shim_end, init_end] = ends;
         // A stop signal must not kill the shim before it ignores them (that would kill the
         // namespace without a grace), nor reach the init before it waits for them.
-        let stops = sigset(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP]);
+        let stops = sigset(&STOPS);
         libc::sigprocmask(libc::SIG_BLOCK, &stops, std::ptr::null_mut());
         // What the command starts with and the shim waits with: `once` blocks its stop signals
         // in every thread, and a mask survives exec.
@@ -224,7 +227,7 @@ pub(crate) unsafe fn namespace(
         watcher.started();
         // Our end stays open: the init reads its closing as our death.
         close_all_but(shim_end);
-        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        for signal in STOPS {
             libc::signal(signal, libc::SIG_IGN);
         }
         libc::sigprocmask(libc::SIG_SETMASK, &unmasked, std::ptr::null_mut());
@@ -492,7 +495,8 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 
 extern "C" fn ignore(_: libc::c_int) {}
 
-fn sigset(signals: &[libc::c_int]) -> libc::sigset_t {
+/// The set of exactly `signals`.
+pub(crate) fn sigset(signals: &[libc::c_int]) -> libc::sigset_t {
     let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
     // SAFETY: `set` is valid for writing; sigemptyset initialises it.
     unsafe {

@@ -59,6 +59,21 @@ pub fn open_in_place(path: &Path, append: bool) -> io::Result<File> {
     options.open(path)
 }
 
+/// Opens `path` for reading without waiting: a pipe at the path opens at once instead of
+/// waiting for a writer. For files that should be regular but may not be (a manifest a person
+/// names); the caller checks the metadata of what was opened. Reads of a regular file behave as
+/// usual.
+pub fn open_nonblocking(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options.open(path)
+}
+
 /// How the temporary file becomes the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

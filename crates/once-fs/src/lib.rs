@@ -25,7 +25,8 @@ mod stamp;
 
 pub use atomic::{
     ABANDONED_AFTER, Lock, Mode, create_dirs, is_abandoned_temp, lock, open_in_place,
-    remove_durably, sync_dir, temp_path, write_atomic, write_replacing, write_synced,
+    open_nonblocking, remove_durably, sync_dir, temp_path, write_atomic, write_replacing,
+    write_synced,
 };
 pub use beneath::{Folder, Kind, PATH_MAX, RESERVED, Root, STAGE_ROOM, stage_name, state_dir};
 pub use path::{NAME_MAX, PathError, WorkspacePath, open_inside};

@@ -609,11 +609,7 @@ pub(crate) fn read_limited(path: &Path) -> std::io::Result<(Vec<u8>, Option<Stam
 /// `stat` before it (discovery asks this of every package's manifest). Opened non-blocking, so a
 /// pipe at the path cannot hang us.
 pub(crate) fn read_regular(path: &Path) -> std::io::Result<Option<(Vec<u8>, Option<Stamp>)>> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let file = match options.open(path) {
+    let file = match once_fs::open_nonblocking(path) {
         Ok(file) => file,
         Err(error)
             if matches!(

@@ -43,7 +43,7 @@ use crate::contain::{Containment, Probe};
 use crate::exec::Exec;
 use crate::group;
 use crate::run::wait_for_leader;
-use crate::shim::{self, UserNamespace};
+use crate::shim::{self, FAILED, STOPS, UserNamespace, sigset};
 use crate::spawn::{SpawnError, Spawned};
 use crate::spec::CommandSpec;
 use crate::wake::Wake;
@@ -58,9 +58,6 @@ const PENDING: i32 = 0;
 const STARTED: i32 = 1;
 /// The shim ended without saying it started the command (it was killed).
 const SHIM_ENDED: i32 = 2;
-
-/// How a child that cannot do its part exits, like a shell that cannot run a command.
-const FAILED: libc::c_int = 127;
 
 /// How long a killed shim's init may take to die before its waiter gives up on freeing what the
 /// init runs on. SIGKILL ends it far sooner unless the kernel is stuck.
@@ -306,7 +303,7 @@ extern "C" fn child(start: *mut libc::c_void) -> libc::c_int {
                 start.exec.execve()
             }
             Becomes::Shim(user) => {
-                set_mask(&[libc::SIGTERM, libc::SIGINT, libc::SIGHUP]);
+                set_mask(&STOPS);
                 match shim::namespace(user, Some(&start.exec), start) {
                     Err(error) => error,
                     // With a command to exec, the shim only returns on failure.
@@ -371,15 +368,8 @@ unsafe fn default_every_handler() {
 
 /// Blocks exactly `signals`.
 unsafe fn set_mask(signals: &[libc::c_int]) {
-    let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
-    // SAFETY: `set` is initialised by sigemptyset before use.
-    unsafe {
-        libc::sigemptyset(set.as_mut_ptr());
-        for &signal in signals {
-            libc::sigaddset(set.as_mut_ptr(), signal);
-        }
-        libc::sigprocmask(libc::SIG_SETMASK, set.as_ptr(), std::ptr::null_mut());
-    }
+    // SAFETY: a valid set on this stack.
+    unsafe { libc::sigprocmask(libc::SIG_SETMASK, &sigset(signals), std::ptr::null_mut()) };
 }
 
 /// A pipe whose ends are close-on-exec and above 2.

@@ -578,14 +578,11 @@ fn a_pipe_named_like_a_manifest_is_absent_and_never_waited_on() {
         "packages/a/package.json",
         r#"{"name": "a", "scripts": {"build": "true"}}"#,
     )]);
-    let fifo = std::ffi::CString::new(
-        t.0.join("package.json")
-            .into_os_string()
-            .into_encoded_bytes(),
-    )
-    .unwrap();
-    // SAFETY: a valid C string.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let made = std::process::Command::new("mkfifo")
+        .arg(t.0.join("package.json"))
+        .status()
+        .unwrap();
+    assert!(made.success());
     let root = t.0.clone();
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
