@@ -13,12 +13,14 @@
 //!   location is outside the root or inside `.git` or `.once`.
 //! - [`clock`]: time-ordered ids and RFC 3339 timestamps for the files we create.
 //! - [`Stamp`]: proof from a `stat` that a file still has the content it had, as git uses it.
+//! - [`codec`]: the binary encoding of `once`'s own records that must be read fast.
 //!
 //! This crate must never print, and never write anywhere its caller did not name.
 
 mod atomic;
 mod beneath;
 pub mod clock;
+pub mod codec;
 mod path;
 mod slot_lock;
 mod stamp;

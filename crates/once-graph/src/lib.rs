@@ -10,6 +10,7 @@ pub mod discover;
 pub mod duration;
 mod error;
 mod features;
+mod freshness;
 pub mod graph;
 mod hash;
 pub mod inputs;
@@ -24,6 +25,7 @@ mod workspace;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use error::Error;
+pub use freshness::Freshness;
 pub use manifest::CacheSettings;
 pub use workspace::Workspace;
 

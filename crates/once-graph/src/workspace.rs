@@ -13,7 +13,8 @@ use std::time::SystemTime;
 use once_fs::Stamp;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
-use crate::discover::{self, Listing, Reader};
+use crate::discover::{self, Reader};
+use crate::freshness::{Freshness, Lists};
 use crate::graph::{ActionId, Graph};
 use crate::manifest::{
     self, Bases, CacheSettings, DepRef, Overlay, PendingTarget, Settings, Shared,
@@ -65,15 +66,11 @@ pub struct Workspace {
     pub(crate) name: String,
     pub(crate) files: Vec<SourceFile>,
     pub(crate) manifests: Vec<ManifestRecord>,
-    member_globs: Vec<String>,
-    member_dirs: Vec<String>,
-    /// Manifests looked for and not found (`once.toml` at the root, a lockfile…): one appearing
-    /// makes the workspace stale.
-    absent: Vec<String>,
-    /// Files whose presence alone discovery used (lockfiles): one vanishing makes it stale.
-    present: Vec<String>,
-    /// Folder globs discovery expanded, to expand again when checking staleness.
-    listings: Vec<Listing>,
+    /// Member globs and what they matched; manifests looked for and not found (`once.toml` at
+    /// the root, a lockfile…), one appearing makes the workspace stale; files whose presence
+    /// alone discovery used (lockfiles), one vanishing makes it stale; folder globs discovery
+    /// expanded, to expand again when checking staleness.
+    lists: Lists,
     env_mode: EnvMode,
     pass_env: Arc<[String]>,
     cache: CacheSettings,
@@ -285,11 +282,13 @@ impl Workspace {
             name,
             files,
             manifests,
-            member_globs,
-            member_dirs,
-            absent,
-            present,
-            listings,
+            lists: Lists {
+                member_globs,
+                member_dirs,
+                absent,
+                present,
+                listings,
+            },
             env_mode: settings.env_mode,
             pass_env: settings.pass_env.clone().into(),
             cache: settings.cache.clone(),
@@ -335,15 +334,28 @@ impl Workspace {
     /// Cheap: a `stat` per manifest proves most of them unchanged; the rest are hashed (never
     /// parsed); member globs are re-expanded to catch added or removed members.
     pub fn is_stale(&self) -> bool {
-        let changed = self.manifests.iter().any(ManifestRecord::changed);
-        changed
-            || self.absent.iter().any(|rel| self.root.join(rel).is_file())
-            || self
-                .present
+        self.manifests.iter().any(ManifestRecord::changed) || self.lists.changed(&self.root)
+    }
+
+    /// What loading read, as data another process can check with [`Freshness::is_stale`]: it
+    /// answers as [`Workspace::is_stale`] does, without this workspace in memory.
+    pub fn freshness(&self) -> Freshness {
+        Freshness {
+            root: self.root.clone(),
+            manifests: self
+                .manifests
                 .iter()
-                .any(|rel| !self.root.join(rel).is_file())
-            || self.listings.iter().any(|l| l.changed(&self.root))
-            || expand_members(&self.root, &self.member_globs).0 != self.member_dirs
+                .map(|record| {
+                    let stamp = record
+                        .stamp
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    (record.abs.clone(), *record.hash.as_bytes(), stamp)
+                })
+                .collect(),
+            lists: self.lists.clone(),
+        }
     }
 
     /// Reloads when stale; returns whether it did.
@@ -676,7 +688,10 @@ pub(crate) fn decode(rel: &str, bytes: Vec<u8>, diags: &mut Vec<Diagnostic>) -> 
 
 /// Folders (relative, `/`-separated, sorted, unique) matching the member
 /// globs that hold a once.toml; plus per glob its match count or error.
-fn expand_members(root: &Path, globs: &[String]) -> (Vec<String>, Vec<Result<usize, String>>) {
+pub(crate) fn expand_members(
+    root: &Path,
+    globs: &[String],
+) -> (Vec<String>, Vec<Result<usize, String>>) {
     expand_folders(root, globs, MANIFEST_FILE)
 }
 

@@ -155,7 +155,7 @@ fn scheduling_overhead(base: &Path) {
         jobs: 1,
         force: true,
         keep_going: false,
-        remote: None,
+        ..Options::default()
     };
     let samples: Vec<Duration> = (0..3).map(|_| run_all(&root, "build", &serial).0).collect();
     let per_action = median(samples) / count;
@@ -174,7 +174,7 @@ fn scheduling_overhead(base: &Path) {
         jobs,
         force: true,
         keep_going: false,
-        remote: None,
+        ..Options::default()
     };
     let wall = median(
         (0..3)

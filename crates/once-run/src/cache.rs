@@ -37,6 +37,7 @@ use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::key::Key;
 use crate::remote::Fetched;
+use crate::witness::{OFF, Witness};
 use once_fs::{Kind, Root, WorkspacePath, stage_name, temp_path, write_replacing};
 
 /// What `ac/<key>` holds: enough to replay a run without running it.
@@ -222,13 +223,31 @@ impl Cache {
 
     /// The recorded result of `key`, if any and readable.
     pub fn lookup(&self, key: &Key) -> Option<ActionResult> {
+        self.lookup_seen(key, &OFF)
+    }
+
+    /// [`Cache::lookup`], the entry recorded in `witness` as it was read.
+    pub(crate) fn lookup_seen(&self, key: &Key, witness: &Witness) -> Option<ActionResult> {
         // Not `fs::read`, whose size hint costs a `stat` per entry: a no-op run reads them all,
         // and nearly all fit the first buffer.
         // (`File`'s own `read_to_end` stats too: through `Take` it reads without asking.)
         let mut bytes = Vec::with_capacity(ENTRY_HINT);
-        File::open(self.ac(key))
-            .and_then(|file| file.take(u64::MAX).read_to_end(&mut bytes))
-            .ok()?;
+        let path = self.ac(key);
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(error) => {
+                witness.looked(&path, &Err(error));
+                return None;
+            }
+        };
+        // Taken before the read, as a witness needs it (one more `stat`, only when recording).
+        let before = witness.is_on().then(|| file.metadata());
+        file.take(u64::MAX).read_to_end(&mut bytes).ok()?;
+        match before {
+            Some(Ok(metadata)) => witness.file(&path, &metadata, &blake3::hash(&bytes)),
+            Some(Err(_)) => witness.spoil("a cache entry could not be stamped"),
+            None => {}
+        }
         let Some(json) = checked_entry(&bytes) else {
             // Torn by a crash (entries are not synced), or written by another version.
             tracing::debug!(key = %key.to_hex(), "cache entry fails its checksum: treated as a miss");
@@ -282,8 +301,18 @@ impl Cache {
                 _ => false,
             };
             if same {
+                // `kind` walked here from the root without meeting a link: a later proof must
+                // find the same real folders on the way.
+                let mut folder = dest.parent();
+                while let Some(path) = folder.filter(|path| *path != self.workspace) {
+                    hashes.witness().directory(path);
+                    folder = path.parent();
+                }
                 continue;
             }
+            // What is written now was not there when the run looked: nothing it saw proves the
+            // outputs as they will be.
+            hashes.witness().spoil("an output was restored");
             let source = self.cas(&output.digest);
             let (folder, _) = root.make_parent_of(&relative).map_err(refused)?;
             let temp = stage_name();

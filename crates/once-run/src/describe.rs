@@ -27,6 +27,7 @@ use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::key::{Inputs, KEY_VERSION, folders_above, gitignore};
 use crate::plan::{Plan, Step};
+use crate::witness::OFF;
 use once_graph::inputs::literal_base;
 
 /// Bumped whenever what goes into a description changes, with the key's own version beside it.
@@ -359,7 +360,7 @@ impl<'a> Describer<'a> {
         let inputs = Inputs::new(&step.action, globs, excluded.iter())?;
         let folder = relative_folder(path);
         let mut files = Vec::new();
-        for (relative, metadata) in inputs.files(dir, &self.above(dir)) {
+        for (relative, metadata) in inputs.files(dir, &self.above(dir), &OFF) {
             let rooted = if folder.is_empty() {
                 relative
             } else {
@@ -367,7 +368,7 @@ impl<'a> Describer<'a> {
             };
             files.push(self.entry(rooted, &metadata, buffer)?);
         }
-        for (rooted, metadata) in inputs.rooted_files(&self.plan.root) {
+        for (rooted, metadata) in inputs.rooted_files(&self.plan.root, &OFF) {
             files.push(self.entry(rooted, &metadata, buffer)?);
         }
         let files = Arc::new(files);
@@ -424,7 +425,7 @@ impl<'a> Describer<'a> {
                 Arc::clone(
                     ignores
                         .entry(folder)
-                        .or_insert_with_key(|folder| Arc::new(gitignore(folder))),
+                        .or_insert_with_key(|folder| Arc::new(gitignore(folder, &OFF))),
                 )
             })
             .collect()

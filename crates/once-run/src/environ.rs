@@ -18,6 +18,7 @@ use once_exec::{EnvMode, env_glob_matches};
 
 use crate::hashes::FileHashes;
 use crate::plan::Step;
+use crate::witness::Witness;
 
 /// The variables (globs, as in `pass-env`) that build tools read to decide what they produce,
 /// keyed whenever a command sees them. Locations of caches, terminal settings and credentials
@@ -288,7 +289,7 @@ impl Environ {
         {
             return found.clone();
         }
-        let found = resolve(word, path, &step.dir)
+        let found = resolve(word, path, &step.dir, hashes.witness())
             .and_then(|found| identify(found, hashes, buffer))
             .unwrap_or(Program::Path);
         if absolute {
@@ -327,12 +328,15 @@ fn first_program(command: &str) -> Option<&str> {
 /// Where the shell finds `word`: itself when it holds a `/` (relative to `dir`), else the first
 /// executable regular file named so in a `PATH` folder (an empty entry is `dir`). On Windows the
 /// name is also tried with `.exe`, as the shell tries it there.
-fn resolve(word: &str, path: &OsStr, dir: &Path) -> Option<PathBuf> {
+fn resolve(word: &str, path: &OsStr, dir: &Path, witness: &Witness) -> Option<PathBuf> {
     let found = |base: PathBuf| {
         NAME_SUFFIXES.iter().find_map(|suffix| {
             let mut candidate = base.clone().into_os_string();
             candidate.push(suffix);
             let candidate = PathBuf::from(candidate);
+            // Followed, as the shell follows it: the stamp of what it finds stands for whether
+            // it is there, runnable, and the same file (its identity is its digest's, below).
+            witness.look(&candidate, true);
             runnable(&candidate).then_some(candidate)
         })
     };

@@ -15,12 +15,14 @@ use std::collections::HashMap;
 use std::fs::{self, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use once_fs::{STAMP_BYTES, Stamp};
 
 use once_fs::write_replacing;
+
+use crate::witness::{OFF, Witness};
 use sha2::{Digest as _, Sha256};
 
 /// The first bytes of the file; a new layout gets a new magic, and old files read as empty.
@@ -83,6 +85,8 @@ pub(crate) struct FileHashes {
     path: PathBuf,
     known: HashMap<PathBuf, (Stamp, Digests)>,
     learned: Mutex<Vec<(PathBuf, Stamp, Digests)>>,
+    /// Where every file this run hashes is recorded, for a later run's proof of a no-op.
+    witness: Option<Arc<Witness>>,
 }
 
 impl FileHashes {
@@ -97,7 +101,18 @@ impl FileHashes {
             path,
             known,
             learned: Mutex::new(Vec::new()),
+            witness: None,
         }
+    }
+
+    /// The same cache, recording every file it is asked about in `witness`.
+    pub(crate) fn witnessed_by(self, witness: Option<Arc<Witness>>) -> FileHashes {
+        FileHashes { witness, ..self }
+    }
+
+    /// What this run's reads are recorded in (a witness that records nothing, when none).
+    pub(crate) fn witness(&self) -> &Witness {
+        self.witness.as_deref().unwrap_or(&OFF)
     }
 
     /// The BLAKE3 digest of the file at `path`, whose metadata (taken without following a
@@ -123,11 +138,13 @@ impl FileHashes {
         if let Some((stamp, digests)) = self.known.get(path)
             && stamp.proves_unchanged_by(metadata)
         {
+            self.witness().file(path, metadata, &digests.blake3);
             return Ok(*digests);
         }
         // Taken before reading: a write that lands during the read makes the stamp racy.
         let read_at = SystemTime::now();
         let digest = Digests::of_file(path, buffer)?;
+        self.witness().file(path, metadata, &digest.blake3);
         let stamp = Stamp::new(metadata, read_at);
         if !stamp.is_racy() {
             self.learned

@@ -25,6 +25,7 @@ use crate::environ::Environ;
 use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::plan::Step;
+use crate::witness::Witness;
 
 /// Bumped whenever what goes into a key changes, so old entries stop matching.
 pub(crate) const KEY_VERSION: &[u8] = b"once-run key v4\0";
@@ -108,11 +109,13 @@ impl Inputs {
     /// The files the `//` globs name under `root`, by root-relative path. A file named in full
     /// is taken whatever ignore files say of it; a pattern is walked like a target's folder
     /// (from its literal base folder down).
-    pub(crate) fn rooted_files(&self, root: &Path) -> Vec<(String, Metadata)> {
+    pub(crate) fn rooted_files(&self, root: &Path, witness: &Witness) -> Vec<(String, Metadata)> {
         let mut files = Vec::new();
         for (base, deep) in &self.bases {
             let path = root.join(base);
-            let Ok(metadata) = fs::symlink_metadata(&path) else {
+            let found = fs::symlink_metadata(&path);
+            witness.looked(&path, &found);
+            let Ok(metadata) = found else {
                 continue;
             };
             if metadata.is_file() {
@@ -120,19 +123,24 @@ impl Inputs {
                     files.push((base.clone(), metadata));
                 }
             } else if metadata.is_dir() && !*deep {
+                let before = witness.before_listing(&path);
                 let Ok(listing) = fs::read_dir(&path) else {
+                    witness.listed(&path, before, None::<std::iter::Empty<_>>);
                     continue;
                 };
-                for entry in listing.filter_map(Result::ok) {
-                    let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                        continue;
-                    };
+                let entries = named_entries(listing);
+                witness.listed(
+                    &path,
+                    before,
+                    Some(entries.iter().map(|(name, kind, _)| (name.as_str(), *kind))),
+                );
+                for (name, kind, entry) in entries {
                     let relative = if base.is_empty() {
                         name
                     } else {
                         format!("{base}/{name}")
                     };
-                    if entry.file_type().is_ok_and(|t| t.is_file())
+                    if kind.is_file()
                         && self.globs.rooted().matches(&relative)
                         && let Ok(metadata) = entry.metadata()
                     {
@@ -148,6 +156,7 @@ impl Inputs {
                     &[],
                     &mut levels,
                     &mut files,
+                    witness,
                 );
             }
         }
@@ -167,7 +176,12 @@ impl Inputs {
     /// for ignore files in the listing itself, so a folder without them costs no extra `stat`.
     /// What cannot be read (a folder without permission, a file that vanished meanwhile) is no
     /// input, as with the `ignore` crate's walker.
-    pub(crate) fn files(&self, dir: &Path, above: &[Arc<Gitignore>]) -> Vec<(String, Metadata)> {
+    pub(crate) fn files(
+        &self,
+        dir: &Path,
+        above: &[Arc<Gitignore>],
+        witness: &Witness,
+    ) -> Vec<(String, Metadata)> {
         let mut files = Vec::new();
         let mut levels = Vec::new();
         walk(
@@ -177,12 +191,14 @@ impl Inputs {
             above,
             &mut levels,
             &mut files,
+            witness,
         );
         files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         files
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn walk(
     matcher: &Matcher,
     folder: &Path,
@@ -190,26 +206,23 @@ fn walk(
     above: &[Arc<Gitignore>],
     levels: &mut Vec<Level>,
     files: &mut Vec<(String, Metadata)>,
+    witness: &Witness,
 ) {
+    let before = witness.before_listing(folder);
     let Ok(listing) = fs::read_dir(folder) else {
+        witness.listed(folder, before, None::<std::iter::Empty<_>>);
         return;
     };
-    let mut entries = Vec::new();
-    for entry in listing.filter_map(Result::ok) {
-        let Ok(file_type) = entry.file_type() else {
-            continue;
-        };
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            // Not representable in a key as text; the walker of the `ignore` crate skipped
-            // these too (a relative path that is not UTF-8 was never an input).
-            continue;
-        };
-        entries.push((name.to_owned(), file_type, entry));
-    }
+    let entries = named_entries(listing);
+    witness.listed(
+        folder,
+        before,
+        Some(entries.iter().map(|(name, kind, _)| (name.as_str(), *kind))),
+    );
     levels.push(Level::read(
         folder,
         entries.iter().map(|(name, ..)| name.as_str()),
+        witness,
     ));
     for (name, file_type, entry) in entries {
         if name == ".git" || name == ".once" {
@@ -230,7 +243,7 @@ fn walk(
         };
         if is_dir {
             if matcher.may_hold(&relative) {
-                walk(matcher, &path, relative, above, levels, files);
+                walk(matcher, &path, relative, above, levels, files, witness);
             }
         } else if matcher.matches(&relative)
             && let Ok(metadata) = entry.metadata()
@@ -239,6 +252,22 @@ fn walk(
         }
     }
     levels.pop();
+}
+
+/// The entries of a listing that a walk can use: those whose kind could be read and whose name
+/// is UTF-8 (a name that is not cannot be spelled in a key as text; the walker of the `ignore`
+/// crate skipped these too, so such a file was never an input).
+fn named_entries(listing: fs::ReadDir) -> Vec<(String, fs::FileType, fs::DirEntry)> {
+    let mut entries = Vec::new();
+    for entry in listing.filter_map(Result::ok) {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if let Ok(name) = entry.file_name().into_string() {
+            entries.push((name, kind, entry));
+        }
+    }
+    entries
 }
 
 /// The ignore files of one folder inside a target's folder.
@@ -250,7 +279,7 @@ struct Level {
 }
 
 impl Level {
-    fn read<'a>(folder: &Path, names: impl Iterator<Item = &'a str>) -> Level {
+    fn read<'a>(folder: &Path, names: impl Iterator<Item = &'a str>, witness: &Witness) -> Level {
         let mut level = Level {
             ignore: None,
             gitignore: None,
@@ -259,13 +288,16 @@ impl Level {
         };
         for name in names {
             match name {
-                ".ignore" => level.ignore = Some(matcher(folder, &folder.join(name))),
-                ".gitignore" => level.gitignore = Some(matcher(folder, &folder.join(name))),
+                ".ignore" => level.ignore = Some(matcher(folder, &folder.join(name), witness)),
+                ".gitignore" => {
+                    level.gitignore = Some(matcher(folder, &folder.join(name), witness));
+                }
                 ".git" => {
                     level.has_git = true;
                     let exclude = folder.join(".git/info/exclude");
+                    witness.read(&exclude);
                     if exclude.is_file() {
-                        level.exclude = Some(matcher(folder, &exclude));
+                        level.exclude = Some(matcher(folder, &exclude, witness));
                     }
                 }
                 _ => {}
@@ -276,7 +308,9 @@ impl Level {
 }
 
 /// A matcher for the ignore file `file`, whose patterns are relative to `folder`.
-fn matcher(folder: &Path, file: &Path) -> Gitignore {
+fn matcher(folder: &Path, file: &Path, witness: &Witness) -> Gitignore {
+    // Recorded with its content just before the ignore crate reads it (following a link).
+    witness.read(file);
     let mut builder = GitignoreBuilder::new(folder);
     if let Some(error) = builder.add(file) {
         tracing::warn!(file = %file.display(), %error, "an ignore file could not be read in full");
@@ -439,14 +473,17 @@ fn source(
     buffer: &mut [u8],
     file: &mut dyn FnMut(&str, blake3::Hash),
 ) -> Result<(), Error> {
-    for (relative, metadata) in source.inputs.files(source.dir, source.above) {
+    for (relative, metadata) in source
+        .inputs
+        .files(source.dir, source.above, hashes.witness())
+    {
         let path = source.dir.join(&relative);
         let digest = hashes
             .digest(&path, &metadata, buffer)
             .map_err(Error::io(&path))?;
         file(&relative, digest);
     }
-    for (relative, metadata) in source.inputs.rooted_files(root) {
+    for (relative, metadata) in source.inputs.rooted_files(root, hashes.witness()) {
         let path = root.join(&relative);
         let digest = hashes
             .digest(&path, &metadata, buffer)
@@ -475,7 +512,8 @@ pub(crate) fn folders_above(root: &Path, dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The `.gitignore` of `folder` (an empty matcher when it has none).
-pub(crate) fn gitignore(folder: &Path) -> Gitignore {
+pub(crate) fn gitignore(folder: &Path, witness: &Witness) -> Gitignore {
+    witness.read(&folder.join(".gitignore"));
     let (gitignore, error) = Gitignore::new(folder.join(".gitignore"));
     if let Some(error) = error.filter(|_| folder.join(".gitignore").exists()) {
         tracing::warn!(folder = %folder.display(), %error, "a .gitignore could not be read in full");
@@ -579,7 +617,7 @@ mod tests {
             let step = step(&dir, inputs, outputs);
             let inputs = Inputs::new(&step.action, &step.inputs, step.outputs.iter()).unwrap();
             let walked: Vec<String> = inputs
-                .files(&dir, &[])
+                .files(&dir, &[], &crate::witness::OFF)
                 .into_iter()
                 .map(|(p, _)| p)
                 .collect();

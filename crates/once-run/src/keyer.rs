@@ -251,11 +251,9 @@ impl<'a> Keyer<'a> {
             .into_iter()
             .map(|folder| {
                 let mut ignores = self.ignores.lock().unwrap_or_else(PoisonError::into_inner);
-                Arc::clone(
-                    ignores
-                        .entry(folder)
-                        .or_insert_with_key(|folder| Arc::new(gitignore(folder))),
-                )
+                Arc::clone(ignores.entry(folder).or_insert_with_key(|folder| {
+                    Arc::new(gitignore(folder, self.hashes.witness()))
+                }))
             })
             .collect()
     }

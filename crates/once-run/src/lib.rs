@@ -91,6 +91,7 @@ mod owner;
 mod params;
 mod plan;
 mod preview;
+pub mod proof;
 mod query;
 mod remote;
 mod report;
@@ -98,6 +99,7 @@ mod request;
 mod schedule;
 mod select;
 mod store;
+mod witness;
 
 pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
 pub use changed::{GIT_DEADLINE, changed_files};
@@ -123,3 +125,4 @@ pub use report::{
 pub use request::{Request, Selection, parse_action, parse_param};
 pub use schedule::{Event, Options, announce, execute};
 pub use store::{LogPage, RunDir, RunStore};
+pub use witness::Witness;

@@ -32,6 +32,7 @@ use crate::plan::{Plan, Step};
 use crate::remote::Remote;
 use crate::report::{ActionReport, ActionStatus, Owner, RunReport, RunStatus, Stop};
 use crate::store::RunDir;
+use crate::witness::Witness;
 
 /// How a plan is run.
 #[derive(Debug, Clone)]
@@ -44,6 +45,9 @@ pub struct Options {
     pub force: bool,
     /// The remote cache behind the local one, if any.
     pub remote: Option<Arc<Remote>>,
+    /// Where to record every path the run's keys and look-ups read, for a proof that a later
+    /// run would be a no-op (`once_run::Proof`).
+    pub witness: Option<Arc<Witness>>,
 }
 
 /// How many actions run at once by default: the cores, plus two. A command spends part of its
@@ -61,6 +65,7 @@ impl Default for Options {
             keep_going: false,
             force: false,
             remote: None,
+            witness: None,
         }
     }
 }
@@ -141,7 +146,11 @@ pub fn execute(
     // agent) listing runs sees this one and its owner from the start.
     record.write_running(board.snapshot(steps, run));
     let jobs = options.jobs.max(1).min(total.max(1));
-    let hashes = cache.file_hashes();
+    let hashes = cache.file_hashes().witnessed_by(options.witness.clone());
+    if plan.steps.iter().any(|step| step.env_file.is_some()) {
+        // Read while planning, before anything was recorded.
+        hashes.witness().spoil("an action reads an env-file");
+    }
     let environ = Environ::new();
     let remote = options.remote.as_deref();
     board.warn_once(&mut board.lock(), remote);
@@ -484,7 +493,7 @@ fn attempt_log(log: &Path, n: usize) -> PathBuf {
     log.with_file_name(format!("{stem}.attempt-{n}.log"))
 }
 
-fn unix_millis() -> u64 {
+pub(crate) fn unix_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, millis)
@@ -689,7 +698,11 @@ impl Worker<'_> {
             }
         };
         let replay = |buffer: &mut [u8]| -> Option<Finished> {
-            replay_result(self.cache.lookup(&key)?, false, buffer)
+            replay_result(
+                self.cache.lookup_seen(&key, self.hashes.witness())?,
+                false,
+                buffer,
+            )
         };
         // An uncached action, and whatever depends on one, is never replayed nor recorded.
         let replayable = step.cache && !self.force;

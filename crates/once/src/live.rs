@@ -22,7 +22,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
-use once_run::{ActionStatus, Event, Plan, RunDir};
+use once_run::{ActionStatus, Event, RunDir};
 
 use crate::render::{self, Prefixes, Progress};
 
@@ -82,10 +82,14 @@ pub struct Live {
 }
 
 impl Live {
-    /// Starts the printer. `terminal`: stderr is one, so the progress line is drawn; `colour`:
-    /// prefixes are coloured.
-    pub fn start(plan: &Plan, mode: OutputLogs, terminal: bool, colour: bool) -> io::Result<Live> {
-        let actions: Vec<String> = plan.steps.iter().map(|s| s.action.clone()).collect();
+    /// Starts the printer of a run of `actions` (in plan order). `terminal`: stderr is one, so
+    /// the progress line is drawn; `colour`: prefixes are coloured.
+    pub fn start(
+        actions: Vec<String>,
+        mode: OutputLogs,
+        terminal: bool,
+        colour: bool,
+    ) -> io::Result<Live> {
         let (notes, inbox) = mpsc::channel();
         let printer = Printer {
             mode,

@@ -10,14 +10,14 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use once_exec::{Cancel, Registry};
-use once_run::{Options, Request, RunReport, RunStatus, RunStore};
+use once_run::{Event, Options, Request, RunReport, RunStatus, RunStore, Witness};
 
 use crate::cli::RunArgs;
 use crate::exit::Outcome;
@@ -45,6 +45,23 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
             }
         })
         .context("cannot install the signal handlers")?;
+    }
+
+    // A request a proof can answer: one that only looks (never `--force`), whose answer the
+    // files decide (never `--affected`, which asks git), and that prints a run's report.
+    let provable = !(args.force || args.dry_run || args.explain || args.affected.is_some());
+    let asked = provable
+        .then(once_run::proof::Request::of_this_process)
+        .flatten();
+    if let Some(asked) = &asked
+        && let Some((root, report)) = replayed(workspace, asked)
+    {
+        let outcome = show_replay(&root, report, &args)?;
+        finished.cancel();
+        return Ok(match signalled.load(Ordering::SeqCst) {
+            0 => outcome,
+            signal => Outcome::Signal(signal),
+        });
     }
 
     let workspace = super::load(workspace)?;
@@ -116,14 +133,19 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         Ok(remote) => options.remote = remote,
         Err(outcome) => return Ok(outcome),
     }
+    // A run the witness follows may prove the next one a no-op.
+    let witness = asked
+        .filter(|_| options.remote.is_none() && readable(&workspace))
+        .map(|request| (request, Arc::new(Witness::new())));
+    options.witness = witness.as_ref().map(|(_, witness)| Arc::clone(witness));
     let run = RunStore::new(workspace.root())
         .create()
         .context("cannot create the run's folder under `.once/runs`")?;
     let cache = once_run::Cache::new(workspace.root());
-    let terminal = io::stderr().is_terminal();
-    let colour = crate::colour::enabled(&io::stderr());
-    let live = Live::start(&plan, args.output_logs, terminal, colour)
-        .context("cannot start the thread that shows the run")?;
+    let live = start_live(
+        plan.steps.iter().map(|step| step.action.clone()).collect(),
+        args.output_logs,
+    )?;
     let report = once_run::execute(
         &plan,
         &cache,
@@ -139,8 +161,18 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         // The bounded summary, as MCP returns it; `run.json` lists every action.
         output::json(&report.summary()).context("cannot print the report")?;
     }
-    finished.cancel();
     let signal = signalled.load(Ordering::SeqCst);
+    if let Some((request, witness)) = witness
+        && signal == 0
+        && is_no_op(&report)
+    {
+        // The options held the other reference; the run is over.
+        drop(options);
+        if let Ok(witness) = Arc::try_unwrap(witness) {
+            once_run::proof::prove(&request, &workspace.freshness(), witness, &report);
+        }
+    }
+    finished.cancel();
     Ok(if signal != 0 {
         Outcome::Signal(signal)
     } else if report.status == RunStatus::Succeeded {
@@ -148,6 +180,86 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
     } else {
         Outcome::Failure
     })
+}
+
+/// The report of the run that a proof shows this request would repeat, when one does.
+fn replayed(
+    workspace: Option<&Path>,
+    request: &once_run::proof::Request,
+) -> Option<(PathBuf, RunReport)> {
+    let root = super::find_root(workspace).ok()?;
+    let report = once_run::proof::replay(&root, request)?;
+    Some((root, report))
+}
+
+/// Shows a replayed run as the run it repeats would show: each action as the live view shows a
+/// cache hit, the summary, the JSON report when asked; and records it as a run of its own.
+fn show_replay(root: &Path, mut report: RunReport, args: &RunArgs) -> Result<Outcome> {
+    let start = Instant::now();
+    let run = RunStore::new(root)
+        .create()
+        .context("cannot create the run's folder under `.once/runs`")?;
+    report.run_id.clone_from(&run.id);
+    tracing::info!(run = %run.id, "answered by its no-op proof");
+    let live = start_live(
+        report.actions.iter().map(|a| a.action.clone()).collect(),
+        args.output_logs,
+    )?;
+    let total = report.actions.len();
+    for (done, action) in report.actions.iter().enumerate() {
+        live.observe(
+            &run,
+            Event::Started {
+                action: &action.action,
+            },
+        );
+        live.observe(
+            &run,
+            Event::Finished {
+                action: &action.action,
+                status: action.status,
+                cached: action.cached,
+                done: done + 1,
+                total,
+                log: action.log.as_deref(),
+            },
+        );
+    }
+    report.duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+    if let Err(error) = run.write_report(&report) {
+        tracing::warn!(%error, "cannot write the run's report");
+    }
+    live.finish();
+    summarise(&report, args.output_logs);
+    if args.json {
+        output::json(&report.summary()).context("cannot print the report")?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// Whether a run's report is one a later run may replay: it succeeded, and every action was a
+/// hit of the local cache.
+fn is_no_op(report: &RunReport) -> bool {
+    report.status == RunStatus::Succeeded
+        && report.counts.cached == report.counts.total
+        && report.counts.remote == 0
+        && report.counts.ran == 0
+}
+
+/// Whether loading read every manifest it found: a manifest it could not read is not in its
+/// record, so no proof could notice it becoming readable.
+fn readable(workspace: &once_graph::Workspace) -> bool {
+    !workspace
+        .diagnostics()
+        .iter()
+        .any(|d| matches!(d.code, "unreadable-manifest" | "io"))
+}
+
+fn start_live(actions: Vec<String>, mode: OutputLogs) -> Result<Live> {
+    let terminal = io::stderr().is_terminal();
+    let colour = crate::colour::enabled(&io::stderr());
+    Live::start(actions, mode, terminal, colour)
+        .context("cannot start the thread that shows the run")
 }
 
 /// The remote cache of this run, connected: `None` when none is configured. A setting that

@@ -21,6 +21,7 @@ mod mcp_http;
 mod memory;
 mod outcomes;
 mod placeholders;
+mod proof;
 mod query;
 mod remote;
 mod run;
