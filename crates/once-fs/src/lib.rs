@@ -33,7 +33,7 @@ pub use atomic::{
 pub use beneath::{Folder, Kind, PATH_MAX, RESERVED, Root, STAGE_ROOM, stage_name, state_dir};
 pub use path::{NAME_MAX, PathError, WorkspacePath, open_inside};
 pub use slot_lock::{SlotLock, lock_slot};
-pub use stamp::{RACY_WINDOW, STAMP_BYTES, Stamp};
+pub use stamp::{FileKind, Lookup, RACY_WINDOW, STAMP_BYTES, Stamp, Status};
 
 /// The BLAKE3 hash of `bytes`, as the lowercase hex every `once` file records.
 pub fn hash_hex(bytes: &[u8]) -> String {

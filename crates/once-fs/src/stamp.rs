@@ -89,6 +89,16 @@ impl Stamp {
             && current.ctime == self.ctime
     }
 
+    /// Like [`Stamp::proves_unchanged_by`], given what a [`Lookup`] found at the path now.
+    pub fn proves_unchanged_by_status(&self, now: &Status) -> bool {
+        !self.racy
+            && now.len == self.len
+            && now.fields.dev == self.dev
+            && now.fields.ino == self.ino
+            && now.fields.mtime == self.mtime
+            && now.fields.ctime == self.ctime
+    }
+
     /// Whether the file changed so shortly before it was read that this stamp proves nothing.
     pub fn is_racy(&self) -> bool {
         self.racy
@@ -132,7 +142,158 @@ impl Stamp {
     }
 }
 
+/// What a [`Lookup`] finds at a path: what a stamp compares, and the kind of file.
+#[derive(Debug, Clone)]
+pub struct Status {
+    len: u64,
+    fields: Fields,
+    kind: FileKind,
+}
+
+/// The kind of what is at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    File,
+    Folder,
+    Link,
+    Other,
+}
+
+impl Status {
+    pub fn kind(&self) -> FileKind {
+        self.kind
+    }
+
+    #[cfg_attr(all(target_os = "linux", not(test)), allow(dead_code))]
+    fn of(metadata: &Metadata) -> Status {
+        let kind = metadata.file_type();
+        Status {
+            len: metadata.len(),
+            fields: Fields::of(metadata),
+            kind: if kind.is_symlink() {
+                FileKind::Link
+            } else if kind.is_dir() {
+                FileKind::Folder
+            } else if kind.is_file() {
+                FileKind::File
+            } else {
+                FileKind::Other
+            },
+        }
+    }
+}
+
+/// Looks paths up relative to an opened folder, for a caller that checks thousands of stamps
+/// under one root: on Linux each look-up is one `statx` from the folder's descriptor, so the
+/// kernel walks only the path below it, not the root's own path again each time. Elsewhere it
+/// asks `std` by the whole path.
+#[derive(Debug)]
+pub struct Lookup {
+    root: std::path::PathBuf,
+    #[cfg(target_os = "linux")]
+    folder: std::os::fd::OwnedFd,
+}
+
+impl Lookup {
+    /// Opens `root` for look-ups (only to name paths from: `O_PATH`, it reads nothing).
+    pub fn new(root: &Path) -> std::io::Result<Lookup> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::FromRawFd;
+            use std::os::unix::ffi::OsStrExt;
+            let name = std::ffi::CString::new(root.as_os_str().as_bytes())
+                .map_err(std::io::Error::other)?;
+            // SAFETY: `name` is a valid C string; the descriptor returned is ours alone.
+            let fd = unsafe {
+                libc::open(
+                    name.as_ptr(),
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(Lookup {
+                root: root.to_path_buf(),
+                // SAFETY: `fd` was just opened and is owned by nothing else.
+                folder: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Ok(Lookup {
+                root: root.to_path_buf(),
+            })
+        }
+    }
+
+    /// What is at `path` (relative to the root, or absolute) now: following a final link when
+    /// `follow`, as `stat` does, else as `lstat` does.
+    pub fn status(&self, path: &Path, follow: bool) -> std::io::Result<Status> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            use std::os::unix::ffi::OsStrExt;
+            let bytes = path.as_os_str().as_bytes();
+            let name = std::ffi::CString::new(if bytes.is_empty() { b"." } else { bytes })
+                .map_err(std::io::Error::other)?;
+            let flags =
+                libc::AT_STATX_SYNC_AS_STAT | if follow { 0 } else { libc::AT_SYMLINK_NOFOLLOW };
+            // SAFETY: zeroes are a valid `statx`, which the kernel fills on success.
+            let mut found: libc::statx = unsafe { std::mem::zeroed() };
+            // SAFETY: the descriptor is open for our lifetime, `name` is a valid C string and
+            // `found` is writable.
+            let result = unsafe {
+                libc::statx(
+                    self.folder.as_raw_fd(),
+                    name.as_ptr(),
+                    flags,
+                    libc::STATX_BASIC_STATS,
+                    &raw mut found,
+                )
+            };
+            if result != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let kind = match u32::from(found.stx_mode) & libc::S_IFMT {
+                libc::S_IFREG => FileKind::File,
+                libc::S_IFDIR => FileKind::Folder,
+                libc::S_IFLNK => FileKind::Link,
+                _ => FileKind::Other,
+            };
+            // As `std` fills its metadata from `statx`, so that a stamp taken from one compares
+            // equal to a status taken from the other.
+            Ok(Status {
+                len: found.stx_size,
+                fields: Fields {
+                    dev: libc::makedev(found.stx_dev_major, found.stx_dev_minor),
+                    ino: found.stx_ino,
+                    mtime: (found.stx_mtime.tv_sec, i64::from(found.stx_mtime.tv_nsec)),
+                    ctime: (found.stx_ctime.tv_sec, i64::from(found.stx_ctime.tv_nsec)),
+                },
+                kind,
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let path = self.root.join(path);
+            let metadata = if follow {
+                std::fs::metadata(&path)
+            } else {
+                std::fs::symlink_metadata(&path)
+            }?;
+            Ok(Status::of(&metadata))
+        }
+    }
+
+    /// The root paths are looked up from.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
 /// The parts of a stamp that the platform reports differently.
+#[derive(Debug, Clone)]
 struct Fields {
     dev: u64,
     ino: u64,
@@ -193,6 +354,44 @@ mod tests {
         let path = temp_file("fresh", "a");
         let stamp = Stamp::new(&std::fs::metadata(&path).expect("stat"), SystemTime::now());
         assert!(!stamp.proves_unchanged(&path));
+    }
+
+    #[test]
+    fn a_lookup_from_the_folder_sees_what_a_stat_by_the_whole_path_sees() {
+        let path = temp_file("lookup", "abc");
+        let folder = path.parent().expect("a folder");
+        let lookup = Lookup::new(folder).expect("opens the folder");
+        let metadata = std::fs::symlink_metadata(&path).expect("stat");
+        let stamp = Stamp::new(&metadata, SystemTime::now() + RACY_WINDOW * 2);
+        let relative = lookup.status(Path::new("once.toml"), false).expect("found");
+        assert_eq!(relative.kind(), FileKind::File);
+        assert!(stamp.proves_unchanged_by_status(&relative));
+        // Field for field what `std` reports, by a relative or an absolute path.
+        let by_std = Status::of(&metadata);
+        assert_eq!((relative.len, relative.kind), (by_std.len, by_std.kind));
+        assert_eq!(relative.fields.dev, by_std.fields.dev);
+        assert_eq!(relative.fields.mtime, by_std.fields.mtime);
+        let absolute = lookup.status(&path, false).expect("found");
+        assert!(stamp.proves_unchanged_by_status(&absolute));
+        // The folder itself, by the empty path.
+        let own = lookup.status(Path::new(""), false).expect("found");
+        assert_eq!(own.kind(), FileKind::Folder);
+        // A link: itself without following, its target with.
+        let link = folder.join("link.toml");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("once.toml", &link).expect("links");
+        let name = Path::new("link.toml");
+        assert_eq!(
+            lookup.status(name, false).expect("found").kind(),
+            FileKind::Link
+        );
+        assert!(stamp.proves_unchanged_by_status(&lookup.status(name, true).expect("found")));
+        // A write shows; a missing path is an error that says so.
+        std::fs::write(&path, "abcd").expect("writes");
+        let after = lookup.status(Path::new("once.toml"), false).expect("found");
+        assert!(!stamp.proves_unchanged_by_status(&after));
+        let missing = lookup.status(Path::new("gone"), false).expect_err("absent");
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use once_fs::Stamp;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::discover::{self, Reader};
-use crate::freshness::{Freshness, Lists};
+use crate::freshness::{Freshness, Listed, Lists, Trace};
 use crate::graph::{ActionId, Graph};
 use crate::manifest::{
     self, Bases, CacheSettings, DepRef, Overlay, PendingTarget, Settings, Shared,
@@ -334,7 +334,15 @@ impl Workspace {
     /// Cheap: a `stat` per manifest proves most of them unchanged; the rest are hashed (never
     /// parsed); member globs are re-expanded to catch added or removed members.
     pub fn is_stale(&self) -> bool {
-        self.manifests.iter().any(ManifestRecord::changed) || self.lists.changed(&self.root)
+        // A folder glob's expansion is proven by the `stat`s of its trace when they can be.
+        let lookup = once_fs::Lookup::new(&self.root).ok();
+        let read: std::collections::HashSet<&Path> = self
+            .manifests
+            .iter()
+            .map(|record| Path::new(record.rel.as_str()))
+            .collect();
+        self.manifests.iter().any(ManifestRecord::changed)
+            || self.lists.changed_from(&self.root, lookup.as_ref(), &read)
     }
 
     /// What loading read, as data another process can check with [`Freshness::is_stale`]: it
@@ -351,7 +359,7 @@ impl Workspace {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .clone();
-                    (record.abs.clone(), *record.hash.as_bytes(), stamp)
+                    (PathBuf::from(&record.rel), *record.hash.as_bytes(), stamp)
                 })
                 .collect(),
             lists: self.lists.clone(),
@@ -703,6 +711,17 @@ pub(crate) fn expand_folders(
     globs: &[String],
     holding: &str,
 ) -> (Vec<String>, Vec<Result<usize, String>>) {
+    expand_folders_traced(root, globs, holding, None)
+}
+
+/// [`expand_folders`], recording in `trace` each folder it listed (stamped before the listing)
+/// and each file it looked for, so a later check can prove the same expansion by `stat`s.
+pub(crate) fn expand_folders_traced(
+    root: &Path,
+    globs: &[String],
+    holding: &str,
+    mut trace: Option<&mut Trace>,
+) -> (Vec<String>, Vec<Result<usize, String>>) {
     let mut all = Vec::new();
     let mut per = Vec::with_capacity(globs.len());
     for g in globs {
@@ -744,14 +763,27 @@ pub(crate) fn expand_folders(
             } else {
                 root.join(&rel)
             };
-            if !rel.is_empty() && matcher.is_match(&rel) && abs.join(holding).is_file() {
-                found += 1;
-                all.push(rel.clone());
+            if !rel.is_empty() && matcher.is_match(&rel) {
+                let holds = abs.join(holding).is_file();
+                if let Some(trace) = trace.as_deref_mut() {
+                    trace.probed.push((format!("{rel}/{holding}"), holds));
+                }
+                if holds {
+                    found += 1;
+                    all.push(rel.clone());
+                }
             }
             if depth >= max_depth {
                 continue;
             }
-            let Ok(entries) = std::fs::read_dir(&abs) else {
+            let before = trace.is_some().then(|| std::fs::metadata(&abs));
+            let entries = std::fs::read_dir(&abs);
+            if let (Some(trace), Some(before)) = (trace.as_deref_mut(), before) {
+                trace
+                    .listed
+                    .push((rel.clone(), Listed::of(before, entries.is_ok())));
+            }
+            let Ok(entries) = entries else {
                 continue;
             };
             for entry in entries.flatten() {

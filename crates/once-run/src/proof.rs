@@ -31,7 +31,7 @@
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use once_fs::codec::{Decoder, Encoder};
@@ -42,7 +42,10 @@ use crate::report::RunReport;
 use crate::witness::{Seen, Witness};
 
 /// The first bytes of a proof; a new layout gets a new magic, and old proofs are ignored.
-const MAGIC: &[u8] = b"once no-op proof v1\n";
+const MAGIC: &[u8] = b"once no-op proof v2\n";
+
+/// Records per section of a proof: enough sections for the threads to share the work evenly.
+const SECTION: usize = 512;
 
 /// At most this many proofs are kept (one per distinct request); the oldest go first.
 const KEEP: usize = 8;
@@ -124,19 +127,18 @@ pub fn prove(request: &Request, freshness: &Freshness, witness: Witness, report:
     out.fixed(MAGIC);
     out.fixed(&request.digest);
     freshness.encode(&mut out);
-    out.u64(records.len() as u64);
-    for (path, seen) in &records {
-        match path.strip_prefix(root) {
-            Ok(inside) => {
-                out.u8(1);
-                out.path(inside);
-            }
-            Err(_) => {
-                out.u8(0);
-                out.path(path);
-            }
+    // In sections, so the threads that check them decode them too.
+    let sections: Vec<&[(PathBuf, Seen)]> = records.chunks(SECTION).collect();
+    out.u64(sections.len() as u64);
+    for section in sections {
+        let mut part = Encoder::new();
+        part.u64(section.len() as u64);
+        for (path, seen) in section {
+            // Inside the root, relative to it: each look-up starts from the root's descriptor.
+            part.path(path.strip_prefix(root).unwrap_or(path));
+            encode_seen(&mut part, seen);
         }
-        encode_seen(&mut out, seen);
+        out.bytes(&part.finish());
     }
     out.bytes(&report_json);
     let mut bytes = out.finish();
@@ -172,18 +174,13 @@ pub fn replay(root: &Path, request: &Request) -> Option<RunReport> {
     if freshness.root() != root {
         return None;
     }
-    let count = input.u64()?;
-    let mut records = Vec::new();
-    for _ in 0..count {
-        let path = match input.u8()? {
-            0 => input.path()?,
-            1 => root.join(input.path()?),
-            _ => return None,
-        };
-        records.push((path, decode_seen(&mut input)?));
+    let mut sections = Vec::new();
+    for _ in 0..input.u64()? {
+        sections.push(input.bytes()?);
     }
     let report_json = input.bytes()?;
-    if !input.is_done() || !holds(&freshness, &records) {
+    let lookup = once_fs::Lookup::new(root).ok()?;
+    if !input.is_done() || !holds(&lookup, &freshness, &sections) {
         return None;
     }
     let mut report: RunReport = serde_json::from_slice(report_json).ok()?;
@@ -193,37 +190,52 @@ pub fn replay(root: &Path, request: &Request) -> Option<RunReport> {
 }
 
 /// Whether the workspace is fresh and every record holds, checked on as many threads as the
-/// machine has cores (a no-op's cost is this check: thousands of `stat`s).
-fn holds(freshness: &Freshness, records: &[(PathBuf, Seen)]) -> bool {
+/// machine has cores (a no-op's cost is this check: thousands of `stat`s). The threads take
+/// blocks of records as they go, and one of them checks the workspace first, so none idles
+/// while another still has work.
+fn holds(lookup: &once_fs::Lookup, freshness: &Freshness, sections: &[&[u8]]) -> bool {
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let failed = AtomicBool::new(false);
-    let check = |chunk: &[(PathBuf, Seen)]| {
+    let next = AtomicUsize::new(0);
+    let check = |first: bool| {
+        if first && freshness.is_stale_from(lookup) {
+            tracing::debug!("the no-op proof fails: a manifest changed");
+            failed.store(true, Ordering::Relaxed);
+            return;
+        }
         let mut buffer = vec![0u8; 64 * 1024];
-        for (path, seen) in chunk {
-            if failed.load(Ordering::Relaxed) {
-                return;
-            }
-            if !seen.holds(path, &mut buffer) {
-                tracing::debug!(path = %path.display(), "the no-op proof fails here");
+        while let Some(section) = sections.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if failed.load(Ordering::Relaxed) || !section_holds(lookup, section, &mut buffer) {
                 failed.store(true, Ordering::Relaxed);
                 return;
             }
         }
     };
-    let per_thread = records.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
-        let mut chunks = records.chunks(per_thread);
-        let own = chunks.next().unwrap_or_default();
-        for chunk in chunks {
-            scope.spawn(|| check(chunk));
+        for _ in 1..threads {
+            scope.spawn(|| check(false));
         }
-        if freshness.is_stale() {
-            tracing::debug!("the no-op proof fails: a manifest changed");
-            failed.store(true, Ordering::Relaxed);
-        }
-        check(own);
+        check(true);
     });
     !failed.load(Ordering::Relaxed)
+}
+
+/// Whether every record of one section holds (a section that does not decode does not).
+fn section_holds(lookup: &once_fs::Lookup, section: &[u8], buffer: &mut [u8]) -> bool {
+    let mut input = Decoder::new(section);
+    let Some(count) = input.u64() else {
+        return false;
+    };
+    for _ in 0..count {
+        let (Some(path), Some(seen)) = (input.path(), decode_seen(&mut input)) else {
+            return false;
+        };
+        if !seen.holds(lookup, &path, buffer) {
+            tracing::debug!(path = %path.display(), "the no-op proof fails here");
+            return false;
+        }
+    }
+    input.is_done()
 }
 
 /// Keeps the newest [`KEEP`] proofs.
@@ -268,8 +280,13 @@ fn encode_seen(out: &mut Encoder, seen: &Seen) {
             out.fixed(&stamp.to_bytes());
             out.fixed(digest);
         }
-        Seen::Folder { stamp, listing } => {
+        Seen::Folder {
+            follow,
+            stamp,
+            listing,
+        } => {
             out.u8(3);
+            out.u8(u8::from(*follow));
             out.fixed(&stamp.to_bytes());
             out.fixed(listing);
         }
@@ -298,6 +315,7 @@ fn decode_seen(input: &mut Decoder<'_>) -> Option<Seen> {
             digest: *input.fixed::<32>()?,
         },
         3 => Seen::Folder {
+            follow: follow(input)?,
             stamp: stamp(input)?,
             listing: *input.fixed::<32>()?,
         },

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
-use once_fs::Stamp;
+use once_fs::{FileKind, Lookup, Stamp};
 
 /// One path as a run saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,11 +38,22 @@ pub(crate) enum Seen {
         stamp: Stamp,
         digest: [u8; 32],
     },
-    /// A folder whose names the run listed: its stamp (`stat`: a listing follows a link), and a
-    /// digest of the names and kinds it held.
-    Folder { stamp: Stamp, listing: [u8; 32] },
+    /// A folder whose names the run listed: its stamp by `lstat` (or by `stat` when `follow`:
+    /// the path was a link, which a listing follows; the link itself is then a `Stat` of its
+    /// own), and a digest of the names and kinds it held.
+    Folder {
+        follow: bool,
+        stamp: Stamp,
+        listing: [u8; 32],
+    },
     /// A real folder (never a link) on the way to an output the run checked.
     Directory,
+}
+
+/// A folder's metadata taken before it was listed (see [`Witness::before_listing`]).
+pub(crate) struct Before {
+    follow: bool,
+    found: io::Result<Metadata>,
 }
 
 /// The paths one run saw, gathered from every thread that computes keys.
@@ -191,9 +202,27 @@ impl Witness {
         }
     }
 
-    /// The metadata of a folder about to be listed, to hand to [`Witness::listed`] once it is.
-    pub(crate) fn before_listing(&self, folder: &Path) -> Option<io::Result<Metadata>> {
-        self.on.then(|| fs::metadata(folder))
+    /// The metadata of a folder about to be listed, to hand to [`Witness::listed`] once it is:
+    /// by `lstat`, unless the path is a link (then the link is recorded, and the metadata is
+    /// that of the folder it leads to).
+    pub(crate) fn before_listing(&self, folder: &Path) -> Option<Before> {
+        if !self.on {
+            return None;
+        }
+        let own = fs::symlink_metadata(folder);
+        Some(match own {
+            Ok(link) if link.file_type().is_symlink() => {
+                self.looked(folder, &Ok(link));
+                Before {
+                    follow: true,
+                    found: fs::metadata(folder),
+                }
+            }
+            own => Before {
+                follow: false,
+                found: own,
+            },
+        })
     }
 
     /// Records the listing of `folder`: `before` from [`Witness::before_listing`], and the names
@@ -202,22 +231,23 @@ impl Witness {
     pub(crate) fn listed<'n>(
         &self,
         folder: &Path,
-        before: Option<io::Result<Metadata>>,
+        before: Option<Before>,
         names: Option<impl Iterator<Item = (&'n str, FileType)>>,
     ) {
-        let Some(before) = before else {
+        let Some(Before { follow, found }) = before else {
             return;
         };
-        match (before, names) {
+        match (found, names) {
             (Ok(metadata), Some(names)) => self.push(
                 folder,
                 Seen::Folder {
+                    follow,
                     stamp: Stamp::new(&metadata, SystemTime::now()),
                     listing: listing_digest(names),
                 },
             ),
             (Err(error), None) if is_absence(&error) => {
-                self.push(folder, Seen::Absent { follow: true });
+                self.push(folder, Seen::Absent { follow });
             }
             // Unreadable (permissions) or gone meanwhile: a later check could not tell what
             // listing it would see.
@@ -244,14 +274,19 @@ impl Witness {
         seen.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         seen.dedup();
         // A folder listed with its kinds proves its entries' kinds: a real folder inside it that
-        // became a link changes its stamp and its listing. Such a folder needs no check of its own.
-        let listed: std::collections::HashSet<PathBuf> = seen
+        // became a link changes its stamp and its listing. And a folder listed by `lstat` is
+        // itself no link. Either way it needs no `Directory` check of its own.
+        let listed: std::collections::HashMap<PathBuf, bool> = seen
             .iter()
-            .filter(|(_, seen)| matches!(seen, Seen::Folder { .. }))
-            .map(|(path, _)| path.clone())
+            .filter_map(|(path, seen)| match seen {
+                Seen::Folder { follow, .. } => Some((path.clone(), *follow)),
+                _ => None,
+            })
             .collect();
         seen.retain(|(path, seen)| {
-            !matches!(seen, Seen::Directory) || !path.parent().is_some_and(|p| listed.contains(p))
+            !matches!(seen, Seen::Directory)
+                || !(listed.get(path) == Some(&false)
+                    || path.parent().is_some_and(|p| listed.contains_key(p)))
         });
         Some(seen)
     }
@@ -289,32 +324,42 @@ fn kind_byte(kind: FileType) -> u8 {
 }
 
 impl Seen {
-    /// Whether `path` would be seen the same now. `false` means "look again", never a guess:
-    /// anything that cannot be checked is a change.
-    pub(crate) fn holds(&self, path: &Path, buffer: &mut [u8]) -> bool {
+    /// Whether `path` (relative to the lookup's root, or absolute) would be seen the same now.
+    /// `false` means "look again", never a guess: anything that cannot be checked is a change.
+    pub(crate) fn holds(&self, lookup: &Lookup, path: &Path, buffer: &mut [u8]) -> bool {
         match self {
-            Seen::Absent { follow } => {
-                metadata(path, *follow).is_err_and(|error| is_absence(&error))
-            }
-            Seen::Stat { follow, stamp } => {
-                metadata(path, *follow).is_ok_and(|now| stamp.proves_unchanged_by(&now))
-            }
+            Seen::Absent { follow } => lookup
+                .status(path, *follow)
+                .is_err_and(|error| is_absence(&error)),
+            Seen::Stat { follow, stamp } => lookup
+                .status(path, *follow)
+                .is_ok_and(|now| stamp.proves_unchanged_by_status(&now)),
             Seen::File {
                 follow,
                 stamp,
                 digest,
-            } => match metadata(path, *follow) {
-                Ok(now) if stamp.proves_unchanged_by(&now) => true,
-                Ok(now) if now.is_file() => crate::key::hash_file(path, buffer)
-                    .is_ok_and(|found| found.as_bytes() == digest),
+            } => match lookup.status(path, *follow) {
+                Ok(now) if stamp.proves_unchanged_by_status(&now) => true,
+                Ok(now) if now.kind() == FileKind::File => {
+                    crate::key::hash_file(&lookup.root().join(path), buffer)
+                        .is_ok_and(|found| found.as_bytes() == digest)
+                }
                 _ => false,
             },
-            Seen::Folder { stamp, listing } => match fs::metadata(path) {
-                Ok(now) if stamp.proves_unchanged_by(&now) => true,
-                Ok(now) if now.is_dir() => list(path).is_some_and(|found| found == *listing),
+            Seen::Folder {
+                follow,
+                stamp,
+                listing,
+            } => match lookup.status(path, *follow) {
+                Ok(now) if stamp.proves_unchanged_by_status(&now) => true,
+                Ok(now) if now.kind() == FileKind::Folder => {
+                    list(&lookup.root().join(path)).is_some_and(|found| found == *listing)
+                }
                 _ => false,
             },
-            Seen::Directory => fs::symlink_metadata(path).is_ok_and(|now| now.is_dir()),
+            Seen::Directory => lookup
+                .status(path, false)
+                .is_ok_and(|now| now.kind() == FileKind::Folder),
         }
     }
 }

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
-use crate::workspace::{ManifestRecord, decode, expand_folders, read_regular};
+use crate::freshness::Trace;
+use crate::workspace::{ManifestRecord, decode, expand_folders_traced, read_regular};
 
 /// A folder glob expansion that was used, to expand again when checking staleness.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,8 @@ pub(crate) struct Listing {
     pub holding: String,
     /// What they matched.
     pub folders: Vec<String>,
+    /// What the expansion listed and looked for, to prove it unchanged by `stat`s alone.
+    pub trace: Trace,
 }
 
 /// Reads manifests below a workspace root and remembers what it read.
@@ -164,7 +167,9 @@ impl Reader {
             .iter()
             .map(|g| g.trim_start_matches('!').to_string())
             .collect();
-        let (found, per_glob) = expand_folders(&self.root, &include, holding);
+        let mut trace = Trace::default();
+        let (found, per_glob) =
+            expand_folders_traced(&self.root, &include, holding, Some(&mut trace));
         for (glob, result) in include.iter().zip(&per_glob) {
             if let Err(e) = result {
                 self.warn(
@@ -184,6 +189,7 @@ impl Reader {
             globs: globs.to_vec(),
             holding: holding.to_string(),
             folders: folders.clone(),
+            trace,
         });
         folders
     }

@@ -225,11 +225,14 @@ fn show_replay(root: &Path, mut report: RunReport, args: &RunArgs) -> Result<Out
             },
         );
     }
+    eprintln!("T observed {:?}", start.elapsed());
     report.duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     if let Err(error) = run.write_report(&report) {
         tracing::warn!(%error, "cannot write the run's report");
     }
+    eprintln!("T written {:?}", start.elapsed());
     live.finish();
+    eprintln!("T live {:?}", start.elapsed());
     summarise(&report, args.output_logs);
     if args.json {
         output::json(&report.summary()).context("cannot print the report")?;
