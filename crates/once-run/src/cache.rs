@@ -300,19 +300,16 @@ impl Cache {
                     }),
                 _ => false,
             };
+            // `kind` walked here from the root without meeting a link (and `make_parent_of`
+            // below makes real folders): a later proof must find the same real folders.
+            let mut folder = dest.parent();
+            while let Some(path) = folder.filter(|path| *path != self.workspace) {
+                hashes.witness().directory(path);
+                folder = path.parent();
+            }
             if same {
-                // `kind` walked here from the root without meeting a link: a later proof must
-                // find the same real folders on the way.
-                let mut folder = dest.parent();
-                while let Some(path) = folder.filter(|path| *path != self.workspace) {
-                    hashes.witness().directory(path);
-                    folder = path.parent();
-                }
                 continue;
             }
-            // What is written now was not there when the run looked: nothing it saw proves the
-            // outputs as they will be.
-            hashes.witness().spoil("an output was restored");
             let source = self.cas(&output.digest);
             let (folder, _) = root.make_parent_of(&relative).map_err(refused)?;
             let temp = stage_name();
@@ -341,14 +338,21 @@ impl Cache {
                     use std::os::unix::fs::PermissionsExt;
                     to.set_permissions(fs::Permissions::from_mode(mode))?;
                 }
-                folder.rename(&temp, relative.name())
+                let written = to.metadata()?;
+                folder.rename(&temp, relative.name())?;
+                Ok((written, digest))
             })();
-            if let Err(error) = copied {
-                let _ = folder.remove_file(&temp);
-                return Err(Error::Io {
-                    path: if output.text.is_some() { dest } else { source },
-                    source: error,
-                });
+            match copied {
+                // What a later proof must find there: this content. Its stamp, taken just now,
+                // is racy and proves nothing, so the check compares the content itself.
+                Ok((written, digest)) => hashes.witness().file(&dest, &written, &digest),
+                Err(error) => {
+                    let _ = folder.remove_file(&temp);
+                    return Err(Error::Io {
+                        path: if output.text.is_some() { dest } else { source },
+                        source: error,
+                    });
+                }
             }
         }
         Ok(())

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -334,10 +335,13 @@ fn resolve(word: &str, path: &OsStr, dir: &Path, witness: &Witness) -> Option<Pa
             let mut candidate = base.clone().into_os_string();
             candidate.push(suffix);
             let candidate = PathBuf::from(candidate);
-            // Followed, as the shell follows it: the stamp of what it finds stands for whether
-            // it is there, runnable, and the same file (its identity is its digest's, below).
+            if runnable(&candidate) {
+                // Recorded with its content by `identify`.
+                return Some(candidate);
+            }
+            // Followed, as the shell follows it: what is there (nothing, or no program).
             witness.look(&candidate, true);
-            runnable(&candidate).then_some(candidate)
+            None
         })
     };
     if word.contains('/') {
@@ -371,10 +375,24 @@ fn runnable(candidate: &Path) -> bool {
 /// The content identity of the program at `path`: the digest of the file it resolves to, read
 /// once and then proven unchanged by a `stat` through the file-hash cache.
 fn identify(path: PathBuf, hashes: &FileHashes, buffer: &mut [u8]) -> Option<Program> {
-    let real = fs::canonicalize(&path).ok()?;
-    let metadata = fs::metadata(&real).ok()?;
-    let digest = hashes.digest(&real, &metadata, buffer).ok()?;
-    Some(Program::Found { path, digest })
+    // Taken first, following links as the shell does: what a later proof compares.
+    let mut found = || -> io::Result<(fs::Metadata, blake3::Hash)> {
+        let followed = fs::metadata(&path)?;
+        let real = fs::canonicalize(&path)?;
+        let metadata = fs::metadata(&real)?;
+        Ok((followed, hashes.digest(&real, &metadata, buffer)?))
+    };
+    match found() {
+        Ok((followed, digest)) => {
+            hashes.witness().file_followed(&path, &followed, &digest);
+            Some(Program::Found { path, digest })
+        }
+        Err(_) => {
+            // Gone or unreadable since it was found: nothing recorded stands for it.
+            hashes.witness().spoil("a program could not be identified");
+            None
+        }
+    }
 }
 
 #[cfg(test)]

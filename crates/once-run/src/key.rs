@@ -114,7 +114,14 @@ impl Inputs {
         for (base, deep) in &self.bases {
             let path = root.join(base);
             let found = fs::symlink_metadata(&path);
-            witness.looked(&path, &found);
+            // A folder is recorded by its listing and a file named by the globs by its
+            // content (both below); anything else by what this look found.
+            let covered = found.as_ref().is_ok_and(|metadata| {
+                metadata.is_dir() || (metadata.is_file() && self.globs.rooted().matches(base))
+            });
+            if !covered {
+                witness.looked(&path, &found);
+            }
             let Ok(metadata) = found else {
                 continue;
             };

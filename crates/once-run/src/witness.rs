@@ -155,12 +155,21 @@ impl Witness {
     /// Records a file whose content had `digest`, given its metadata by `lstat` taken before the
     /// content was read.
     pub(crate) fn file(&self, path: &Path, metadata: &Metadata, digest: &blake3::Hash) {
+        self.push_file(path, false, metadata, digest);
+    }
+
+    /// [`Witness::file`] for a path read through a link: `metadata` by `stat`.
+    pub(crate) fn file_followed(&self, path: &Path, metadata: &Metadata, digest: &blake3::Hash) {
+        self.push_file(path, true, metadata, digest);
+    }
+
+    fn push_file(&self, path: &Path, follow: bool, metadata: &Metadata, digest: &blake3::Hash) {
         if self.on {
             let stamp = Stamp::new(metadata, SystemTime::now());
             self.push(
                 path,
                 Seen::File {
-                    follow: false,
+                    follow,
                     stamp,
                     digest: *digest.as_bytes(),
                 },
