@@ -157,6 +157,11 @@ pub fn prove(request: &Request, freshness: &Freshness, witness: Witness, report:
     prune(&folder);
 }
 
+/// Whether a proof for `request` is kept in the workspace at `root` (it may still not hold).
+pub fn exists(root: &Path, request: &Request) -> bool {
+    folder(root).join(request.file_name()).is_file()
+}
+
 /// The report of the run that `request` proved a no-op in the workspace at `root`, when
 /// everything it saw still holds: the answer the same request gets now, without running
 /// anything. `None` (a normal run follows) at the first doubt.

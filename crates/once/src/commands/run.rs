@@ -10,14 +10,14 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use once_exec::{Cancel, Registry};
-use once_run::{Event, Options, Request, RunReport, RunStatus, RunStore, Witness};
+use once_run::{Event, Options, Request, RunDir, RunReport, RunStatus, RunStore, Witness};
 
 use crate::cli::RunArgs;
 use crate::exit::Outcome;
@@ -54,9 +54,9 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         .then(once_run::proof::Request::of_this_process)
         .flatten();
     if let Some(asked) = &asked
-        && let Some((root, report)) = replayed(workspace, asked)
+        && let Some((run, report)) = replayed(workspace, asked)
     {
-        let outcome = show_replay(&root, report, &args)?;
+        let outcome = show_replay(&run, report, &args)?;
         finished.cancel();
         return Ok(match signalled.load(Ordering::SeqCst) {
             0 => outcome,
@@ -182,23 +182,39 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
     })
 }
 
-/// The report of the run that a proof shows this request would repeat, when one does.
+/// The report of the run that a proof shows this request would repeat, when one does, and the
+/// folder of the new run that repeats it.
 fn replayed(
     workspace: Option<&Path>,
     request: &once_run::proof::Request,
-) -> Option<(PathBuf, RunReport)> {
+) -> Option<(RunDir, RunReport)> {
     let root = super::find_root(workspace).ok()?;
-    let report = once_run::proof::replay(&root, request)?;
-    Some((root, report))
+    if !once_run::proof::exists(&root, request) {
+        return None;
+    }
+    let store = RunStore::new(&root);
+    // The run's folder is made while the proof is checked: neither waits for the other.
+    let (made, report) = std::thread::scope(|scope| {
+        let made = scope.spawn(|| store.create());
+        let report = once_run::proof::replay(&root, request);
+        (made.join(), report)
+    });
+    match (made, report) {
+        (Ok(Ok(run)), Some(report)) => Some((run, report)),
+        (Ok(Ok(run)), None) => {
+            // Still empty: the normal run that follows makes its own.
+            let _ = std::fs::remove_dir(&run.path);
+            None
+        }
+        _ => None,
+    }
 }
 
 /// Shows a replayed run as the run it repeats would show: each action as the live view shows a
-/// cache hit, the summary, the JSON report when asked; and records it as a run of its own.
-fn show_replay(root: &Path, mut report: RunReport, args: &RunArgs) -> Result<Outcome> {
+/// cache hit, the summary, the JSON report when asked; and records it in `run`, a run of its
+/// own.
+fn show_replay(run: &RunDir, mut report: RunReport, args: &RunArgs) -> Result<Outcome> {
     let start = Instant::now();
-    let run = RunStore::new(root)
-        .create()
-        .context("cannot create the run's folder under `.once/runs`")?;
     report.run_id.clone_from(&run.id);
     tracing::info!(run = %run.id, "answered by its no-op proof");
     let live = start_live(
@@ -206,15 +222,10 @@ fn show_replay(root: &Path, mut report: RunReport, args: &RunArgs) -> Result<Out
         args.output_logs,
     )?;
     let total = report.actions.len();
+    // Only endings: a replayed action never runs, so the view has nothing to follow.
     for (done, action) in report.actions.iter().enumerate() {
         live.observe(
-            &run,
-            Event::Started {
-                action: &action.action,
-            },
-        );
-        live.observe(
-            &run,
+            run,
             Event::Finished {
                 action: &action.action,
                 status: action.status,
@@ -225,14 +236,11 @@ fn show_replay(root: &Path, mut report: RunReport, args: &RunArgs) -> Result<Out
             },
         );
     }
-    eprintln!("T observed {:?}", start.elapsed());
     report.duration_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     if let Err(error) = run.write_report(&report) {
         tracing::warn!(%error, "cannot write the run's report");
     }
-    eprintln!("T written {:?}", start.elapsed());
     live.finish();
-    eprintln!("T live {:?}", start.elapsed());
     summarise(&report, args.output_logs);
     if args.json {
         output::json(&report.summary()).context("cannot print the report")?;

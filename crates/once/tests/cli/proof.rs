@@ -399,6 +399,15 @@ fn no_change_lets_a_proof_answer_and_no_change_goes_unseen() {
         answered_when_unchanged,
         "with nothing changed, the proof never answered"
     );
+    // A proof that failed its check left no folder behind for a run that never was.
+    for run in std::fs::read_dir(proven.root().join(".once/runs")).unwrap() {
+        let run = run.unwrap().path();
+        assert!(
+            run.join("run.json").is_file(),
+            "{} has no record",
+            run.display()
+        );
+    }
 }
 
 /// Variables are part of the request: a keyed one changed runs the action, and the proof of
