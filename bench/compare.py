@@ -21,7 +21,8 @@ What it does, in order:
 4. for each row in turn, in its own copy: stops its daemon and wipes every documented cache
    location of its tool and every `out/` folder (CACHES), then times the cold `build` of every
    package and checks, from the tool's own summary, that it ran every task and replayed none;
-   the no-op `build` (checked: every task replayed); the incremental `build` after one source
+   the no-op `build` (the second of two builds with nothing changed between them; checked:
+   every task replayed); the incremental `build` after one source
    file of a leaf package (one nothing depends on) changes; and listing the workspace's
    projects as JSON. For once also the floor (one process that stats every input file once)
    after its no-op, and the cold build of a copy with an empty local cache from a BuildGrid
@@ -508,6 +509,12 @@ def measure_builds(bench, leaf_name, progress):
                         step = "remote"
                         measure_remote(bench, exe)
                 if rep < args.repeat:
+                    # The build right after the last repetition's source file was put back
+                    # (or after the cold build) replays and restores that package's outputs:
+                    # not a no-op for any tool. It runs untimed, so the timed build is the one
+                    # after a build with nothing changed in between, for every row alike.
+                    step = "settle"
+                    run(argv, row.path, env, args.step_timeout)
                     step = "noop"
                     seconds, _, text = run(argv, row.path, env, args.step_timeout)
                     check_summary(row.tool, text, args.packages, cold=False)
@@ -807,6 +814,8 @@ def fairness(args):
         "`NX_CACHE_DIRECTORY` and `NX_WORKSPACE_DATA_DIRECTORY`, set inside the copy instead of "
         "the shared `~/.nx/<repository id>/`), with every `out/`; each tool's own summary must "
         "say it ran every task and replayed none, and for the no-op that it replayed every one;",
+        "- no-op: the second of two builds with nothing changed between them (the first, untimed, "
+        "replays what the last repetition's incremental step changed back), for every row;",
         "- settings a large repository would use: Nx with its daemon (its default outside CI) "
         "and without; moon with `hasher.walkStrategy: glob` and with `vcs` (its default); "
         "\"fastest peer\" is the fastest of every peer row;",

@@ -462,3 +462,40 @@ fn a_replayed_run_is_recorded_and_reported_like_the_run_it_repeats() {
     );
     assert_eq!(record["counts"]["cached"], 2);
 }
+
+/// An action that reads an env-file reads it while planning, before anything is recorded: its
+/// runs never leave a proof, and a changed file is always seen.
+#[test]
+fn an_env_file_is_never_proven_and_always_read() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(
+        root,
+        "once.toml",
+        "[targets.app]\nkind = \"command\"\npath = \"app\"\n\n\
+         [targets.app.capabilities.build]\ncommand = \"echo $MODE > out.txt\"\n\
+         env-file = \"app.env\"\noutputs = [\"out.txt\"]\n",
+    );
+    write(root, "app/app.env", "MODE=fast\n");
+    let run = || {
+        let output = Command::new(once_binary())
+            .args(["run", "app:build", "--json"])
+            .current_dir(root)
+            .env("ONCE_LOG", "info")
+            .output()
+            .expect("runs once");
+        let report: Value = serde_json::from_slice(&output.stdout).expect("a report");
+        let answered = String::from_utf8_lossy(&output.stderr).contains("no-op proof");
+        (report["counts"]["ran"].as_u64().expect("counts"), answered)
+    };
+    assert_eq!(run(), (1, false));
+    assert_eq!(run(), (0, false));
+    assert_eq!(run(), (0, false), "a proof answered for an env-file");
+    assert!(!root.join(".once/cache/proofs").exists());
+    write(root, "app/app.env", "MODE=slow\n");
+    assert_eq!(run(), (1, false));
+    assert_eq!(
+        std::fs::read_to_string(root.join("app/out.txt")).unwrap(),
+        "slow\n"
+    );
+}
