@@ -70,7 +70,9 @@
 //! content. Folders are walked once, reading `.gitignore` files
 //! from the listings; the `.gitignore` files above targets are read once per run. A no-op run
 //! writes only its `run.json` (renamed into place without an fsync: at the start, at most every
-//! 100 ms while it runs, and at the end); a cached action's log is named, not copied.
+//! 100 ms while it runs, and at the end); a cached action's log is named, not copied. A no-op run
+//! also leaves a proof of everything it read (`proof`, `witness`), so the same request made again
+//! is answered by one `stat` per path, without loading the workspace or computing a key.
 //!
 //! A record that says `running` names its owner (pid and start time); whoever reads it through
 //! the store after that process is gone records the run `interrupted`, so a run killed with its

@@ -1,6 +1,7 @@
 //! `once run`: plan the request, run it under a registry that the signal thread can stop, show
 //! progress and the commands' output (through [`crate::live`]), and turn the report into an exit
-//! status.
+//! status. Before loading anything it asks whether a no-op proof answers the request
+//! (`once_run::proof`), and replays it when one does; a run that was a no-op leaves one.
 //!
 //! Signals are blocked before any thread starts. On SIGINT, SIGTERM or SIGHUP the watcher calls
 //! `Registry::stop_all`, which returns only when every process group we started is gone; the
