@@ -21,8 +21,9 @@
 //! or, where a stamp cannot (a path changed within the racy window of its record), the same
 //! content digest or the same listing. Anything else (a record that cannot be checked, a proof
 //! that does not decode, a different binary) is a normal run. A proof is only written by a run
-//! that succeeded with every action a local hit and restored nothing, whose witness recorded
-//! every read, with no remote cache, and no manifest it could not read.
+//! that succeeded with every action a local hit (an output it restored is recorded by what it
+//! wrote), whose witness recorded every read, with no remote cache, and no manifest it could not
+//! read.
 //!
 //! The proof is a cache, never needed for correctness: deleting `.once/cache/proofs` costs one
 //! normal run. It is renamed into place without an fsync; a torn or foreign file fails its

@@ -28,8 +28,9 @@ use once_fs::{FileKind, Lookup, Stamp};
 pub(crate) enum Seen {
     /// Nothing there: `lstat` (or `stat`, when `follow`) found no such file.
     Absent { follow: bool },
-    /// Something whose metadata decided what the run did (a program looked for on `PATH`, an
-    /// ignore file's name held by a folder): its stamp by `lstat` (or `stat`, when `follow`).
+    /// Something whose metadata alone decided what the run did (a `PATH` folder's file that is
+    /// not the program, a link to a listed folder, a `//` input's base that is neither a folder
+    /// nor a file it names): its stamp by `lstat` (or `stat`, when `follow`).
     Stat { follow: bool, stamp: Stamp },
     /// A file whose content the run read: its stamp by `lstat` (or `stat`, when `follow`), and
     /// the content's BLAKE3 for when the stamp cannot prove it unchanged.
@@ -118,36 +119,28 @@ impl Witness {
     /// Records what is at `path` now, by `lstat` (or `stat`, when `follow`): call it just
     /// before the read it stands for.
     pub(crate) fn look(&self, path: &Path, follow: bool) {
-        if !self.on {
-            return;
-        }
-        match metadata(path, follow) {
-            Ok(metadata) => self.push(
-                path,
-                Seen::Stat {
-                    follow,
-                    stamp: Stamp::new(&metadata, SystemTime::now()),
-                },
-            ),
-            Err(error) if is_absence(&error) => self.push(path, Seen::Absent { follow }),
-            Err(_) => self.spoil("a path could not be looked at"),
+        if self.on {
+            self.found(path, follow, &metadata(path, follow));
         }
     }
 
     /// Records what a look-up by `lstat` found at `path` (`found`, taken just before).
     pub(crate) fn looked(&self, path: &Path, found: &io::Result<Metadata>) {
-        if !self.on {
-            return;
+        if self.on {
+            self.found(path, false, found);
         }
+    }
+
+    fn found(&self, path: &Path, follow: bool, found: &io::Result<Metadata>) {
         match found {
             Ok(metadata) => self.push(
                 path,
                 Seen::Stat {
-                    follow: false,
+                    follow,
                     stamp: Stamp::new(metadata, SystemTime::now()),
                 },
             ),
-            Err(error) if is_absence(error) => self.push(path, Seen::Absent { follow: false }),
+            Err(error) if is_absence(error) => self.push(path, Seen::Absent { follow }),
             Err(_) => self.spoil("a path could not be looked at"),
         }
     }
@@ -199,15 +192,7 @@ impl Witness {
                     Err(_) => self.spoil("a file could not be read"),
                 }
             }
-            Ok(metadata) => self.push(
-                path,
-                Seen::Stat {
-                    follow: true,
-                    stamp: Stamp::new(&metadata, SystemTime::now()),
-                },
-            ),
-            Err(error) if is_absence(&error) => self.push(path, Seen::Absent { follow: true }),
-            Err(_) => self.spoil("a path could not be looked at"),
+            other => self.found(path, true, &other),
         }
     }
 

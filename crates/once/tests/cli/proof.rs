@@ -219,6 +219,18 @@ fn changes() -> Vec<Change> {
             apply: |c| write(c.root(), "tools/gen/src/.gitignore", "a.txt\n"),
         },
         Change {
+            what: "an .ignore added inside the target",
+            apply: |c| write(c.root(), "tools/gen/.ignore", "deep/\n"),
+        },
+        Change {
+            what: "a repository inside the target, its exclude file naming an input",
+            apply: |c| write(c.root(), "tools/gen/.git/info/exclude", "b2.txt\n"),
+        },
+        Change {
+            what: "that exclude file edited",
+            apply: |c| write(c.root(), "tools/gen/.git/info/exclude", "a.txt\n"),
+        },
+        Change {
             what: "an output deleted",
             apply: |c| std::fs::remove_file(c.root().join("tools/gen/out.txt")).unwrap(),
         },
