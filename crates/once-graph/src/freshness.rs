@@ -40,17 +40,18 @@ pub(crate) struct Lists {
 
 impl Lists {
     /// Whether looking again at `root` finds a manifest that appeared, a file that vanished, or
-    /// a glob matching other folders. With a `lookup`, a folder glob's expansion whose trace
-    /// still holds is not expanded again; `read` are the manifests whose own check covers their
-    /// presence.
-    pub(crate) fn changed_from(
+    /// a glob matching other folders. A folder glob's expansion whose trace still holds (looked
+    /// up from `lookup`, when it could be opened) is not expanded again; `read` are the manifests
+    /// (relative to the root) whose own check covers their presence.
+    pub(crate) fn changed_from<'a>(
         &self,
         root: &Path,
         lookup: Option<&Lookup>,
-        read: &HashSet<&Path>,
+        read: impl IntoIterator<Item = &'a Path>,
     ) -> bool {
+        let read: HashSet<&Path> = read.into_iter().collect();
         let expanded_again = |listing: &Listing| match lookup {
-            Some(lookup) if listing.trace.holds(lookup, read) => false,
+            Some(lookup) if listing.trace.holds(lookup, &read) => false,
             _ => listing.changed(root),
         };
         self.absent.iter().any(|rel| root.join(rel).is_file())
@@ -147,14 +148,10 @@ impl Freshness {
             !read_limited(&self.root.join(path))
                 .is_ok_and(|(bytes, _)| blake3::hash(&bytes).as_bytes() == hash)
         };
-        let read: HashSet<&Path> = self
-            .manifests
-            .iter()
-            .map(|(path, ..)| path.as_path())
-            .collect();
+        let read = self.manifests.iter().map(|(path, ..)| path.as_path());
         lookup.root() != self.root
             || self.manifests.iter().any(changed)
-            || self.lists.changed_from(&self.root, Some(lookup), &read)
+            || self.lists.changed_from(&self.root, Some(lookup), read)
     }
 
     /// Appends the record to `out`; [`Freshness::decode`] reads it back.

@@ -336,13 +336,9 @@ impl Workspace {
     pub fn is_stale(&self) -> bool {
         // A folder glob's expansion is proven by the `stat`s of its trace when they can be.
         let lookup = once_fs::Lookup::new(&self.root).ok();
-        let read: std::collections::HashSet<&Path> = self
-            .manifests
-            .iter()
-            .map(|record| Path::new(record.rel.as_str()))
-            .collect();
+        let read = self.manifests.iter().map(|record| Path::new(&record.rel));
         self.manifests.iter().any(ManifestRecord::changed)
-            || self.lists.changed_from(&self.root, lookup.as_ref(), &read)
+            || self.lists.changed_from(&self.root, lookup.as_ref(), read)
     }
 
     /// What loading read, as data another process can check with [`Freshness::is_stale`]: it
