@@ -511,3 +511,68 @@ fn an_env_file_is_never_proven_and_always_read() {
         "slow\n"
     );
 }
+
+/// The one proof file of `copy` (its folder holds one per request made).
+fn the_proof(copy: &Copy) -> PathBuf {
+    let mut proofs: Vec<PathBuf> = std::fs::read_dir(copy.root().join(".once/cache/proofs"))
+        .expect("a proof folder")
+        .map(|entry| entry.expect("an entry").path())
+        .collect();
+    assert_eq!(proofs.len(), 1, "{proofs:?}");
+    proofs.remove(0)
+}
+
+/// A proof that is cut, altered, emptied, someone else's, or not a file at all is never
+/// believed: the run is a normal one with the same answer, and it leaves a good proof again
+/// where it can.
+#[test]
+fn a_damaged_or_foreign_proof_is_a_normal_run() {
+    let copy = Copy::new(true);
+    let other = Copy::new(true);
+    for c in [&copy, &other] {
+        c.run(&[]);
+        c.run(&[]);
+    }
+    let (expected, answered) = copy.run(&[]);
+    assert!(answered);
+    let proof = the_proof(&copy);
+    let good = std::fs::read(&proof).unwrap();
+    let foreign = std::fs::read(the_proof(&other)).unwrap();
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 0x40;
+    let damages: [(&str, Vec<u8>); 4] = [
+        ("cut in half", good[..good.len() / 2].to_vec()),
+        ("one byte changed", flipped),
+        ("empty", Vec::new()),
+        ("another workspace's", foreign),
+    ];
+    for (what, bytes) in damages {
+        std::fs::write(&proof, bytes).unwrap();
+        let (outcome, answered) = copy.run(&[]);
+        assert!(!answered, "a proof {what} was believed");
+        assert_eq!(outcome, expected, "after a proof {what}");
+        assert!(
+            copy.run(&[]).1,
+            "no good proof was left after a proof {what}"
+        );
+    }
+    // A folder where the proof should be: nothing to read, nothing can replace it.
+    std::fs::remove_file(&proof).unwrap();
+    std::fs::create_dir(&proof).unwrap();
+    for _ in 0..2 {
+        let (outcome, answered) = copy.run(&[]);
+        assert!(!answered);
+        assert_eq!(outcome, expected);
+    }
+    // The proofs' folder swapped for a link out of the workspace: nothing is written there.
+    let outside = TempDir::new();
+    let folder = copy.root().join(".once/cache/proofs");
+    std::fs::remove_dir_all(&folder).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &folder).unwrap();
+    for _ in 0..2 {
+        let (outcome, answered) = copy.run(&[]);
+        assert!(!answered);
+        assert_eq!(outcome, expected);
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}
