@@ -311,6 +311,23 @@ def stop_daemon(row, exe, env):
         run(commands("nx", exe)["stop"], row.path, env, timeout=120, check=False)
 
 
+# A wipe leaves the file system busy for seconds: the deleted files' metadata is still to be
+# written back, and ext4 without a journal (this machine's) will not reuse an inode freed in the
+# last 5 s, or while its inode table block is unwritten: each file created in a group of the disk
+# scans past every such inode. A build timed right after its wipe paid for the wipe, by how the
+# copy's files happen to lie on disk: the same once, on two copies of the same bytes, built cold
+# in 15.4 s and 11.1 s. So every cold build starts after `sync` and this long, for every row.
+SETTLE_SECONDS = 6
+
+
+def settle_disk(smoke):
+    """Write back what a wipe left to write, and wait out ext4's window for freed inodes (not in
+    a smoke run, which times nothing)."""
+    os.sync()
+    if not smoke:
+        time.sleep(SETTLE_SECONDS)
+
+
 def wipe(tool, ws, packages):
     """Every cache location of `tool` in the copy `ws`, and every package's `out/`."""
     for cache in CACHES[tool]:
@@ -501,6 +518,7 @@ def measure_builds(bench, leaf_name, progress):
                     step = "cold"
                     stop_daemon(row, exe, env)
                     wipe(row.tool, row.path, args.packages)
+                    settle_disk(args.smoke)
                     seconds, _, text = run(argv, row.path, env, args.step_timeout)
                     check_summary(row.tool, text, args.packages, cold=True)
                     check_outputs(row.path, args.packages)
@@ -576,6 +594,7 @@ def measure_remote(bench, exe):
             wipe("once", ws, bench.args.packages)
         build = exe + ["run", "--all", "build", "--remote-cache", server.url]
         run(build + ["--remote-upload"], fill, env, bench.args.step_timeout)
+        settle_disk(bench.args.smoke)
         argv = build + ["--no-remote-upload", "--json"]
         seconds, out, _ = run(argv, clone, env, bench.args.step_timeout)
         counts = json.loads(out)["counts"]
@@ -813,7 +832,10 @@ def fairness(args):
         "`.once/runs`; turbo `.turbo/` and `node_modules/.cache/turbo`; moon `.moon/cache`; Nx "
         "`NX_CACHE_DIRECTORY` and `NX_WORKSPACE_DATA_DIRECTORY`, set inside the copy instead of "
         "the shared `~/.nx/<repository id>/`), with every `out/`; each tool's own summary must "
-        "say it ran every task and replayed none, and for the no-op that it replayed every one;",
+        "say it ran every task and replayed none, and for the no-op that it replayed every one; "
+        f"after the wipe, `sync` and {SETTLE_SECONDS} s pass before the timed build (ext4 without a "
+        "journal scans past recently freed inodes when it creates a file, at a cost that depends on "
+        "where a copy lies on disk);",
         "- no-op: the second of two builds with nothing changed between them (the first, untimed, "
         "replays what the last repetition's incremental step changed back), for every row;",
         "- settings a large repository would use: Nx with its daemon (its default outside CI) "
