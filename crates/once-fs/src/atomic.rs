@@ -74,6 +74,26 @@ pub fn open_nonblocking(path: &Path) -> io::Result<File> {
     options.open(path)
 }
 
+/// Opens `path` for reading, refusing a link at its name and without waiting on a pipe: for
+/// files of `once`'s own state that are read in place (the cache's packs); the caller checks that
+/// what it opened is a file.
+pub fn open_own(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        // FILE_FLAG_OPEN_REPARSE_POINT: the link itself is opened, never what it names.
+        options.custom_flags(0x0020_0000);
+    }
+    options.open(path)
+}
+
 /// How the temporary file becomes the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

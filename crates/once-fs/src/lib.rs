@@ -27,7 +27,7 @@ mod stamp;
 
 pub use atomic::{
     ABANDONED_AFTER, Lock, Mode, create_dirs, is_abandoned_temp, lock, open_in_place,
-    open_nonblocking, remove_durably, sync_dir, temp_path, write_atomic, write_replacing,
+    open_nonblocking, open_own, remove_durably, sync_dir, temp_path, write_atomic, write_replacing,
     write_synced,
 };
 pub use beneath::{Folder, Kind, PATH_MAX, RESERVED, Root, STAGE_ROOM, stage_name, state_dir};

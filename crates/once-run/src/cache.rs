@@ -1,22 +1,23 @@
-//! The action cache under `.once/cache/`, in the layout of Bazel's remote cache: `ac/<key>` is
-//! an action's result and `cas/<digest>` the bytes of one output file, named by its BLAKE3. An
-//! output of at most [`INLINE_CAP`] bytes of UTF-8 is kept in its entry instead (as Bazel's
-//! results may inline small outputs), so most small build steps cost one file in the cache, the
-//! entry, not two.
+//! The action cache under `.once/cache/`, in the spirit of Bazel's remote cache: an action's
+//! result is recorded under its key, and `cas/<digest>` holds the bytes of one output file,
+//! named by its BLAKE3. The results are kept in packs (`packs/`, see `packs.rs`), one file per
+//! run that records any, not one per result. An output of at most [`INLINE_CAP`] bytes of UTF-8
+//! is kept in its result instead (as Bazel's results may inline small outputs), so most small
+//! build steps cost no file of their own in the cache.
 //!
-//! Every object and entry is renamed into place and named by a hash, so concurrent writers of one
-//! object write identical bytes and readers never see a torn one. Nothing is synced: a crash of
-//! the machine may leave an entry or object empty or torn, so nothing is trusted unread. An entry
-//! ends with the BLAKE3 of its JSON and one that fails it is a miss; an object is hashed while it
-//! is copied back, and one that does not match its name is deleted and the action runs. That costs
-//! a cold build of 1,000 actions no fsync where it made 3,000 (one per object and entry), at the
-//! price of the last results before a power loss, which run again. The only lock on a key, its
-//! slot in `locks/keys` (`once_fs::lock_slot`), keeps two processes from running one action at
-//! once, not the store consistent. A result that cannot be read, or whose outputs are missing
-//! from `cas/`, is a miss, never an error. Outputs
-//! are put back through `once_fs::Root`, walked from the workspace root without following a link
-//! and never into `.git` or `.once`, so a restore never writes anywhere a person did not have a
-//! real folder. This module must never record a failed run.
+//! Every object is renamed into place and named by a hash, so concurrent writers of one object
+//! write identical bytes and readers never see a torn one. Nothing is synced: a crash of the
+//! machine may leave an object empty or torn, or a pack's last records torn, so nothing is
+//! trusted unread. Each record of a pack carries the BLAKE3 of its key and result, and one that
+//! fails it is a miss; an object is hashed while it is copied back, and one that does not match
+//! its name is deleted and the action runs. That costs a cold build no fsync, at the price of the
+//! last results before a power loss, which run again. The only lock on a key, its slot in
+//! `locks/keys` (`once_fs::lock_slot`), keeps two processes from running one action at once,
+//! not the store consistent. A result that cannot be read, or whose outputs are missing from
+//! `cas/`, is a miss, never an error. Outputs are put back through `once_fs::Root`, walked from
+//! the workspace root without following a link and never into `.git` or `.once`, so a restore
+//! never writes anywhere a person did not have a real folder. This module must never record a
+//! failed run.
 //!
 //! A result keeps its log: the log of the recorded run is one more `cas/` object (up to
 //! [`LOG_CAP`]), a hard link to the run's log file (nothing writes a finished log), and a replay
@@ -36,11 +37,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::hashes::FileHashes;
 use crate::key::Key;
+use crate::packs::Packs;
 use crate::remote::Fetched;
 use crate::witness::{OFF, Witness};
 use once_fs::{Kind, Root, WorkspacePath, stage_name, temp_path, write_replacing};
 
-/// What `ac/<key>` holds: enough to replay a run without running it.
+/// What is recorded under an action's key: enough to replay a run without running it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActionResult {
     pub action: String,
@@ -120,6 +122,8 @@ pub struct Cache {
     ready: Arc<Mutex<Vec<&'static str>>>,
     /// The workspace's folder, opened by the first restore and kept for the next ones.
     opened: Arc<Mutex<Option<Arc<Root>>>>,
+    /// The recorded results, read at the first lookup.
+    packs: Arc<Mutex<Packs>>,
 }
 
 impl Cache {
@@ -130,8 +134,10 @@ impl Cache {
 
     /// The cache of the workspace at `workspace_root`.
     pub fn new(workspace_root: &Path) -> Cache {
+        let root = workspace_root.join(".once").join("cache");
         Cache {
-            root: workspace_root.join(".once").join("cache"),
+            packs: Arc::new(Mutex::new(Packs::new(root.join("packs")))),
+            root,
             workspace: workspace_root.to_path_buf(),
             ready: Arc::default(),
             opened: Arc::default(),
@@ -164,8 +170,15 @@ impl Cache {
         Ok(folder)
     }
 
-    fn ac(&self, key: &Key) -> PathBuf {
-        self.root.join("ac").join(key.to_hex())
+    fn packs(&self) -> std::sync::MutexGuard<'_, Packs> {
+        // A panic while reading or appending leaves at worst a record unindexed: a miss.
+        self.packs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reads the results other runs recorded since this one last looked: for the look-up made
+    /// after taking a key's lock, which another run may have held to record that very key.
+    pub(crate) fn look_again(&self) {
+        self.packs().refresh();
     }
 
     fn cas(&self, digest: &str) -> PathBuf {
@@ -226,36 +239,13 @@ impl Cache {
         self.lookup_seen(key, &OFF)
     }
 
-    /// [`Cache::lookup`], the entry recorded in `witness` as it was read.
+    /// [`Cache::lookup`], the pack it came from recorded in `witness` as it was read.
     pub(crate) fn lookup_seen(&self, key: &Key, witness: &Witness) -> Option<ActionResult> {
-        // Not `fs::read`, whose size hint costs a `stat` per entry: a no-op run reads them all,
-        // and nearly all fit the first buffer.
-        // (`File`'s own `read_to_end` stats too: through `Take` it reads without asking.)
-        let mut bytes = Vec::with_capacity(ENTRY_HINT);
-        let path = self.ac(key);
-        let file = match File::open(&path) {
-            Ok(file) => file,
-            Err(error) => {
-                witness.looked(&path, &Err(error));
-                return None;
-            }
-        };
-        // Taken before the read, as a witness needs it (one more `stat`, only when recording).
-        let before = witness.is_on().then(|| file.metadata());
-        file.take(u64::MAX).read_to_end(&mut bytes).ok()?;
-        match before {
-            Some(Ok(metadata)) => witness.file(&path, &metadata, &blake3::hash(&bytes)),
-            Some(Err(_)) => witness.spoil("a cache entry could not be stamped"),
-            None => {}
-        }
-        let Some(json) = checked_entry(&bytes) else {
-            // Torn by a crash (entries are not synced), or written by another version.
-            tracing::debug!(key = %key.to_hex(), "cache entry fails its checksum: treated as a miss");
-            return None;
-        };
-        match serde_json::from_slice(json) {
+        let json = self.packs().find(key.as_bytes(), witness)?;
+        match serde_json::from_slice(&json) {
             Ok(result) => Some(result),
             Err(error) => {
+                // Its checksum holds, so another version of `once` wrote it.
                 tracing::warn!(key = %key.to_hex(), %error, "unreadable cache entry: treated as a miss");
                 None
             }
@@ -451,16 +441,15 @@ impl Cache {
     }
 
     fn write_entry(&self, key: &Key, result: ActionResult) -> Result<ActionResult, Error> {
-        let path = self.folder("ac")?.join(key.to_hex());
-        let mut bytes = serde_json::to_vec(&result).map_err(|e| Error::Io {
-            path: path.clone(),
+        let folder = self.folder("packs")?;
+        let json = serde_json::to_vec(&result).map_err(|e| Error::Io {
+            path: folder.clone(),
             source: io::Error::other(e),
         })?;
-        let check = blake3::hash(&bytes);
-        bytes.push(b'\n');
-        bytes.extend_from_slice(check.to_hex().as_bytes());
-        bytes.push(b'\n');
-        write_replacing(&path, &bytes).map_err(Error::io(&path))?;
+        let locks = self.folder("locks")?;
+        self.packs()
+            .append(key.as_bytes(), &json, &locks)
+            .map_err(Error::io(&folder))?;
         Ok(result)
     }
 
@@ -577,21 +566,8 @@ impl Cache {
 /// The journal of keys' parts, in the cache's folder.
 const JOURNAL: &str = "key-parts";
 
-/// Room for an entry read whole: one with a few outputs kept in it.
-const ENTRY_HINT: usize = 8 * 1024;
-
 /// Objects up to this size are read into memory whole before they are stored.
 const SMALL_OBJECT: u64 = 1024 * 1024;
-
-/// The JSON of an entry (`JSON`, newline, the BLAKE3 of `JSON` in hex, newline), if the checksum
-/// holds. Entries are renamed into place without an fsync, so after a crash one may be empty or
-/// torn; the checksum makes that a miss, never a result.
-fn checked_entry(bytes: &[u8]) -> Option<&[u8]> {
-    let body = bytes.strip_suffix(b"\n")?;
-    let (json, check) = body.split_at_checked(body.len().checked_sub(64)?)?;
-    let json = json.strip_suffix(b"\n")?;
-    (blake3::hash(json).to_hex().as_bytes() == check).then_some(json)
-}
 
 /// Copies `from` into `to` through `buffer`, returning the BLAKE3 of what was copied.
 fn copy_hashing(

@@ -4,11 +4,11 @@
 //!
 //! # The key's manifest
 //!
-//! Each time a run records a result in `ac/<key>`, it also appends the key's parts ([`KeyParts`])
+//! Each time a run records a result under its key, it also appends the key's parts ([`KeyParts`])
 //! as one line of the journal `.once/cache/key-parts` (see `journal.rs`). Invariants:
 //! - the last readable line of an action is its manifest: it always describes the last key
-//!   recorded for that action, and `ac/` stays exactly as it was (the manifest is beside it,
-//!   never part of an entry nor of a key);
+//!   recorded for that action, and the recorded results stay exactly as they were (the
+//!   manifest is beside them, never part of an entry nor of a key);
 //! - bounded: at most [`FILES_CAP`] files are listed by path and digest; the rest are counted
 //!   and covered by one digest, so a change among them is still seen (as "a file past the
 //!   first N"), and a manifest stays under about 200 KB whatever the target's size;
@@ -122,7 +122,7 @@ pub struct Explanation {
     pub action: String,
     /// The key a run would look up now.
     pub key: String,
-    /// Whether `ac/<key>` is there (a run would replay it).
+    /// Whether a result is recorded under the key (a run would replay it).
     pub entry: bool,
     /// The key of the last recorded run of this action, if one was recorded.
     #[serde(skip_serializing_if = "Option::is_none")]

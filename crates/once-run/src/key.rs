@@ -39,6 +39,11 @@ impl Key {
         self.0.to_hex().to_string()
     }
 
+    /// The key's bytes: its name in the cache's packs.
+    pub(crate) fn as_bytes(&self) -> &[u8; 32] {
+        self.0.as_bytes()
+    }
+
     /// The key's first 8 bytes: a name for it among a few (a lock slot), not a unique one.
     pub(crate) fn prefix(&self) -> [u8; 8] {
         let mut prefix = [0; 8];

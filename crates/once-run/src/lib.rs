@@ -33,13 +33,14 @@
 //! done. The first failure stops new starts (running actions finish) unless `keep_going`; the
 //! actions left behind are reported as skipped.
 //!
-//! The cache follows the layout of Bazel's remote cache: `ac/<key>` holds an action's result
-//! (exit code, duration, tail, output files with their digests) and `cas/<digest>` the output
-//! files' bytes. Every object is written to a temporary file in the same folder and renamed into
-//! place, and its name is its content's (or its inputs') hash, so two processes writing the same
-//! object at once write the same bytes and the last rename wins harmlessly. Nothing is synced;
-//! instead nothing is trusted unchecked (an entry carries its own checksum, an object is hashed as
-//! it is restored), so a crash costs results, never a wrong one (see `cache.rs`).
+//! The cache follows Bazel's remote cache: an action's result (exit code, duration, tail, output
+//! files with their digests) is recorded under its key, and `cas/<digest>` holds the output
+//! files' bytes. Results go into packs, a file per run that records any (see `packs.rs`); every
+//! object is written to a temporary file in the same folder and renamed into place, and its name
+//! is its content's hash, so two processes writing the same object at once write the same bytes
+//! and the last rename wins harmlessly. Nothing is synced; instead nothing is trusted unchecked
+//! (a result carries the checksum of its key and itself, an object is hashed as it is restored),
+//! so a crash costs results, never a wrong one (see `cache.rs`).
 //! Before running an action on a miss, a worker takes an exclusive lock on its key's slot of
 //! `locks/keys` and
 //! looks again: two `once run` on one workspace never run the same action in the same folder at
@@ -90,6 +91,7 @@ mod journal;
 mod key;
 mod keyer;
 mod owner;
+mod packs;
 mod params;
 mod plan;
 mod preview;

@@ -11,7 +11,7 @@
 //! - the workspace's **freshness** ([`once_graph::Freshness`]): every manifest loading read, with
 //!   its stamp and content hash, and every look-up it made (manifests absent, globs expanded);
 //! - what the keys and the look-ups **saw** ([`crate::witness`]): every folder listed, ignore
-//!   file read, input file hashed, program found on `PATH`, cache entry read and output checked,
+//!   file read, input file hashed, program found on `PATH`, cache pack read and output checked,
 //!   each recorded before (or as) it was read;
 //! - the **report** of the proven run, replayed as the new run's.
 //!

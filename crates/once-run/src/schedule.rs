@@ -719,8 +719,11 @@ impl Worker<'_> {
                 Err(error) => return failed(format!("once: cannot lock the cache entry: {error}")),
             }
         };
-        if replayable && let Some(finished) = replay(buffer) {
-            return finished;
+        if replayable {
+            self.cache.look_again();
+            if let Some(finished) = replay(buffer) {
+                return finished;
+            }
         }
         // The remote cache: described once, for the lookup and, after a success, the upload.
         // An action that is never recorded is neither looked up nor uploaded: nothing to describe.

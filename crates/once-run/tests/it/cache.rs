@@ -194,11 +194,10 @@ fn cache_files(ws: &Fixture, folder: &str) -> Vec<std::path::PathBuf> {
 fn an_entry_torn_by_a_crash_is_a_miss_never_a_result() {
     let ws = fixture();
     assert_eq!(ws.run(&["lib"], &serial()).counts.ran, 1);
-    let entries = cache_files(&ws, "ac");
-    assert_eq!(entries.len(), 1);
-    let entry = &entries[0];
-    let whole = fs::read(entry).unwrap();
-    let json_end = whole.iter().position(|b| *b == b'\n').unwrap();
+    let packs = cache_files(&ws, "packs");
+    assert_eq!(packs.len(), 1, "one run, one pack");
+    let pack = &packs[0];
+    let whole = fs::read(pack).unwrap();
     let mut flipped = whole.clone();
     // A digit of the recorded size turned into another: still valid JSON, but not what was written.
     let at = String::from_utf8_lossy(&whole).find("\"size\":").unwrap() + 7;
@@ -206,11 +205,15 @@ fn an_entry_torn_by_a_crash_is_a_miss_never_a_result() {
     let damaged: [(&str, Vec<u8>); 4] = [
         ("empty", Vec::new()),
         ("cut short", whole[..whole.len() / 2].to_vec()),
-        ("without its checksum", whole[..json_end].to_vec()),
+        ("without its checksum", whole[..whole.len() - 32].to_vec()),
         ("with a byte changed", flipped),
     ];
     for (how, bytes) in damaged {
-        fs::write(entry, &bytes).unwrap();
+        // The damaged pack alone: what the last round recorded goes.
+        for other in cache_files(&ws, "packs") {
+            fs::remove_file(other).unwrap();
+        }
+        fs::write(pack, &bytes).unwrap();
         fs::write(ws.root.join("runs"), "").unwrap();
         let report = ws.run(&["lib"], &serial());
         assert_eq!(report.status, RunStatus::Succeeded, "{how}");
@@ -403,13 +406,18 @@ outputs = ["short.txt", "blob.bin", "long.txt"]
         assert_eq!(&read(name), original, "{name}");
     }
 
-    // Change the kept text in the entry (its checksum then fails): a miss, and the command runs.
-    let ac = ws.root.join(".once/cache/ac");
-    for entry in fs::read_dir(&ac).unwrap() {
-        let path = entry.unwrap().path();
-        let text = fs::read_to_string(&path).unwrap();
-        assert!(text.contains("short ü"), "the text is not in the entry");
-        fs::write(&path, text.replace("short ü", "tampered")).unwrap();
+    // Change the kept text in the entry, at the same length (its checksum then fails): a miss,
+    // and the command runs.
+    let (kept, tampered) = ("short ü".as_bytes(), b"tampered");
+    assert_eq!(kept.len(), tampered.len());
+    for path in cache_files(&ws, "packs") {
+        let mut bytes = fs::read(&path).unwrap();
+        let at = bytes
+            .windows(kept.len())
+            .position(|window| window == kept)
+            .expect("the text is in the entry");
+        bytes[at..at + kept.len()].copy_from_slice(tampered);
+        fs::write(&path, bytes).unwrap();
     }
     fs::remove_file(ws.root.join("gen/short.txt")).unwrap();
     let third = ws.run(&["gen"], &serial());

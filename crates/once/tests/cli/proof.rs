@@ -288,7 +288,7 @@ fn changes() -> Vec<Change> {
         },
         Change {
             what: "the cache's entries deleted",
-            apply: |c| std::fs::remove_dir_all(c.root().join(".once/cache/ac")).unwrap(),
+            apply: |c| std::fs::remove_dir_all(c.root().join(".once/cache/packs")).unwrap(),
         },
         Change {
             what: "a real manifest edited",

@@ -720,14 +720,22 @@ fn warnings_on_a_pipe_carry_no_colour_codes() {
     // An entry that passes its checksum but cannot be read (another version wrote it) is a
     // warning (and a miss), which is what stderr must carry plainly. (A torn one is a miss too,
     // silently: after a crash there may be many.)
-    let entries = root.path().join(".once/cache/ac");
+    // A pack (`oncepk1\n`, then records of the body's length, the key, the body, and the
+    // BLAKE3 of those three) whose record keeps its key but holds another body.
+    let packs = root.path().join(".once/cache/packs");
     let body = b"not a cache entry";
-    let mut foreign = body.to_vec();
-    foreign.push(b'\n');
-    foreign.extend_from_slice(blake3::hash(body).to_hex().as_bytes());
-    foreign.push(b'\n');
-    for entry in std::fs::read_dir(&entries).expect("the cache has entries") {
-        std::fs::write(entry.expect("an entry").path(), &foreign).expect("damages it");
+    for pack in std::fs::read_dir(&packs).expect("the cache has packs") {
+        let path = pack.expect("a pack").path();
+        let bytes = std::fs::read(&path).expect("reads it");
+        let key = &bytes[12..44];
+        let mut record = (body.len() as u32).to_le_bytes().to_vec();
+        record.extend_from_slice(key);
+        record.extend_from_slice(body);
+        let check = blake3::hash(&record);
+        record.extend_from_slice(check.as_bytes());
+        let mut foreign = b"oncepk1\n".to_vec();
+        foreign.extend_from_slice(&record);
+        std::fs::write(&path, &foreign).expect("damages it");
     }
     let output = run(root.path(), &["t:build"]);
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -212,7 +212,7 @@ fn an_uncached_action_always_runs_and_is_never_recorded() {
     assert_eq!(counts(&run_with(ws.path(), &["smoke"], &[])), (2, 0));
     assert_eq!(read(ws.path(), "deploys.txt"), "deployed\ndeployed\n");
     assert_eq!(read(ws.path(), "smokes.txt"), "smoke\nsmoke\n");
-    let recorded = std::fs::read_dir(ws.path().join(".once/cache/ac"))
+    let recorded = std::fs::read_dir(ws.path().join(".once/cache/packs"))
         .map(|entries| entries.count())
         .unwrap_or(0);
     assert_eq!(
@@ -258,7 +258,7 @@ persistent = true
     assert_eq!(output.status.code(), Some(130));
     assert_eq!(report(&output)["status"], "interrupted");
     assert_eq!(count_marked(&mark), 0, "a process outlived `once run`");
-    let recorded = std::fs::read_dir(ws.path().join(".once/cache/ac"))
+    let recorded = std::fs::read_dir(ws.path().join(".once/cache/packs"))
         .map(|entries| entries.count())
         .unwrap_or(0);
     assert_eq!(recorded, 0, "a persistent action was recorded");
