@@ -45,18 +45,26 @@ pub fn open_in_place(path: &Path, append: bool) -> io::Result<File> {
         .truncate(false)
         .write(true)
         .append(append);
+    refuse_links(&mut options, false).open(path)
+}
+
+/// Makes `options` refuse a link at the path's last name (and, with `nonblocking` on Unix, not
+/// wait on a pipe there).
+fn refuse_links(options: &mut OpenOptions, nonblocking: bool) -> &mut OpenOptions {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW);
+        let extra = if nonblocking { libc::O_NONBLOCK } else { 0 };
+        options.custom_flags(libc::O_NOFOLLOW | extra);
     }
     #[cfg(windows)]
     {
         use std::os::windows::fs::OpenOptionsExt;
+        let _ = nonblocking;
         // FILE_FLAG_OPEN_REPARSE_POINT: the link itself is opened, never what it names.
         options.custom_flags(0x0020_0000);
     }
-    options.open(path)
+    options
 }
 
 /// Opens `path` for reading without waiting: a pipe at the path opens at once instead of
@@ -78,20 +86,7 @@ pub fn open_nonblocking(path: &Path) -> io::Result<File> {
 /// files of `once`'s own state that are read in place (the cache's packs); the caller checks that
 /// what it opened is a file.
 pub fn open_own(path: &Path) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    #[cfg(windows)]
-    {
-        use std::os::windows::fs::OpenOptionsExt;
-        // FILE_FLAG_OPEN_REPARSE_POINT: the link itself is opened, never what it names.
-        options.custom_flags(0x0020_0000);
-    }
-    options.open(path)
+    refuse_links(OpenOptions::new().read(true), true).open(path)
 }
 
 /// How the temporary file becomes the destination.

@@ -633,6 +633,30 @@ mod tests {
         assert_eq!(packs.find(&key(201), &OFF), Some(json("live:build", 201)));
     }
 
+    #[test]
+    fn a_huge_pack_or_record_length_is_refused_without_reading_it() {
+        let (folder, locks) = scratch("huge");
+        record(&folder, &locks, &[(1, "a:build")]);
+        // A record claiming 4 GiB of JSON, after the good one: the good one still answers.
+        let path = pack_files(&folder).remove(0);
+        let mut bytes = fs::read(&path).unwrap();
+        bytes.extend_from_slice(&u32::MAX.to_le_bytes());
+        bytes.extend_from_slice(&key(2));
+        fs::write(&path, &bytes).unwrap();
+        // A sparse pack past the size read: never read into memory.
+        let sparse = File::create(folder.join(format!("{:032x}-0-0{SUFFIX}", u128::MAX))).unwrap();
+        sparse.set_len(MAX_PACK + 1).unwrap();
+        let mut packs = Packs::new(folder.clone());
+        assert_eq!(packs.find(&key(1), &OFF), Some(json("a:build", 1)));
+        assert_eq!(packs.find(&key(2), &OFF), None);
+        assert!(
+            packs
+                .packs
+                .iter()
+                .all(|pack| pack.bytes.len() as u64 <= MAX_PACK)
+        );
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_link_or_a_folder_named_like_a_pack_is_not_read() {
