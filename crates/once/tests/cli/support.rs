@@ -602,3 +602,41 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The folder of hostile repositories, `tests/hostile/` at the project's root: one folder per
+/// attack, each with a `README.md` saying what it attacks and a `repo/` tree.
+pub fn hostile_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/hostile")
+}
+
+/// Copies the hostile repository `name` (`tests/hostile/NAME/repo`) into `dest`, which must
+/// exist. git will not track a folder named `.git`, so the fixtures spell it `dot-git`: every
+/// path component so named becomes `.git` in the copy. Links are copied as links.
+pub fn copy_hostile(name: &str, dest: &Path) {
+    let source = hostile_fixtures().join(name).join("repo");
+    assert!(source.is_dir(), "no hostile fixture at `{}`", source.display());
+    copy_fixture_tree(&source, dest);
+}
+
+fn copy_fixture_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("reads a fixture folder") {
+        let entry = entry.expect("reads a fixture entry");
+        let name = entry.file_name();
+        let target_name = if name == "dot-git" {
+            std::ffi::OsString::from(".git")
+        } else {
+            name
+        };
+        let target = to.join(target_name);
+        let kind = entry.file_type().expect("a fixture entry's type");
+        if kind.is_symlink() {
+            let link = std::fs::read_link(entry.path()).expect("reads a fixture link");
+            std::os::unix::fs::symlink(link, &target).expect("copies a fixture link");
+        } else if kind.is_dir() {
+            std::fs::create_dir_all(&target).expect("creates a fixture folder");
+            copy_fixture_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copies a fixture file");
+        }
+    }
+}
