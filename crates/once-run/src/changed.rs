@@ -2,33 +2,20 @@
 //! working tree against REV, so uncommitted edits count) plus the untracked files git does not
 //! ignore, relative to the workspace root.
 //!
-//! git runs through `once_exec::run` like every process we start: under the caller's registry,
-//! with a deadline. The revision reaches it as a variable, never as text spliced into the
-//! command. This module must never change the repository: `GIT_OPTIONAL_LOCKS=0` keeps git from
-//! refreshing the index, and no command it runs writes.
+//! git starts only through [`crate::git::run`], which turns off everything in the repository's
+//! configuration that could start a program; the revision reaches git as a variable, never as
+//! text spliced into a command. Nothing here asks git to write: at most git refreshes the stat
+//! cache in its own index, as `git status` does.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::path::Path;
 
-use once_exec::{Cancel, CommandSpec, Registry, Status};
+use once_exec::Registry;
 
 use crate::error::Error;
-
-/// How long git may take to answer.
-pub const GIT_DEADLINE: Duration = Duration::from_secs(30);
+use crate::git::{self, Answer};
 
 /// The longest revision accepted, in bytes.
 const MAX_REVISION: usize = 256;
-
-/// Checks the repository, then the revision, then lists the changes: the exit status says which
-/// step failed, and git's own messages go to a file of their own, apart from the names.
-const SCRIPT: &str = r#"command -v git >/dev/null || exit 89
-git rev-parse --is-inside-work-tree >/dev/null 2>"$ONCE_GIT_ERRORS" || exit 90
-git rev-parse --verify --quiet "$ONCE_GIT_REVISION^{commit}" >/dev/null 2>>"$ONCE_GIT_ERRORS" || exit 91
-git diff --name-only -z --no-renames --relative "$ONCE_GIT_REVISION" -- 2>>"$ONCE_GIT_ERRORS" || exit 92
-git ls-files -z --others --exclude-standard 2>>"$ONCE_GIT_ERRORS" || exit 93
-"#;
 
 /// The files changed in the workspace at `root` since `revision`, sorted, relative to `root`.
 pub fn changed_files(
@@ -45,53 +32,69 @@ pub fn changed_files(
             revision: clip(revision),
         });
     }
-    let scratch = Scratch::new()?;
-    let errors = scratch.0.join("errors");
-    let mut spec = CommandSpec::new(SCRIPT, root, scratch.0.join("names"));
-    spec.deadline = GIT_DEADLINE;
-    spec.label = String::from("git: changed files");
-    spec.env.insert("ONCE_GIT_REVISION".into(), revision.into());
-    spec.env
-        .insert("ONCE_GIT_ERRORS".into(), errors.to_string_lossy().into());
-    spec.env.insert("GIT_OPTIONAL_LOCKS".into(), "0".into());
-    spec.env.insert("GIT_TERMINAL_PROMPT".into(), "0".into());
-    let outcome = once_exec::run(&spec, registry, &Cancel::new()).map_err(|error| Error::Git {
-        message: format!("cannot start git: {error}"),
-    })?;
-    let said = || {
-        let text = std::fs::read_to_string(&errors).unwrap_or_default();
-        let text = text.trim();
-        clip_to(if text.is_empty() { "no message" } else { text }, 500)
-    };
-    match outcome.status {
-        Status::Exited { code: 0 } => {}
-        Status::Exited { code: 90 } => {
+    // First whether this is a work tree, and which driver-like keys its configuration defines
+    // (with what it includes), so the second run can turn each of them off.
+    let probe = git::run(
+        root,
+        &[
+            &["rev-parse", "--is-inside-work-tree"],
+            &["config", "--list", "--name-only", "-z"],
+        ],
+        &[],
+        "git: the repository's settings",
+        registry,
+    )?;
+    let keys = match probe {
+        Answer::Printed(printed) if printed[0].trim_ascii() == b"true" => printed[1].clone(),
+        // Inside `.git` itself git answers `false`; that is no work tree either.
+        Answer::Printed(_) => {
             return Err(Error::NotARepository {
                 root: root.to_path_buf(),
             });
         }
-        Status::Exited { code: 91 } => {
+        Answer::Failed { step: 0, said } if said.contains("not a git repository") => {
+            return Err(Error::NotARepository {
+                root: root.to_path_buf(),
+            });
+        }
+        // Anything else (another user's repository, a broken config) is git's own words.
+        Answer::Failed { said, .. } => return Err(git_said(&said)),
+    };
+    let overrides = git::neutralise(&keys)?;
+    let revision_arg = format!("{revision}^{{commit}}");
+    let answer = git::run(
+        root,
+        &[
+            &["rev-parse", "--verify", "--quiet", &revision_arg],
+            &[
+                "diff",
+                "--name-only",
+                "-z",
+                "--no-renames",
+                "--relative",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--ignore-submodules=all",
+                revision,
+                "--",
+            ],
+            &["ls-files", "-z", "--others", "--exclude-standard"],
+        ],
+        &overrides,
+        "git: changed files",
+        registry,
+    )?;
+    let printed = match answer {
+        Answer::Printed(printed) => printed,
+        Answer::Failed { step: 0, .. } => {
             return Err(Error::UnknownRevision {
                 revision: clip(revision),
             });
         }
-        Status::Exited { code: 89 } => {
-            return Err(Error::Git {
-                message: String::from("`git` is not installed or not on `PATH`"),
-            });
-        }
-        Status::TimedOut => {
-            return Err(Error::Git {
-                message: format!("git did not answer within {} s", GIT_DEADLINE.as_secs()),
-            });
-        }
-        _ => return Err(Error::Git { message: said() }),
-    }
-    // git printed nothing (no change): it left no log file.
-    let names = match std::fs::read(&spec.log_path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        read => read.map_err(Error::io(&spec.log_path))?,
+        Answer::Failed { said, .. } => return Err(git_said(&said)),
     };
+    let names = printed[1].iter().chain([&0]).chain(&printed[2]);
+    let names: Vec<u8> = names.copied().collect();
     let mut files: Vec<String> = names
         .split(|&b| b == 0)
         .filter(|name| !name.is_empty())
@@ -114,29 +117,10 @@ pub fn changed_files(
     Ok(files)
 }
 
-/// A private folder for git's answer, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Result<Scratch, Error> {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let path = std::env::temp_dir().join(format!(
-            "once-git-{}-{}-{nanos}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        // `create_dir` fails on an existing path, so nothing planted there is ever used.
-        std::fs::create_dir(&path).map_err(Error::io(&path))?;
-        Ok(Scratch(path))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+/// git's own message as an error, clipped.
+fn git_said(said: &str) -> Error {
+    Error::Git {
+        message: clip_to(if said.is_empty() { "no message" } else { said }, 500),
     }
 }
 

@@ -86,6 +86,7 @@ mod dotenv;
 mod environ;
 mod error;
 mod explain;
+mod git;
 mod hashes;
 mod journal;
 mod key;
@@ -106,13 +107,14 @@ mod store;
 mod witness;
 
 pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
-pub use changed::{GIT_DEADLINE, changed_files};
+pub use changed::changed_files;
 pub use describe::{Described, describe, describe_all};
 pub use error::Error;
 pub use explain::{
     Change, DepPart, EnvPart, Explanation, FILES_CAP, FilePart, KeyParts, Rest, UpstreamPart,
     changes, explain,
 };
+pub use git::GIT_DEADLINE;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
 pub use plan::{Plan, SourceSet, Step, Upstream, plan};

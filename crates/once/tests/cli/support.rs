@@ -610,11 +610,16 @@ pub fn hostile_fixtures() -> PathBuf {
 }
 
 /// Copies the hostile repository `name` (`tests/hostile/NAME/repo`) into `dest`, which must
-/// exist. git will not track a folder named `.git`, so the fixtures spell it `dot-git`: every
-/// path component so named becomes `.git` in the copy. Links are copied as links.
+/// exist. git will not track a folder named `.git`, and a `.gitattributes` would act on this
+/// project's own files, so the fixtures spell them `dot-git` and `dot-gitattributes`: every path
+/// component so named loses its `dot-` for a `.` in the copy. Links are copied as links.
 pub fn copy_hostile(name: &str, dest: &Path) {
     let source = hostile_fixtures().join(name).join("repo");
-    assert!(source.is_dir(), "no hostile fixture at `{}`", source.display());
+    assert!(
+        source.is_dir(),
+        "no hostile fixture at `{}`",
+        source.display()
+    );
     copy_fixture_tree(&source, dest);
 }
 
@@ -622,10 +627,10 @@ fn copy_fixture_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).expect("reads a fixture folder") {
         let entry = entry.expect("reads a fixture entry");
         let name = entry.file_name();
-        let target_name = if name == "dot-git" {
-            std::ffi::OsString::from(".git")
-        } else {
-            name
+        let target_name = match name.to_str() {
+            Some("dot-git") => std::ffi::OsString::from(".git"),
+            Some("dot-gitattributes") => std::ffi::OsString::from(".gitattributes"),
+            _ => name,
         };
         let target = to.join(target_name);
         let kind = entry.file_type().expect("a fixture entry's type");

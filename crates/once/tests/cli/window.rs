@@ -33,7 +33,8 @@ fn exchange(port: u16, raw: &[u8]) -> Answer {
 }
 
 /// A request from our own page: right Host, the cookie, and for a POST the CSRF token and JSON.
-struct Page {
+/// Other tests that reach the window as its owner log in with it too.
+pub struct Page {
     port: u16,
     cookie: String,
     csrf: String,
@@ -41,7 +42,7 @@ struct Page {
 
 impl Page {
     /// Logs in with the link `once serve` printed.
-    fn login(serve: &Serve) -> Page {
+    pub fn login(serve: &Serve) -> Page {
         let url = serve.login_url();
         let port = serve.port;
         let target = &url[url.find("/?").expect("a path")..];
@@ -64,11 +65,11 @@ impl Page {
         page
     }
 
-    fn get(&self, path: &str) -> Answer {
+    pub fn get(&self, path: &str) -> Answer {
         get(self.port, path, &[("Cookie", &self.cookie)])
     }
 
-    fn post(&self, path: &str, body: &Value) -> Answer {
+    pub fn post(&self, path: &str, body: &Value) -> Answer {
         post(
             self.port,
             path,
