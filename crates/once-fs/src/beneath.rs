@@ -14,9 +14,9 @@
 //!   relative to its parent's descriptor and then opened the same way. The last operation (create
 //!   with `O_CREAT | O_EXCL | O_NOFOLLOW`, `renameat`, `linkat`, `unlinkat`) is relative to the
 //!   last folder's descriptor, so it acts in the folder the walk checked, even if that folder is
-//!   renamed meanwhile; there is no window between a check and a use. Names are compared byte for
-//!   byte, which is exact on Linux's usual case-sensitive file systems; on a case-insensitive one
-//!   `.GIT` would reach git's folder.
+//!   renamed meanwhile; there is no window between a check and a use. A name that only a
+//!   folder which folds names would read as a reserved one (`.GIT`) is put to that folder
+//!   (`beneath/reserved.rs`), so the answer is the file system's, folder by folder.
 //! - Windows (`beneath/windows.rs`): there is no `openat`, so a folder is held as its path; each
 //!   component is looked at without following it and refused if it is any reparse point
 //!   (symbolic link, junction, mount point), then named by path. This is not race-free: a folder
@@ -26,10 +26,13 @@
 //! Must never follow a symbolic link, never act on a path outside the folder it walked to, and
 //! never write anything its caller did not name.
 
+mod reserved;
 #[cfg(unix)]
 mod unix;
 #[cfg(windows)]
 mod windows;
+
+pub(crate) use reserved::is_reserved;
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -132,7 +135,12 @@ impl Root {
         // One system call where the kernel can refuse links on the way itself (a no-op run
         // asks this for every output); else, or when it meets one, the walk below.
         #[cfg(target_os = "linux")]
-        if path.parts().len() > 1 {
+        if path.parts().len() > 1
+            && !path
+                .parts()
+                .iter()
+                .any(|p| reserved::resembles(p).is_some())
+        {
             self.check(path)?;
             if let Some(found) = self.dir.kind_beneath(&path.to_string()) {
                 return Ok(found);
@@ -196,6 +204,15 @@ impl Root {
         let mut made = Vec::new();
         for (index, part) in path.parts()[..depth].iter().enumerate() {
             let here = || path.prefix(index + 1);
+            if current
+                .reaches_reserved(part)
+                .map_err(io_at(self, &here()))?
+            {
+                return Err(PathError::Reserved {
+                    path: path.to_string(),
+                    part: part.clone(),
+                });
+            }
             let opened = match current.dir.open_dir(part) {
                 Err(error) if create && error.kind() == io::ErrorKind::NotFound => {
                     match current.dir.make_dir(part) {
@@ -239,6 +256,41 @@ impl Root {
 }
 
 impl Folder {
+    /// `name` as [`checked`] checks it, and refused too when this folder would open a reserved
+    /// name for it (see [`Folder::reaches_reserved`]).
+    fn checked<'a>(&self, name: &'a str) -> io::Result<&'a str> {
+        let name = checked(name)?;
+        if self.reaches_reserved(name)? {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{name}` names a reserved folder on this file system, which folds names"),
+            ));
+        }
+        Ok(name)
+    }
+
+    /// Whether this folder opens one of [`RESERVED`] for `name`, which is not one byte for byte:
+    /// only for a name that [`reserved::resembles`] one, this asks the folder itself, by making a
+    /// probe file whose name ends with the reserved name and looking for it under a name that
+    /// ends with `name` instead. A folder where no probe can be made is taken to fold.
+    pub fn reaches_reserved(&self, name: &str) -> io::Result<bool> {
+        let Some(reserved) = reserved::resembles(name) else {
+            return Ok(false);
+        };
+        let probe = format!(
+            ".once-probe-{}-{:08x}",
+            std::process::id(),
+            crate::clock::random_u32()
+        );
+        let original = format!("{probe}{reserved}");
+        if self.dir.create(&original, 0o600).is_err() {
+            return Ok(true);
+        }
+        let seen = self.dir.kind(&format!("{probe}{name}"));
+        let _ = self.dir.remove_file(&original);
+        Ok(!matches!(seen, Ok(None)))
+    }
+
     /// The folder, relative to the root (empty for the root).
     pub fn shown(&self) -> &str {
         &self.shown
@@ -246,13 +298,13 @@ impl Folder {
 
     /// What `name` is, without following it; `None` when nothing is there.
     pub fn kind(&self, name: &str) -> io::Result<Option<Kind>> {
-        self.dir.kind(checked(name)?)
+        self.dir.kind(self.checked(name)?)
     }
 
     /// Opens the regular file `name` for reading, refusing a link and anything that is not a
     /// regular file (on Unix opened non-blocking, so a pipe cannot hang us).
     pub fn open(&self, name: &str) -> io::Result<File> {
-        let file = self.dir.open_file(checked(name)?)?;
+        let file = self.dir.open_file(self.checked(name)?)?;
         if !file.metadata()?.is_file() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -272,7 +324,7 @@ impl Folder {
     /// Creates the file `name`, which must not exist (not even as a dangling link), with the
     /// permission bits `mode` (less the umask; Windows has none), open for writing.
     pub fn create(&self, name: &str, mode: u32) -> io::Result<File> {
-        self.dir.create(checked(name)?, mode)
+        self.dir.create(self.checked(name)?, mode)
     }
 
     /// Writes `bytes` to the new file `name` and flushes it to disk; fails if `name` exists.
@@ -304,22 +356,22 @@ impl Folder {
     /// Renames `from` to `to`, both in this folder, replacing `to` (a link named `to` is
     /// replaced, never followed).
     pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        self.dir.rename(checked(from)?, checked(to)?)
+        self.dir.rename(self.checked(from)?, self.checked(to)?)
     }
 
     /// Gives the file `from` the second name `to` in this folder; fails if `to` exists.
     pub fn link(&self, from: &str, to: &str) -> io::Result<()> {
-        self.dir.link(checked(from)?, checked(to)?)
+        self.dir.link(self.checked(from)?, self.checked(to)?)
     }
 
     /// Removes the name `name` (a link is removed, not followed).
     pub fn remove_file(&self, name: &str) -> io::Result<()> {
-        self.dir.remove_file(checked(name)?)
+        self.dir.remove_file(self.checked(name)?)
     }
 
     /// Removes the empty folder `name`.
     pub fn remove_dir(&self, name: &str) -> io::Result<()> {
-        self.dir.remove_dir(checked(name)?)
+        self.dir.remove_dir(self.checked(name)?)
     }
 
     /// Flushes the folder, making the names created, renamed or removed in it durable (Windows
@@ -429,31 +481,6 @@ fn checked(name: &str) -> io::Result<&str> {
     Ok(name)
 }
 
-/// Whether `name` is one of [`RESERVED`], as the platform's file systems compare names.
-#[cfg(not(windows))]
-pub(crate) fn is_reserved(name: &str) -> bool {
-    RESERVED.contains(&name)
-}
-
-/// Whether `name` is one of [`RESERVED`], as the platform's file systems compare names.
-#[cfg(windows)]
-pub(crate) fn is_reserved(name: &str) -> bool {
-    reserved_on_windows(name)
-}
-
-/// Whether Windows would open one of [`RESERVED`] for `name`: it ignores case and trailing dots
-/// and spaces (`.GIT.` is `.git`), and answers to 8.3 short names, which for these folders are
-/// `GIT~1` and `ONCE~1` (a `~2` appears only when another name in the folder took `~1` first,
-/// which this check does not try to foresee).
-#[cfg(any(windows, test))]
-fn reserved_on_windows(name: &str) -> bool {
-    let name = name.trim_end_matches(['.', ' ']);
-    RESERVED
-        .iter()
-        .chain(&["git~1", "once~1"])
-        .any(|reserved| name.eq_ignore_ascii_case(reserved))
-}
-
 fn io_at(root: &Root, path: &WorkspacePath) -> impl FnOnce(io::Error) -> PathError {
     let path = root.path.join(path.to_string());
     move |source| PathError::Io { path, source }
@@ -560,26 +587,6 @@ mod tests {
             kind("inside/.git/config"),
             Err(PathError::Reserved { .. })
         ));
-    }
-
-    #[test]
-    fn on_windows_reserved_names_fold_case_trailing_dots_and_short_names() {
-        for name in [
-            ".git", ".GIT", ".Git.", ".git ", ".git. .", "GIT~1", "git~1", ".ONCE", "ONCE~1.",
-        ] {
-            assert!(reserved_on_windows(name), "{name}");
-        }
-        for name in [
-            "git",
-            ".gitignore",
-            ".github",
-            ".once-x",
-            "a.git",
-            "..git",
-            ".g it",
-        ] {
-            assert!(!reserved_on_windows(name), "{name}");
-        }
     }
 
     #[test]
