@@ -253,9 +253,14 @@ impl Scratch {
         ));
         // `create` fails on an existing path, so nothing planted there is ever used; 0700 keeps
         // the list of changed files from other users.
-        let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        let builder = {
+            let mut builder = std::fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder
+        };
+        #[cfg(not(unix))]
+        let builder = std::fs::DirBuilder::new();
         builder.create(&path).map_err(Error::io(&path))?;
         Ok(Scratch(path))
     }
