@@ -20,6 +20,7 @@ use crate::manifest::{
     self, Bases, CacheSettings, DepRef, Overlay, PendingTarget, Settings, Shared,
 };
 use crate::model::{Capability, EnvMode, Origin, Target};
+use crate::root::{self, SafeDirectories};
 use crate::{Error, MANIFEST_FILE, suggest};
 
 /// Manifests larger than this are rejected unparsed.
@@ -82,26 +83,12 @@ pub struct Workspace {
 
 impl Workspace {
     /// The workspace root for `start`, canonicalized: the nearest folder upwards holding
-    /// `once.toml`; else the outermost one holding an ecosystem's manifest (`Cargo.toml`,
-    /// `package.json`, `pyproject.toml`, `go.work`, `go.mod`…) within the repository.
-    pub fn discover(start: &Path) -> Result<PathBuf, Error> {
-        let start_abs = std::fs::canonicalize(start).map_err(|source| Error::Io {
-            path: start.to_path_buf(),
-            source,
-        })?;
-        let mut dir = Some(start_abs.as_path());
-        while let Some(d) = dir {
-            if d.join(MANIFEST_FILE).is_file() {
-                return Ok(d.to_path_buf());
-            }
-            dir = d.parent();
-        }
-        if let Some(root) = discover::outermost_root(&start_abs) {
-            return Ok(root);
-        }
-        Err(Error::NoRoot {
-            start: start.to_path_buf(),
-        })
+    /// `once.toml`, else the outermost one holding an ecosystem's manifest (`Cargo.toml`,
+    /// `package.json`, `pyproject.toml`, `go.work`, `go.mod`…), never above the top of the
+    /// repository that holds `start`; outside any repository, only a root that belongs to us or
+    /// to root, or that `safe` names (see [`crate::root`]).
+    pub fn discover(start: &Path, safe: &SafeDirectories) -> Result<PathBuf, Error> {
+        root::find(start, safe)
     }
 
     /// Loads the workspace rooted at `root`. Fails only when the root or its
