@@ -14,6 +14,7 @@ mod dry_run;
 mod eval;
 mod examples;
 mod false_green;
+mod hostile_deep_pnpm;
 mod hostile_manifest_above;
 mod key;
 mod manifest_schema;
