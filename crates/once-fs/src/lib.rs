@@ -14,6 +14,7 @@
 //! - [`clock`]: time-ordered ids and RFC 3339 timestamps for the files we create.
 //! - [`Stamp`]: proof from a `stat` that a file still has the content it had, as git uses it.
 //! - [`codec`]: the binary encoding of `once`'s own records that must be read fast.
+//! - [`owner_of`]: whether a file is ours, root's or another user's, for trusting a manifest.
 //!
 //! This crate must never print, and never write anywhere its caller did not name.
 
@@ -21,6 +22,7 @@ mod atomic;
 mod beneath;
 pub mod clock;
 pub mod codec;
+mod owner;
 mod path;
 mod slot_lock;
 mod stamp;
@@ -31,6 +33,7 @@ pub use atomic::{
     write_synced,
 };
 pub use beneath::{Folder, Kind, PATH_MAX, RESERVED, Root, STAGE_ROOM, stage_name, state_dir};
+pub use owner::{Owner, owner_of};
 pub use path::{NAME_MAX, PathError, WorkspacePath, open_inside};
 pub use slot_lock::{SlotLock, lock_slot};
 pub use stamp::{FileKind, Lookup, RACY_WINDOW, STAMP_BYTES, Stamp, Status};

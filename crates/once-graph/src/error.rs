@@ -28,6 +28,22 @@ pub enum Error {
         /// Where the search started.
         start: PathBuf,
     },
+    /// Outside any repository, the root found belongs to another user: whoever can write there
+    /// would decide what `once` runs.
+    #[error(
+        "`{}` belongs to another user (uid {owner}), so `once` does not take `{}` as the workspace; if you trust it, pass `--workspace {}` or add it to `ONCE_SAFE_DIRECTORIES`; for a project below it, pass the project's folder with `--workspace`",
+        path.display(),
+        root.display(),
+        root.display()
+    )]
+    ForeignRoot {
+        /// The folder or manifest another user owns.
+        path: PathBuf,
+        /// The folder that would have been the root.
+        root: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+    },
     /// An `inputs` or `outputs` glob does not compile.
     #[error("invalid glob `{glob}`: {message}")]
     Glob {

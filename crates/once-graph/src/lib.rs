@@ -18,6 +18,7 @@ pub mod kind;
 pub mod manifest;
 pub mod model;
 pub mod query;
+pub mod root;
 mod shell;
 mod suggest;
 pub mod template;
@@ -27,6 +28,7 @@ pub use diagnostic::{Diagnostic, Severity};
 pub use error::Error;
 pub use freshness::Freshness;
 pub use manifest::CacheSettings;
+pub use root::{SAFE_DIRECTORIES_VAR, SafeDirectories, repository_top};
 pub use workspace::Workspace;
 
 /// File name of a manifest.

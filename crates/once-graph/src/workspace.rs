@@ -20,6 +20,7 @@ use crate::manifest::{
     self, Bases, CacheSettings, DepRef, Overlay, PendingTarget, Settings, Shared,
 };
 use crate::model::{Capability, EnvMode, Origin, Target};
+use crate::root::{self, SafeDirectories};
 use crate::{Error, MANIFEST_FILE, suggest};
 
 /// Manifests larger than this are rejected unparsed.
@@ -82,26 +83,12 @@ pub struct Workspace {
 
 impl Workspace {
     /// The workspace root for `start`, canonicalized: the nearest folder upwards holding
-    /// `once.toml`; else the outermost one holding an ecosystem's manifest (`Cargo.toml`,
-    /// `package.json`, `pyproject.toml`, `go.work`, `go.mod`…) within the repository.
-    pub fn discover(start: &Path) -> Result<PathBuf, Error> {
-        let start_abs = std::fs::canonicalize(start).map_err(|source| Error::Io {
-            path: start.to_path_buf(),
-            source,
-        })?;
-        let mut dir = Some(start_abs.as_path());
-        while let Some(d) = dir {
-            if d.join(MANIFEST_FILE).is_file() {
-                return Ok(d.to_path_buf());
-            }
-            dir = d.parent();
-        }
-        if let Some(root) = discover::outermost_root(&start_abs) {
-            return Ok(root);
-        }
-        Err(Error::NoRoot {
-            start: start.to_path_buf(),
-        })
+    /// `once.toml`, else the outermost one holding an ecosystem's manifest (`Cargo.toml`,
+    /// `package.json`, `pyproject.toml`, `go.work`, `go.mod`…), never above the top of the
+    /// repository that holds `start`; outside any repository, only a root that belongs to us or
+    /// to root, or that `safe` names (see [`crate::root`]).
+    pub fn discover(start: &Path, safe: &SafeDirectories) -> Result<PathBuf, Error> {
+        root::find(start, safe)
     }
 
     /// Loads the workspace rooted at `root`. Fails only when the root or its
@@ -205,7 +192,20 @@ impl Workspace {
                     )
                     .expected("a glob of folders like `services/*`"),
                 ),
-                Ok(0) => diags.push(
+                // The cut explains a glob that found nothing, or found only part of the members.
+                Ok(Expanded {
+                    cut_at: Some(folder),
+                    ..
+                }) => diags.push(glob_too_deep(
+                    src,
+                    *at,
+                    glob,
+                    folder,
+                    &format!(
+                        "name the deeper folder in a `members` glob of its own, like `{folder}/**`"
+                    ),
+                )),
+                Ok(Expanded { found: 0, .. }) => diags.push(
                     manifest::warning(
                         src,
                         *at,
@@ -690,24 +690,48 @@ pub(crate) fn decode(rel: &str, bytes: Vec<u8>, diags: &mut Vec<Diagnostic>) -> 
     }
 }
 
+/// How many folders deep a glob with `**` is followed below its literal prefix. A bound, so a
+/// tree of links or a generated folder nobody meant to search cannot make a load endless; a walk
+/// it cuts short is reported ([`Expanded::cut_at`]), never silently dropped.
+pub(crate) const MAX_GLOB_DEPTH: usize = 32;
+
+/// What one folder glob matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Expanded {
+    /// How many matching folders hold the file looked for.
+    pub found: usize,
+    /// The first folder (in sorted order) at [`MAX_GLOB_DEPTH`] that has folders of its own the
+    /// walk did not enter: what lies below it was never searched.
+    pub cut_at: Option<String>,
+}
+
 /// Folders (relative, `/`-separated, sorted, unique) matching the member
-/// globs that hold a once.toml; plus per glob its match count or error.
+/// globs that hold a once.toml; plus per glob what it matched or its error.
 pub(crate) fn expand_members(
     root: &Path,
     globs: &[String],
-) -> (Vec<String>, Vec<Result<usize, String>>) {
+) -> (Vec<String>, Vec<Result<Expanded, String>>) {
     expand_folders(root, globs, MANIFEST_FILE)
 }
 
 /// Folders (relative, `/`-separated, sorted, unique) matching `globs` that hold a file named
-/// `holding`; plus per glob its match count or error. Hidden folders, `node_modules` and
+/// `holding`; plus per glob what it matched or its error. Hidden folders, `node_modules` and
 /// `target` are never entered.
 pub(crate) fn expand_folders(
     root: &Path,
     globs: &[String],
     holding: &str,
-) -> (Vec<String>, Vec<Result<usize, String>>) {
+) -> (Vec<String>, Vec<Result<Expanded, String>>) {
     expand_folders_traced(root, globs, holding, None)
+}
+
+/// The folders of `abs` a folder glob may enter, by name.
+fn enterable(entries: std::fs::ReadDir) -> impl Iterator<Item = String> {
+    entries.flatten().filter_map(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let skipped = name.starts_with('.') || name == "node_modules" || name == "target";
+        (!skipped && entry.file_type().is_ok_and(|t| t.is_dir())).then_some(name)
+    })
 }
 
 /// [`expand_folders`], recording in `trace` each folder it listed (stamped before the listing)
@@ -717,7 +741,7 @@ pub(crate) fn expand_folders_traced(
     globs: &[String],
     holding: &str,
     mut trace: Option<&mut Trace>,
-) -> (Vec<String>, Vec<Result<usize, String>>) {
+) -> (Vec<String>, Vec<Result<Expanded, String>>) {
     let mut all = Vec::new();
     let mut per = Vec::with_capacity(globs.len());
     for g in globs {
@@ -745,13 +769,15 @@ pub(crate) fn expand_folders_traced(
             per.push(Err("member globs must stay inside the workspace".into()));
             continue;
         }
-        let max_depth = if comps.contains(&"**") {
-            32
+        let unbounded = comps.contains(&"**");
+        let max_depth = if unbounded {
+            MAX_GLOB_DEPTH
         } else {
             comps.len() - literal
         };
         let prefix = comps[..literal].join("/");
         let mut found = 0;
+        let mut cut_at: Option<String> = None;
         let mut stack = vec![(prefix, 0usize)];
         while let Some((rel, depth)) = stack.pop() {
             let abs = if rel.is_empty() {
@@ -769,7 +795,9 @@ pub(crate) fn expand_folders_traced(
                     all.push(rel.clone());
                 }
             }
-            if depth >= max_depth {
+            // A glob without `**` cannot match deeper, so stopping there loses nothing; only a
+            // `**` walk is listed once more at the bound, to tell whether it was cut short.
+            if depth >= max_depth && !unbounded {
                 continue;
             }
             let before = trace.is_some().then(|| std::fs::metadata(&abs));
@@ -782,26 +810,48 @@ pub(crate) fn expand_folders_traced(
             let Ok(entries) = entries else {
                 continue;
             };
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if name.starts_with('.') || name == "node_modules" || name == "target" {
-                    continue;
+            let mut children = enterable(entries);
+            if depth >= max_depth {
+                if children.next().is_some() && cut_at.as_ref().is_none_or(|c| rel < *c) {
+                    cut_at = Some(rel);
                 }
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    let child = if rel.is_empty() {
-                        name
-                    } else {
-                        format!("{rel}/{name}")
-                    };
-                    stack.push((child, depth + 1));
-                }
+                continue;
+            }
+            for name in children {
+                let child = if rel.is_empty() {
+                    name
+                } else {
+                    format!("{rel}/{name}")
+                };
+                stack.push((child, depth + 1));
             }
         }
-        per.push(Ok(found));
+        per.push(Ok(Expanded { found, cut_at }));
     }
     all.sort();
     all.dedup();
     (all, per)
+}
+
+/// The warning for a `**` walk that [`MAX_GLOB_DEPTH`] cut short at `folder`, at `offset` of
+/// `src` (the glob, or the list it is in). `fix` says where to name the deeper folder instead.
+pub(crate) fn glob_too_deep(
+    src: &SourceFile,
+    offset: usize,
+    glob: &str,
+    folder: &str,
+    fix: &str,
+) -> Diagnostic {
+    src.diag(
+        offset,
+        Severity::Warning,
+        "glob-too-deep",
+        format!(
+            "folder glob `{glob}` is searched only {MAX_GLOB_DEPTH} folders deep and stopped at \
+             `{folder}`: nothing below it was found"
+        ),
+    )
+    .help(fix.to_string())
 }
 
 /// Drops duplicates, sorts targets, resolves deps into the graph, finds cycles.

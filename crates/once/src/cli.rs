@@ -20,7 +20,8 @@ Examples:
   once -C ~/code/shop mcp                 Serve the graph to a coding agent over stdio
   once serve                              Keep a live session; agents join with `once mcp --attach`
 
-The workspace is the nearest folder, upwards from here, that holds a `once.toml`;
+The workspace is the nearest folder, upwards from here but never above the repository's top,
+that holds a `once.toml` (else the outermost with a `Cargo.toml`, `package.json`, …);
 `-C DIR` or `--workspace DIR` names it instead, before or after the subcommand.";
 
 /// The parsed command line.

@@ -16,11 +16,10 @@ mod javascript;
 mod python;
 mod reader;
 #[cfg(test)]
-mod scratch;
+pub(crate) mod scratch;
 mod targets;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 pub(crate) use javascript::scripts_of;
 pub(crate) use reader::{Listing, Reader};
@@ -152,24 +151,6 @@ pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferr
         all.extend(found);
     }
     all
-}
-
-/// The outermost folder from `start` upwards holding one of the [`MARKERS`], not looking past
-/// the first folder that holds `.git` (the repository's top): a workspace never spans
-/// repositories, and a stray `package.json` in a home folder must not become one.
-pub(crate) fn outermost_root(start: &Path) -> Option<PathBuf> {
-    let mut found = None;
-    let mut dir = Some(start);
-    while let Some(d) = dir {
-        if MARKERS.iter().any(|m| d.join(m).is_file()) {
-            found = Some(d.to_path_buf());
-        }
-        if d.join(".git").exists() {
-            break;
-        }
-        dir = d.parent();
-    }
-    found
 }
 
 /// Makes `raw` (a package name like `@scope/web` or `my_crate`) a valid target name:

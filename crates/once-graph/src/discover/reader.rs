@@ -12,7 +12,9 @@ use std::sync::Mutex;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::freshness::Trace;
-use crate::workspace::{ManifestRecord, decode, expand_folders_traced, read_regular};
+use crate::workspace::{
+    Expanded, ManifestRecord, decode, expand_folders_traced, glob_too_deep, read_regular,
+};
 
 /// A folder glob expansion that was used, to expand again when checking staleness.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,13 +173,18 @@ impl Reader {
         let (found, per_glob) =
             expand_folders_traced(&self.root, &include, holding, Some(&mut trace));
         for (glob, result) in include.iter().zip(&per_glob) {
-            if let Err(e) = result {
-                self.warn(
+            match result {
+                Err(e) => self.warn(
                     file,
                     offset,
                     "bad-glob",
                     format!("invalid folder glob `{glob}`: {e}"),
-                );
+                ),
+                Ok(Expanded {
+                    cut_at: Some(folder),
+                    ..
+                }) => self.warn_too_deep(file, offset, glob, folder, holding),
+                Ok(_) => {}
             }
         }
         let excluded = globset_of(&exclude);
@@ -192,6 +199,40 @@ impl Reader {
             trace,
         });
         folders
+    }
+
+    /// The warning for a `**` walk cut short at `folder`, at the glob's own line when its text
+    /// can be found after `offset` (the list's key) in `file`, else at `offset`.
+    fn warn_too_deep(
+        &mut self,
+        file: usize,
+        offset: usize,
+        glob: &str,
+        folder: &str,
+        holding: &str,
+    ) {
+        // Go modules are walked for with a glob no file spells (`**` below the root `go.mod`):
+        // `go.work` is where to name the deeper ones.
+        let (at, fix) = if holding == "go.mod" {
+            (
+                offset,
+                format!(
+                    "list the modules below it in a `go.work` `use` block (`use ./{folder}/…`)"
+                ),
+            )
+        } else {
+            let at = self
+                .text(file)
+                .get(offset..)
+                .and_then(|after| after.find(glob))
+                .map_or(offset, |found| offset + found);
+            let fix = format!("name the deeper folder in a glob of its own, like `{folder}/**`");
+            (at, fix)
+        };
+        let empty = SourceFile::new(String::new(), String::new());
+        let src = self.files.get(file).unwrap_or(&empty);
+        let diagnostic = glob_too_deep(src, at, glob, folder, &fix);
+        self.diagnostics.push(diagnostic);
     }
 
     /// A warning about `file` at byte `offset` (a manifest discovery could not fully use).

@@ -461,7 +461,11 @@ fn not_utf8_and_too_large() {
 #[test]
 fn io_errors_and_discover() {
     let tmp = TempWs::new(&[("once.toml", ""), ("a/b/x.txt", "")]);
-    let found = once_graph::Workspace::discover(&tmp.path().join("a/b")).unwrap();
+    let found = once_graph::Workspace::discover(
+        &tmp.path().join("a/b"),
+        &once_graph::SafeDirectories::default(),
+    )
+    .unwrap();
     assert_eq!(found, std::fs::canonicalize(tmp.path()).unwrap());
     // Without once.toml a folder is what its ecosystems' manifests describe: here, nothing.
     let empty = TempWs::new(&[("x.txt", "")]);

@@ -4,6 +4,7 @@
 mod affected;
 mod bad;
 mod cache;
+mod deep_globs;
 mod placeholders;
 mod queries;
 mod stale;

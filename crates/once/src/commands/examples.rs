@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use once_examples::{ExampleDetail, ExampleList};
 use once_fs::WorkspacePath;
-use once_graph::Workspace;
+use once_graph::{SafeDirectories, Workspace};
 
 use crate::cli::{ExamplesCommand, MaterializeArgs};
 use crate::exit::Outcome;
@@ -129,5 +129,5 @@ fn root(workspace: Option<&Path>) -> Result<PathBuf> {
             .with_context(|| format!("cannot open folder `{}`", dir.display()));
     }
     let cwd = std::env::current_dir().context("cannot read the current folder")?;
-    Ok(Workspace::discover(&cwd).unwrap_or(cwd))
+    Ok(Workspace::discover(&cwd, &SafeDirectories::from_env()).unwrap_or(cwd))
 }

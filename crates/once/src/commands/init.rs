@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use once_graph::Workspace;
+use once_graph::{SafeDirectories, Workspace};
 use serde::Serialize;
 
 use crate::exit::Outcome;
@@ -33,7 +33,7 @@ pub fn run(workspace: Option<&Path>, json: bool) -> Result<Outcome> {
         None => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
             // The root discovery would use, so the overlay lands where it takes effect.
-            Workspace::discover(&cwd).unwrap_or(cwd)
+            Workspace::discover(&cwd, &SafeDirectories::from_env()).unwrap_or(cwd)
         }
     };
     let path = root.join(once_graph::MANIFEST_FILE);

@@ -21,7 +21,7 @@ mod tools;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use once_graph::Workspace;
+use once_graph::{SafeDirectories, Workspace};
 
 use crate::cli::{Cli, Command};
 use crate::exit::{Outcome, Usage};
@@ -94,8 +94,10 @@ fn init_logging() {
         .init();
 }
 
-/// The workspace root: `--workspace DIR` when given, else the nearest folder upwards from the
-/// current one that holds `once.toml`, else the outermost one holding an ecosystem's manifest.
+/// The workspace root: `--workspace DIR` when given (the person's own choice, trusted as it is),
+/// else the nearest folder upwards from the current one that holds `once.toml`, else the outermost
+/// one holding an ecosystem's manifest, never above the repository's top, and outside any
+/// repository never one that another user owns unless `ONCE_SAFE_DIRECTORIES` names it.
 pub fn find_root(workspace: Option<&Path>) -> Result<PathBuf> {
     match workspace {
         Some(dir) => {
@@ -112,7 +114,7 @@ pub fn find_root(workspace: Option<&Path>) -> Result<PathBuf> {
         }
         None => {
             let cwd = std::env::current_dir().context("cannot read the current folder")?;
-            Ok(Workspace::discover(&cwd)?)
+            Ok(Workspace::discover(&cwd, &SafeDirectories::from_env())?)
         }
     }
 }

@@ -27,8 +27,8 @@ use super::registry::Entry;
 /// How long the bridge waits for the session to finish answering after stdin closed.
 const LAST_WORDS: Duration = Duration::from_secs(5);
 
-/// The entry to attach to: the one serving `dir` (or the closest workspace enclosing it), or
-/// the only live one when no folder is named.
+/// The entry to attach to: the one serving `dir` (or the closest workspace enclosing it within
+/// its repository), or the only live one when no folder is named.
 pub fn choose(live: &[Entry], dir: Option<&Path>) -> Result<Entry> {
     let Some(dir) = dir else {
         return match live {
@@ -48,10 +48,16 @@ pub fn choose(live: &[Entry], dir: Option<&Path>) -> Result<Entry> {
         .canonicalize()
         .with_context(|| format!("cannot open `{}`", dir.display()))?;
     // The deepest workspace that holds the folder: attaching from a subfolder of a workspace
-    // finds it, and a nested workspace wins over the one around it.
+    // finds it, and a nested workspace wins over the one around it. Never one above the top of
+    // the folder's repository, as root discovery would never settle there either.
+    let top = once_graph::repository_top(&wanted);
     let best = live
         .iter()
         .filter(|entry| wanted.starts_with(&entry.workspace))
+        .filter(|entry| {
+            top.as_ref()
+                .is_none_or(|top| entry.workspace.starts_with(top))
+        })
         .max_by_key(|entry| entry.workspace.components().count());
     match best {
         Some(entry) => Ok(entry.clone()),
@@ -235,6 +241,24 @@ mod tests {
         assert_eq!(pick(&inner.join("src")), Some(2));
         assert_eq!(pick(&outer), Some(1));
         assert_eq!(pick(&tmp), None);
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
+    #[test]
+    fn a_session_above_the_folders_repository_is_not_chosen() {
+        let tmp = std::env::temp_dir()
+            .canonicalize()
+            .expect("temp")
+            .join(format!("once-bridge-repo-{}", std::process::id()));
+        let clone = tmp.join("clone");
+        std::fs::create_dir_all(clone.join(".git")).expect("mkdir");
+        std::fs::create_dir_all(clone.join("src")).expect("mkdir");
+        let above = [entry(1, &tmp)];
+        let pick = |live: &[Entry], dir: &Path| choose(live, Some(dir)).map(|e| e.pid).ok();
+        assert_eq!(pick(&above, &clone.join("src")), None);
+        assert_eq!(pick(&above, &tmp), Some(1));
+        let own = [entry(1, &tmp), entry(2, &clone)];
+        assert_eq!(pick(&own, &clone.join("src")), Some(2));
         let _ = std::fs::remove_dir_all(&tmp);
     }
 }

@@ -395,6 +395,15 @@ impl Serve {
         Serve::try_start_with(root, state, extra, &[])
     }
 
+    /// As [`Serve::start`], but started in the folder `cwd` with no `-C`, so that `once serve`
+    /// finds its workspace as a person's shell would.
+    pub fn start_in(cwd: &Path, state: &Path, extra: &[&str]) -> Serve {
+        let mut command = Command::new(once_binary());
+        command.current_dir(cwd).arg("serve").args(extra);
+        Serve::try_start_command(command, state)
+            .unwrap_or_else(|stderr| panic!("once serve failed:\n{stderr}"))
+    }
+
     /// As [`Serve::start`], with environment variables of its own (`PATH`, say).
     pub fn start_with(root: &Path, state: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Serve {
         Serve::try_start_with(root, state, extra, env)
@@ -409,11 +418,12 @@ impl Serve {
     ) -> Result<Serve, String> {
         let mut command = Command::new(once_binary());
         command.envs(env.iter().copied());
+        command.arg("-C").arg(root).arg("serve").args(extra);
+        Serve::try_start_command(command, state)
+    }
+
+    fn try_start_command(mut command: Command, state: &Path) -> Result<Serve, String> {
         command
-            .arg("-C")
-            .arg(root)
-            .arg("serve")
-            .args(extra)
             .env("XDG_STATE_HOME", state)
             .env_remove("ONCE_LOG")
             .stdin(Stdio::null())

@@ -129,7 +129,9 @@ fn module_folders(reader: &mut Reader) -> Vec<(String, Option<(usize, usize)>)> 
         return out;
     }
     out.push((".".to_string(), None));
-    for folder in reader.folders(&["**".into()], "go.mod", usize::MAX, 0) {
+    // The root `go.mod` is where a walk cut short is reported.
+    let root_file = reader.read("go.mod").unwrap_or(usize::MAX);
+    for folder in reader.folders(&["**".into()], "go.mod", root_file, 0) {
         if !folder.split('/').any(|c| c == "testdata" || c == "vendor") {
             out.push((folder, None));
         }

@@ -1,0 +1,4 @@
+#[test]
+fn own_test() {
+    std::fs::write("own-ran", "").unwrap();
+}
