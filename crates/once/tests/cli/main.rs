@@ -34,3 +34,4 @@ mod state_folder;
 mod support;
 mod tools_page;
 mod window;
+mod window_flood;
