@@ -1,7 +1,7 @@
 //! Connections that never prove anything must not lock the owner out of `once serve`: floods of
 //! 64 and then 500 unauthenticated connections, held open while the owner's own requests (MCP
-//! over HTTP with the bearer, a new login link with the bearer, `once sessions --url`, and the
-//! logged-in page) must still be answered.
+//! over HTTP with the bearer, the logged-in page with its key, a new login link with the bearer,
+//! and `once sessions --url`) must still be answered.
 //!
 //! Three floods, each on real loopback sockets against a real `once serve`: connections that
 //! sent nothing; connections that sent a request earning 401 and asked to be kept alive; and
@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{HttpReply, PATIENCE, Serve, TempDir, Test, once_binary, output_within};
 
@@ -184,17 +184,40 @@ struct Owner {
     /// The MCP session over HTTP, once `initialize` made it.
     mcp: Option<String>,
     pings: u64,
+    /// The page key of the owner's logged-in page.
+    key: String,
 }
 
 impl Owner {
+    /// The owner, with a page logged in before any flood.
     fn new(port: u16, token: String, state: &std::path::Path) -> Owner {
-        Owner {
+        let mut owner = Owner {
             port,
             token,
             state: state.to_path_buf(),
             mcp: None,
             pings: 0,
-        }
+            key: String::new(),
+        };
+        let link = owner.send(
+            "POST /session/login",
+            &[("Authorization", &format!("Bearer {}", owner.token))],
+            "",
+        );
+        let url: Value = serde_json::from_str(&link.body).expect("JSON");
+        let url = url["url"].as_str().expect("a login link");
+        let login = url.rsplit_once("login=").expect("a token").1;
+        let redeemed = owner.send(
+            "POST /api/login",
+            &[("Content-Type", "application/json")],
+            &json!({ "login": login }).to_string(),
+        );
+        let redeemed: Value = serde_json::from_str(&redeemed.body).expect("JSON");
+        redeemed["key"]
+            .as_str()
+            .expect("the page key")
+            .clone_into(&mut owner.key);
+        owner
     }
 
     /// Every door the owner uses answers within [`OWNER_BOUND`].
@@ -208,6 +231,12 @@ impl Owner {
             took < OWNER_BOUND,
             "MCP over HTTP took {took:?} during {during}"
         );
+
+        let started = Instant::now();
+        let page = self.send("GET /api/session", &[("X-Once-Key", &self.key)], "");
+        let took = started.elapsed();
+        assert_eq!(page.status, 200, "the page during {during}: {page:?}");
+        assert!(took < OWNER_BOUND, "the page took {took:?} during {during}");
 
         let started = Instant::now();
         let login = self.send(
