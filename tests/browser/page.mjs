@@ -90,6 +90,22 @@ function rawRequest(port, { method = 'GET', path = '/', headers = {}, body = nul
     });
 }
 
+/** Only the status of a request from Node: resolves once the head arrives, then hangs up (an
+ *  event stream that opened would otherwise never end). */
+function statusOf(port, { method = 'GET', path = '/', headers = {}, body = null }) {
+    return new Promise((resolvePromise, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, method, path, headers, timeout: WAIT_MS }, (res) => {
+            resolvePromise(res.statusCode);
+            res.destroy();
+        });
+        req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within ${WAIT_MS} ms`)));
+        req.on('error', reject);
+        if (body !== null) req.setHeader('Content-Length', Buffer.byteLength(body));
+        if (body !== null) req.write(body);
+        req.end();
+    });
+}
+
 /** The structured result of an MCP tool call, or a thrown error with its text. */
 async function call(client, name, args) {
     const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 30000 });
@@ -121,9 +137,13 @@ try {
     page.on('pageerror', (error) => pageErrors.push(error.message));
 
     // 1. No way in without the login link; with it, one node per target.
-    await checks.attempt('without the login token the page is refused (403)', async () => {
+    await checks.attempt('without the login token the page shows nothing and its API is refused', async () => {
         const response = await page.goto(`${server.origin}/`);
-        checks.check('without the login token the page is refused (403)', response.status() === 403, `status ${response.status()}`);
+        const note = await page.locator('#view .error').textContent();
+        const api = await rawRequest(server.port, { path: '/api/session', headers: { Host: `127.0.0.1:${server.port}` } });
+        checks.check('without the login token the page shows nothing and its API is refused',
+            response.ok() && note.includes('not logged in') && note.includes('once sessions --url') && api.status === 403,
+            `page ${response.status()} saying ${JSON.stringify(note)}, /api/session ${api.status}`);
     });
     await checks.attempt('the login link opens the page with one node per target', async () => {
         const response = await page.goto(server.url);
@@ -140,22 +160,25 @@ try {
         checks.check('the header names the workspace', header === ws, `header: ${header}`);
     });
 
-    // 4. Plain HTTP: the session's cookie alone does not let another origin or host in, nor a
-    //    POST without the CSRF token.
+    // 4. Plain HTTP: the page key does not let another origin or host in, nor a POST without
+    //    the CSRF token.
     await checks.attempt('foreign Origin, foreign Host and a POST without CSRF get 403', async () => {
-        const cookies = await browser.context.cookies(server.origin);
-        const cookie = cookies.map((c) => `${c.name}=${c.value}`).join('; ');
+        const key = await page.evaluate(() => sessionStorage.getItem('once-key'));
+        const cookies = await browser.context.cookies();
+        checks.check('the login sets no cookie and leaves the key in sessionStorage',
+            cookies.length === 0 && /^[0-9a-f]{32}$/.test(key ?? '') && !page.url().includes('login='),
+            `cookies ${JSON.stringify(cookies)}, key ${key}, at ${page.url()}`);
         const host = `127.0.0.1:${server.port}`;
-        const own = await rawRequest(server.port, { path: '/api/session', headers: { Host: host, Cookie: cookie } });
+        const own = await rawRequest(server.port, { path: '/api/session', headers: { Host: host, 'X-Once-Key': key } });
         const csrf = JSON.parse(own.text).csrf;
-        checks.check('with the cookie and its own Host, /api/session answers', own.status === 200 && typeof csrf === 'string', `status ${own.status}`);
-        const origin = await rawRequest(server.port, { path: '/api/session', headers: { Host: host, Cookie: cookie, Origin: 'http://evil.example' } });
+        checks.check('with the key and its own Host, /api/session answers', own.status === 200 && typeof csrf === 'string', `status ${own.status}`);
+        const origin = await rawRequest(server.port, { path: '/api/session', headers: { Host: host, 'X-Once-Key': key, Origin: 'http://evil.example' } });
         checks.check('a foreign Origin gets 403', origin.status === 403, `status ${origin.status}`);
-        const foreignHost = await rawRequest(server.port, { path: '/api/session', headers: { Host: `evil.example:${server.port}`, Cookie: cookie } });
+        const foreignHost = await rawRequest(server.port, { path: '/api/session', headers: { Host: `evil.example:${server.port}`, 'X-Once-Key': key } });
         checks.check('a foreign Host gets 403', foreignHost.status === 403, `status ${foreignHost.status}`);
         const post = (headers) => rawRequest(server.port, {
             method: 'POST', path: '/api/tool/once_query_targets', body: '{}',
-            headers: { Host: host, Cookie: cookie, Origin: server.origin, 'Content-Type': 'application/json', ...headers },
+            headers: { Host: host, 'X-Once-Key': key, Origin: server.origin, 'Content-Type': 'application/json', ...headers },
         });
         const noCsrf = await post({});
         checks.check('a POST without the CSRF token gets 403', noCsrf.status === 403, `status ${noCsrf.status}`);
@@ -167,6 +190,70 @@ try {
     await client.connect(new StdioClientTransport({
         command: binary, args: ['mcp', '--attach', ws], env, stderr: 'pipe',
     }), { timeout: WAIT_MS });
+
+    // 5. The logged-in browser visits another loopback port (another user's server, a dev server
+    //    with a hostile dependency). Whatever it sent there on its own, replayed against the
+    //    window, opens nothing: not the session and its CSRF token, not the events, not a tool,
+    //    not the Apply of a pending change set.
+    await checks.attempt('what the browser sends another loopback port opens nothing', async () => {
+        const planted = join(ws, 'PLANTED.md');
+        const pending = await call(client, 'once_change_set_propose', {
+            title: 'Plant a file', rationale: 'Nobody decided this',
+            changes: [{ action: 'create', path: 'PLANTED.md', content: 'planted\n' }],
+        });
+        const received = [];
+        const recorder = http.createServer((req, res) => {
+            received.push({ method: req.method, url: req.url, headers: { ...req.headers } });
+            res.writeHead(200, { 'Content-Type': 'text/html' });
+            // The page also tries the window itself, with every credential the browser would add.
+            res.end(`<!doctype html><img src="${server.origin}/api/session"><script>
+                fetch('${server.origin}/api/session', { credentials: 'include', mode: 'no-cors' }).catch(() => {});
+            </script>`);
+        });
+        await new Promise((done) => recorder.listen(0, '127.0.0.1', done));
+        const other = `http://127.0.0.1:${recorder.address().port}`;
+        const visitor = await browser.context.newPage();
+        try {
+            await visitor.goto(`${other}/`);
+            await visitor.goto(`${other}/api/session`);
+            await visitor.goto(`${other}/api/events`);
+        } finally {
+            await visitor.close();
+            await new Promise((done) => recorder.close(done));
+            recorder.closeAllConnections?.();
+        }
+        checks.check('the other port saw the browser\'s requests', received.length >= 3, `${received.length} requests`);
+        const host = `127.0.0.1:${server.port}`;
+        const replays = [
+            ['GET', '/api/session'], ['GET', '/api/graph'], ['GET', '/api/changes'], ['GET', '/api/events'],
+            ['GET', '/api/evaluators'], ['POST', `/api/changes/${pending.id}/apply`], ['POST', '/api/tool/once_query_targets'],
+        ];
+        const refused = [];
+        const opened = [];
+        for (const seen of received) {
+            // Everything the browser sent, with the window's Host, as a replaying attacker would.
+            const headers = Object.fromEntries(Object.entries(seen.headers)
+                .filter(([name]) => !['host', 'content-length', 'connection'].includes(name)));
+            headers.host = host;
+            // Had /api/session answered, the attacker would know the CSRF token: use it.
+            const session = await rawRequest(server.port, { path: '/api/session', headers });
+            let csrf = '';
+            try {
+                csrf = JSON.parse(session.text).csrf ?? '';
+            } catch {
+                csrf = '';
+            }
+            for (const [method, path] of replays) {
+                const extra = method === 'POST' ? { 'content-type': 'application/json', 'x-once-csrf': csrf } : {};
+                const answer = await statusOf(server.port, { method, path, headers: { ...headers, ...extra }, body: method === 'POST' ? '{}' : null });
+                (answer === 401 || answer === 403 ? refused : opened).push(`${method} ${path} → ${answer}`);
+            }
+        }
+        checks.check('replayed against the window, every route is refused (401 or 403)',
+            opened.length === 0 && refused.length === received.length * replays.length,
+            `opened: ${opened.join(', ')}`);
+        checks.check('the pending change set was not applied', !existsSync(planted), 'PLANTED.md was written');
+    });
 
     // 2. A running action's output shows while it still runs.
     await checks.attempt('a running action\'s first line shows in pre#log while it runs', async () => {

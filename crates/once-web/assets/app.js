@@ -5,6 +5,10 @@
 // so a target name or a log line cannot inject anything (the server's CSP forbids inline script
 // and style as a second wall).
 //
+// Logging in: the login link's one-time token is posted to /api/login, which answers with the
+// page key; the key lives in sessionStorage (this origin, this tab) and goes with every request
+// as `X-Once-Key`. No cookie: a browser would send one to every port of 127.0.0.1.
+//
 // Live updates: the session's event stream (/api/events) says which part changed (`changed`) or
 // asks the page to show something (`focus`); the page refetches what the current view shows.
 // While a run is running, the shown action's log is polled every 300 ms from its last line.
@@ -91,6 +95,7 @@ class ApiError extends Error {
 }
 
 const state = {
+    key: null, // the page key, from sessionStorage: sent as X-Once-Key with every request
     session: null, // the value of /api/session
     graph: null, // the value of /api/graph
     layout: null, // the graph's layout, kept while its nodes and edges stay the same
@@ -105,7 +110,7 @@ const state = {
 
 /** Sends a request; answers {status, body}, whatever the status. */
 async function request(path, options = {}) {
-    const init = { method: options.method ?? 'GET', credentials: 'same-origin', headers: {} };
+    const init = { method: options.method ?? 'GET', credentials: 'omit', cache: 'no-store', headers: keyHeaders() };
     if (init.method !== 'GET') {
         init.headers['Content-Type'] = 'application/json';
         init.headers['X-Once-CSRF'] = state.session?.csrf ?? '';
@@ -119,6 +124,11 @@ async function request(path, options = {}) {
         body = { error: `${response.status} ${response.statusText}` };
     }
     return { status: response.status, body };
+}
+
+/** The header that proves a request comes from this page. */
+function keyHeaders() {
+    return { 'X-Once-Key': state.key ?? '' };
 }
 
 /** A request that must succeed: answers its body, or throws an ApiError with the server's words. */
@@ -1242,39 +1252,83 @@ function setLive(text) {
     byId('live').textContent = text;
 }
 
-/** Listens to the session's events; EventSource reconnects by itself after a dropped stream.
- *  The session takes its baseline when a stream opens, so what the page fetches after `open` is
- *  what later events are measured against: `connected` runs on the first open, and every later
- *  open (a reconnection, which may have missed events) refetches the view. */
-function listen(connected) {
-    const events = new EventSource('/api/events');
+/** Listens to the session's events. An EventSource cannot send the page key, so the stream is
+ *  one `fetch` whose body is read as Server-Sent Events, opened again after a pause whenever it
+ *  ends. The session takes its baseline when a stream opens, so what the page fetches once the
+ *  stream's head came is what later events are measured against: `connected` runs on the first
+ *  open, and every later open (a reconnection, which may have missed events) refetches the view. */
+async function listen(connected) {
     let opened = false;
-    events.addEventListener('open', () => {
-        setLive('live');
-        if (!opened && connected) {
-            opened = true;
-            connected();
-        } else {
-            onChanged('all');
+    for (;;) {
+        let response = null;
+        try {
+            response = await fetch('/api/events', { headers: keyHeaders(), credentials: 'omit', cache: 'no-store' });
+        } catch {
+            response = null;
         }
-    });
-    events.addEventListener('error', () => {
-        if (events.readyState === EventSource.CLOSED) {
-            // Refused (the session ended or the cookie is gone): try again later, not in a loop.
+        if (!response?.ok || !response.body) {
+            // Refused (the session ended or the key is wrong): try again later, not in a loop.
             setLive('disconnected: retrying');
-            setTimeout(() => listen(null), 3000);
-        } else {
-            setLive('reconnecting…');
+            await pause(3000);
+            continue;
         }
-    });
-    events.addEventListener('changed', (event) => {
-        const data = parseData(event.data);
-        if (data?.what) onChanged(data.what);
-    });
-    events.addEventListener('focus', (event) => {
-        const data = parseData(event.data);
-        if (data?.kind && data.id !== undefined) onFocus(data);
-    });
+        setLive('live');
+        if (!opened && connected) connected();
+        else onChanged('all');
+        opened = true;
+        try {
+            await readEvents(response.body);
+        } catch {
+            // A dropped connection: open a new stream.
+        }
+        setLive('reconnecting…');
+        await pause(1000);
+    }
+}
+
+function pause(ms) {
+    return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Reads an event stream's body until it ends, handing each event to `onEvent`. The session
+ *  writes `\n` line ends and small events; a stream that sends 1 MiB without ending an event is
+ *  not the session's, and is dropped. */
+async function readEvents(body) {
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += value;
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+            onEvent(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+        }
+        if (buffer.length > 1 << 20) {
+            await reader.cancel();
+            return;
+        }
+    }
+}
+
+/** One event's lines: `event:` names it, `data:` lines carry its JSON, `:` lines are comments. */
+function onEvent(block) {
+    let name = 'message';
+    const data = [];
+    for (const line of block.split('\n')) {
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? '' : line.slice(colon + 1);
+        if (value.startsWith(' ')) value = value.slice(1);
+        if (field === 'event') name = value;
+        else if (field === 'data') data.push(value);
+    }
+    if (data.length === 0) return;
+    const parsed = parseData(data.join('\n'));
+    if (name === 'changed' && parsed?.what) onChanged(parsed.what);
+    if (name === 'focus' && parsed?.kind && parsed.id !== undefined) onFocus(parsed);
 }
 
 function parseData(text) {
@@ -1288,13 +1342,41 @@ function parseData(text) {
 // ---------------------------------------------------------------------------------------------
 // Start
 
+const KEY_STORE = 'once-key';
+const NOT_LOGGED_IN = 'this page is not logged in: open the link `once serve` printed, or run `once sessions --url` for a new one';
+
+/** Turns the login link's one-time token, if the address carries one, into the page key, and
+ *  drops the token from the address bar and history at once (it is used up either way). */
+async function logIn() {
+    const login = new URLSearchParams(location.search).get('login');
+    if (login) {
+        history.replaceState(null, '', `/${location.hash}`);
+        const response = await fetch('/api/login', {
+            method: 'POST', credentials: 'omit', cache: 'no-store',
+            headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ login }),
+        });
+        const body = await response.json().catch(() => null);
+        if (!response.ok || typeof body?.key !== 'string') {
+            throw new Error(body?.error ?? `the login failed: ${response.status}`);
+        }
+        sessionStorage.setItem(KEY_STORE, body.key);
+    }
+    state.key = sessionStorage.getItem(KEY_STORE);
+    if (!state.key) throw new Error(NOT_LOGGED_IN);
+}
+
 async function start() {
     try {
+        await logIn();
         state.session = await api('/api/session');
         byId('workspace').textContent = state.session.workspace;
         document.title = `once · ${state.session.workspace.split('/').pop() || state.session.workspace}`;
     } catch (error) {
-        byId('view').replaceChildren(errorNote(`cannot reach the session: ${error.message}`));
+        // A key the session does not know (it restarted, say) is of no further use.
+        if (error instanceof ApiError && error.status === 403) sessionStorage.removeItem(KEY_STORE);
+        const message = error instanceof ApiError && error.status === 403 ? NOT_LOGGED_IN : error.message;
+        byId('live').textContent = 'not connected';
+        byId('view').replaceChildren(errorNote(`cannot reach the session: ${message}`));
         return;
     }
     window.addEventListener('hashchange', route);

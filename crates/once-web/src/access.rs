@@ -4,11 +4,17 @@
 //! 1. `Host` must name this session's loopback address and port (`127.0.0.1:PORT` or
 //!    `localhost:PORT`), so a page on another site cannot reach us through DNS rebinding;
 //! 2. `Origin`, when sent, must be this page's own origin, so no other page can post to us;
-//! 3. the session cookie (HttpOnly, `SameSite=Strict`, named after the port since cookies do not
-//!    tell ports apart), which a person gets by opening a one-time login link — or, for MCP over
-//!    HTTP, the session token as a bearer token;
-//! 4. for every request that changes something, the CSRF token in `X-Once-CSRF`, which only a
-//!    page that could read `/api/session` (same origin, with the cookie) knows.
+//! 3. the page key in `X-Once-Key` — or, for MCP over HTTP and `once sessions --url`, the
+//!    session token as a bearer token;
+//! 4. for every request that changes something, the CSRF token in `X-Once-CSRF`.
+//!
+//! The page key is what a login ends in: the page posts the one-time token of its login link to
+//! `/api/login` and gets the key back as JSON, keeps it in `sessionStorage` and sends it as a
+//! header with every request. Only a script of the page's own origin (scheme, host *and* port)
+//! can read that answer or that storage, and no browser sends a custom header on its own. A
+//! cookie could not do this: browsers send a cookie to every port of a host, and `SameSite`
+//! counts all ports of 127.0.0.1 as one site, so any other loopback server the browser visits
+//! would receive it. This module must never accept a credential from a cookie.
 //!
 //! Login links are single use and expire after [`LOGIN_VALID`]; at most [`MAX_LOGINS`] wait to be
 //! used, the oldest dropped first. Every secret is compared in constant time and never logged.
@@ -30,20 +36,20 @@ pub struct Access {
     port: u16,
     /// The session token: MCP over HTTP presents it as a bearer token.
     session: Token,
-    /// The value of the cookie a login sets.
-    cookie: Token,
+    /// What a login hands the page, and the page sends in `X-Once-Key`.
+    key: Token,
     /// What a page sends in `X-Once-CSRF`.
     csrf: Token,
     logins: Mutex<Vec<(Token, Instant)>>,
 }
 
 impl Access {
-    /// Fresh cookie and CSRF secrets for a session on `port` whose token is `session`.
+    /// Fresh page key and CSRF secrets for a session on `port` whose token is `session`.
     pub fn new(port: u16, session: Token) -> std::io::Result<Access> {
         Ok(Access {
             port,
             session,
-            cookie: Token::generate()?,
+            key: Token::generate()?,
             csrf: Token::generate()?,
             logins: Mutex::new(Vec::new()),
         })
@@ -67,35 +73,35 @@ impl Access {
         Ok(url)
     }
 
-    /// Uses up the login token `presented`; whether it was valid.
-    pub fn redeem_login(&self, presented: &str) -> bool {
+    /// Whether `presented` is a login token that can still be used, without using it up: the
+    /// login link's `GET` answers 403 at once for a dead link, and the page redeems a live one.
+    pub fn login_waiting(&self, presented: &str) -> bool {
         let Some(presented) = Token::from_hex(presented) else {
             return false;
         };
+        let mut logins = self.logins.lock().unwrap_or_else(PoisonError::into_inner);
+        logins.retain(|(_, made)| made.elapsed() < LOGIN_VALID);
+        logins
+            .iter()
+            .map(|(token, _)| token.matches(&presented))
+            .fold(false, |found, hit| found | hit)
+    }
+
+    /// Uses up the login token `presented`; the page key when it was valid.
+    pub fn redeem_login(&self, presented: &str) -> Option<String> {
+        let presented = Token::from_hex(presented)?;
         let mut logins = self.logins.lock().unwrap_or_else(PoisonError::into_inner);
         logins.retain(|(_, made)| made.elapsed() < LOGIN_VALID);
         // Compare with every waiting token, so the time taken does not say which one matched.
         let found = logins
             .iter()
             .map(|(token, _)| token.matches(&presented))
-            .fold(None, |found, hit| found.or(hit.then_some(())));
-        if found.is_some() {
-            logins.retain(|(token, _)| !token.matches(&presented));
+            .fold(false, |found, hit| found | hit);
+        if !found {
+            return None;
         }
-        found.is_some()
-    }
-
-    /// The `Set-Cookie` value a successful login sends.
-    pub fn set_cookie(&self) -> String {
-        format!(
-            "{}={}; Path=/; HttpOnly; SameSite=Strict",
-            self.cookie_name(),
-            self.cookie.to_hex()
-        )
-    }
-
-    fn cookie_name(&self) -> String {
-        format!("once-{}", self.port)
+        logins.retain(|(token, _)| !token.matches(&presented));
+        Some(self.key.to_hex())
     }
 
     /// The CSRF token, as the page reads it from `/api/session`.
@@ -130,18 +136,21 @@ impl Access {
         }
     }
 
-    /// Whether the request carries this session's cookie.
-    pub fn has_cookie(&self, request: &Request) -> bool {
-        let name = self.cookie_name();
-        request
-            .headers
-            .iter()
-            .filter(|(n, _)| n == "cookie")
-            .flat_map(|(_, value)| value.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .filter(|(n, _)| *n == name)
-            .filter_map(|(_, value)| Token::from_hex(value.trim()))
-            .any(|presented| self.cookie.matches(&presented))
+    /// Whether the request carries the page key in `X-Once-Key` (once; cookies never count).
+    pub fn key_ok(&self, request: &Request) -> bool {
+        request.header_count("x-once-key") == 1
+            && request
+                .header("x-once-key")
+                .and_then(|value| Token::from_hex(value.trim()))
+                .is_some_and(|presented| self.key.matches(&presented))
+    }
+
+    /// Whether the request is the owner's: our own Host and Origin, and the page key or the
+    /// session token. Only such a request lets its connection hold a place (`admission.rs`).
+    pub fn proves(&self, request: &Request) -> bool {
+        self.host_ok(request)
+            && self.origin_ok(request)
+            && (self.key_ok(request) || self.bearer_ok(request))
     }
 
     /// Whether the request carries the CSRF token.
@@ -219,27 +228,45 @@ mod tests {
     }
 
     #[test]
-    fn a_login_link_works_once() {
+    fn a_login_link_works_once_and_ends_in_the_page_key() {
         let access = access();
         let url = access.login_url().expect("url");
         let token = url.rsplit_once("login=").expect("token").1;
-        assert!(!access.redeem_login("00112233445566778899aabbccddeeff"));
-        assert!(access.redeem_login(token));
-        assert!(!access.redeem_login(token), "used twice");
-        assert!(!access.redeem_login("not hex"));
+        assert!(
+            access
+                .redeem_login("00112233445566778899aabbccddeeff")
+                .is_none()
+        );
+        assert!(access.login_waiting(token), "looking does not use it up");
+        let key = access.redeem_login(token).expect("the page key");
+        assert!(access.redeem_login(token).is_none(), "used twice");
+        assert!(!access.login_waiting(token), "used up");
+        assert!(access.redeem_login("not hex").is_none());
+        assert!(access.key_ok(&request(&[("x-once-key", &key)])));
     }
 
     #[test]
-    fn the_cookie_and_csrf_token_are_checked_exactly() {
+    fn the_key_counts_only_as_its_own_header() {
         let access = access();
-        let cookie = access.set_cookie();
-        let pair = cookie.split(';').next().expect("pair");
-        assert!(access.has_cookie(&request(&[("cookie", &format!("a=b; {pair}"))])));
-        assert!(!access.has_cookie(&request(&[(
-            "cookie",
-            "once-4242=00112233445566778899aabbccddeeff"
-        )])));
-        assert!(!access.has_cookie(&request(&[])));
+        let key = access.key.to_hex();
+        assert!(access.key_ok(&request(&[("x-once-key", &key)])));
+        for headers in [
+            vec![("cookie", format!("once-4242={key}"))],
+            vec![("cookie", format!("x-once-key={key}"))],
+            vec![("authorization", format!("Bearer {key}"))],
+            vec![("x-once-key", "00112233445566778899aabbccddeeff".to_owned())],
+            vec![("x-once-key", key.clone()), ("x-once-key", key.clone())],
+            vec![],
+        ] {
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            assert!(!access.key_ok(&request(&headers)), "{headers:?}");
+        }
+    }
+
+    #[test]
+    fn the_csrf_token_is_checked_exactly() {
+        let access = access();
         let csrf = access.csrf_hex();
         assert!(access.csrf_ok(&request(&[("x-once-csrf", &csrf)])));
         assert!(!access.csrf_ok(&request(&[("x-once-csrf", "00")])));

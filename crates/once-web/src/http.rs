@@ -120,8 +120,19 @@ pub fn read_request(
     idle: Duration,
     carried: Vec<u8>,
 ) -> Result<Request, ReadError> {
+    read_request_within(reader, idle, REQUEST_WAIT, carried)
+}
+
+/// As [`read_request`], with `whole` for the request to arrive from its first byte (shorter for
+/// a connection that has proven nothing yet).
+pub fn read_request_within(
+    reader: &mut impl Wire,
+    idle: Duration,
+    whole: Duration,
+    carried: Vec<u8>,
+) -> Result<Request, ReadError> {
     let mut started = !carried.is_empty();
-    let mut deadline = Instant::now() + if started { REQUEST_WAIT } else { idle };
+    let mut deadline = Instant::now() + if started { whole } else { idle };
     let mut head = carried;
     head.truncate(HEAD_LIMIT);
     let head_end = loop {
@@ -144,7 +155,7 @@ pub fn read_request(
         }
         if !started {
             started = true;
-            deadline = Instant::now() + REQUEST_WAIT;
+            deadline = Instant::now() + whole;
         }
         let before = head.len();
         let room = HEAD_LIMIT - before;

@@ -8,17 +8,21 @@
 //! when it is an HTTP request line, it hands the connection to [`Web::serve_connection`], which
 //! serves requests on it, kept alive, until the peer leaves or stays idle for
 //! [`http::IDLE_WAIT`]. Every request passes the access checks of `access.rs` (host, origin,
-//! cookie or bearer, CSRF) before anything is read on its behalf. Routes answer from the
+//! page key or bearer, CSRF) before anything is read on its behalf. Routes answer from the
 //! libraries (`api.rs`); `/api/events` holds a stream of Server-Sent Events that `events.rs`
 //! feeds, so a page learns within a fraction of a second what an agent did.
 //!
-//! Connections are bounded ([`MAX_CONNECTIONS`] at once, each with its own deadlines), so a
-//! flood of browsers or scripts costs a bounded number of threads and never the MCP client's
-//! access. This crate must never bind a socket (the door owns it), never serve a byte to a
-//! request that failed its checks, and never act for a page beyond a person's decision on a
-//! change set.
+//! Connections are bounded in number, each with its own deadlines (`admission.rs`): a
+//! connection that has proven nothing yet has a small budget of its own, whose oldest member
+//! gives way to a newcomer, a short deadline for its one request, and is closed after its
+//! answer, so a flood of browsers or scripts costs a bounded number of threads and never takes
+//! a place the owner or the MCP client needs. This crate must never bind a socket (the door
+//! owns it), never serve a byte beyond the page's own static files to a request that failed its
+//! checks, never take a credential from a cookie, and never act for a page beyond a person's
+//! decision on a change set.
 
 mod access;
+mod admission;
 mod api;
 mod assets;
 pub mod events;
@@ -31,13 +35,13 @@ use std::io::BufReader;
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use once_graph::query::Picture;
 use once_mcp::{LiveWorkspace, ServerConfig};
 use serde_json::Value;
 
+pub use admission::{MAX_CONNECTIONS, MAX_UNPROVEN};
 pub use events::{Event, Hub};
 pub use token::Token;
 pub use window::window_tools;
@@ -45,8 +49,8 @@ pub use window::window_tools;
 use access::Access;
 use http::{ReadError, Request, Response};
 
-/// HTTP connections served at once; one more is answered 503 and closed.
-pub const MAX_CONNECTIONS: usize = 64;
+/// How long a connection that has proven nothing yet has for its request to arrive whole.
+const UNPROVEN_WAIT: Duration = Duration::from_secs(5);
 /// How often an idle event stream sends a comment, to notice a page that left.
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
@@ -95,7 +99,7 @@ pub(crate) struct Shared {
     pub(crate) access: Access,
     pub(crate) claim: Claim,
     pub(crate) mcp: Arc<mcp::Sessions>,
-    connections: AtomicUsize,
+    admission: admission::Admission,
 }
 
 impl Shared {
@@ -143,7 +147,7 @@ impl Web {
             access: Access::new(port, session)?,
             claim,
             mcp: Arc::default(),
-            connections: AtomicUsize::new(0),
+            admission: admission::Admission::default(),
         });
         let watcher = events::Watcher::start(
             &hub,
@@ -173,29 +177,31 @@ impl Web {
         carried: Vec<u8>,
     ) {
         let shared = &self.shared;
-        let open = shared.connections.fetch_add(1, Ordering::AcqRel);
-        let _count = Counted(&shared.connections);
+        let Some(mut ticket) = shared.admission.admit(&stream) else {
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        };
         // An MCP session whose client's every connection closed may be replaced at once.
         let _closed = stream
             .peer_addr()
             .ok()
             .map(|peer| Closed(&shared.mcp, peer));
         let mut stream = stream;
-        if open >= MAX_CONNECTIONS {
-            let _ = Response::text(503, "too many connections to this session; try again")
-                .write(&mut stream, false);
-            let _ = stream.shutdown(Shutdown::Both);
-            return;
-        }
         let mut reader = reader;
         let mut carried = Some(carried);
         loop {
-            let request = http::read_request(
+            let (idle, whole) = if ticket.is_proven() {
+                (http::IDLE_WAIT, http::REQUEST_WAIT)
+            } else {
+                (UNPROVEN_WAIT, UNPROVEN_WAIT)
+            };
+            let request = http::read_request_within(
                 &mut reader,
-                http::IDLE_WAIT,
+                idle,
+                whole,
                 carried.take().unwrap_or_default(),
             );
-            let request = match request {
+            let mut request = match request {
                 Ok(request) => request,
                 Err(ReadError::Closed | ReadError::Io(_)) => break,
                 Err(ReadError::Bad { status, message }) => {
@@ -203,13 +209,17 @@ impl Web {
                     break;
                 }
             };
+            if shared.access.proves(&request) && !ticket.prove() {
+                let _ = Response::text(503, "too many connections to this session; try again")
+                    .write(&mut stream, false);
+                break;
+            }
+            // A connection that proved nothing gets one answer and is closed, never held.
+            if !ticket.is_proven() {
+                request.keep_alive = false;
+            }
             let keep_alive = request.keep_alive;
             match route(shared, &request) {
-                Routed::Answer(response) if matches!(response.status, 401 | 403) => {
-                    // A refused peer gets its answer and the connection closed, never held.
-                    let _ = response.write(&mut stream, false);
-                    break;
-                }
                 Routed::Answer(response) => {
                     if response.write(&mut stream, keep_alive).is_err() || !keep_alive {
                         break;
@@ -239,15 +249,6 @@ impl Drop for Closed<'_> {
     }
 }
 
-/// Decrements the connection count when a connection ends, however it ends.
-struct Counted<'a>(&'a AtomicUsize);
-
-impl Drop for Counted<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 enum Routed {
     Answer(Response),
     /// Hold the connection as an event stream.
@@ -258,6 +259,16 @@ enum Routed {
 
 const FORBIDDEN: &str =
     "forbidden: open the link `once serve` printed, or run `once sessions --url` for a new one";
+const DEAD_LOGIN: &str = "forbidden: this login link was already used or has expired; run `once sessions --url` for a new one";
+
+/// Whether the body is declared as JSON.
+fn is_json(request: &Request) -> bool {
+    request.header("content-type").is_some_and(|t| {
+        t.trim()
+            .to_ascii_lowercase()
+            .starts_with("application/json")
+    })
+}
 
 fn route(shared: &Shared, request: &Request) -> Routed {
     use Routed::Answer;
@@ -279,20 +290,38 @@ fn route(shared: &Shared, request: &Request) -> Routed {
     if path == "/mcp" {
         return Routed::Mcp;
     }
-    // Logging in: the one route that takes neither cookie nor bearer.
-    if method == "GET"
-        && path == "/"
-        && let Some(login) = request.query("login")
-    {
-        return Answer(if access.redeem_login(login) {
-            Response::empty(303)
-                .with("Location", "/")
-                .with("Set-Cookie", access.set_cookie())
-        } else {
-            Response::text(
-                403,
-                "forbidden: this login link was already used or has expired; run `once sessions --url` for a new one",
-            )
+    // The page's own files carry no data: they are served to anyone on our own Host and
+    // Origin, since a navigation (a reload included) cannot send the page key. A login link
+    // that cannot be used is refused here, before the page would try it.
+    if method == "GET" {
+        if matches!(path, "/" | "/index.html")
+            && let Some(login) = request.query("login")
+            && !access.login_waiting(login)
+        {
+            return Answer(Response::text(403, DEAD_LOGIN));
+        }
+        match path {
+            "/" | "/index.html" => return Answer(assets::page()),
+            "/app.js" => return Answer(assets::script()),
+            "/app.css" => return Answer(assets::style()),
+            _ => {}
+        }
+    }
+    // Logging in: the page posts its link's one-time token and keeps the key it gets back.
+    if path == "/api/login" {
+        if method != "POST" {
+            return Answer(Response::error(405, "use POST").with("Allow", "POST"));
+        }
+        if !is_json(request) {
+            return Answer(Response::error(415, "send the body as application/json"));
+        }
+        let login = serde_json::from_slice::<serde_json::Value>(&request.body)
+            .ok()
+            .and_then(|body| body["login"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        return Answer(match access.redeem_login(&login) {
+            Some(key) => Response::json(200, &serde_json::json!({ "key": key })),
+            None => Response::error(403, DEAD_LOGIN),
         });
     }
     // A new login link for `once sessions --url`, which holds the session token.
@@ -311,7 +340,7 @@ fn route(shared: &Shared, request: &Request) -> Routed {
             Err(error) => Response::error(500, &format!("cannot draw a login token: {error}")),
         });
     }
-    if !access.has_cookie(request) {
+    if !access.key_ok(request) {
         return Answer(Response::text(403, FORBIDDEN));
     }
     if method != "GET" && method != "HEAD" {
@@ -321,20 +350,12 @@ fn route(shared: &Shared, request: &Request) -> Routed {
                 "forbidden: the X-Once-CSRF header is missing or wrong",
             ));
         }
-        let json = request.header("content-type").is_some_and(|t| {
-            t.trim()
-                .to_ascii_lowercase()
-                .starts_with("application/json")
-        });
-        if !json {
+        if !is_json(request) {
             return Answer(Response::error(415, "send the body as application/json"));
         }
     }
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     Answer(match (method, segments.as_slice()) {
-        ("GET", [""] | ["index.html"]) => assets::page(),
-        ("GET", ["app.js"]) => assets::script(),
-        ("GET", ["app.css"]) => assets::style(),
         ("GET", ["api", "session"]) => api::session(shared),
         ("GET", ["api", "graph"]) => api::graph(shared),
         ("GET", ["api", "changes"]) => api::changes(shared),

@@ -1,5 +1,5 @@
 //! The secrets of a session: its token, which proves a connection comes from the person who owns
-//! the session, and the window's login, cookie and CSRF secrets, drawn the same way.
+//! the session, and the window's login, page key and CSRF secrets, drawn the same way.
 //!
 //! A session draws 128 bits from the kernel's CSPRNG when it starts and writes them, as hex, into
 //! its registry file, which only its owner can read. A client presents the token as the first

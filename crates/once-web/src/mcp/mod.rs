@@ -4,7 +4,7 @@
 //! # Theory of operation
 //!
 //! `route` has already checked `Host` and `Origin`; here a request must also carry the session
-//! token as `Authorization: Bearer` (401 otherwise; the page's cookie is no way in). `POST`
+//! token as `Authorization: Bearer` (401 otherwise; the page's key is no way in). `POST`
 //! carries one JSON-RPC message: `initialize` claims the door's one client slot (409 with the
 //! JSON-RPC error `-32000` when another client holds it), starts a session (`session.rs`) and
 //! answers with its `Mcp-Session-Id`; every other message names that session (400 without it,

@@ -4,7 +4,7 @@
 //! Every connection gets its own thread, which must read a complete first line within
 //! [`TOKEN_WAIT`] of the accept — one deadline for the whole line, not a timeout per read, so a
 //! peer that trickles a byte at a time is cut off as surely as a silent one. Something that looks
-//! like HTTP goes to the window (`once_web`), which checks its own credentials (a login cookie, or
+//! like HTTP goes to the window (`once_web`), which checks its own credentials (the page key, or
 //! the token as a bearer for MCP over HTTP); only an MCP session over HTTP takes the client slot,
 //! through [`Clients::claim_hook`], so one MCP client is served at a time by either door. Anything but
 //! `{"once_token":"<hex>"}` with the session's token gets a JSON-RPC error line and is closed.

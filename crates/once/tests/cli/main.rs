@@ -37,3 +37,4 @@ mod state_folder;
 mod support;
 mod tools_page;
 mod window;
+mod window_flood;

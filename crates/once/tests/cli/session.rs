@@ -250,7 +250,10 @@ fn http_without_credentials_is_forbidden() {
     let (test, state) = workspace();
     let serve = Serve::start(test.root(), state.path(), &[]);
     for request in [
-        format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", serve.port),
+        format!(
+            "GET /api/session HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+            serve.port
+        ),
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
          Content-Length: 2\r\n\r\n{}"
             .into(),

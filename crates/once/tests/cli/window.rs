@@ -1,4 +1,4 @@
-//! The window of `once serve`, attacked over real loopback HTTP: the one-time login, the cookie,
+//! The window of `once serve`, attacked over real loopback HTTP: the one-time login, the page key,
 //! Host, Origin and CSRF checks, oversized and slow requests, the person's decisions on change
 //! sets, live events, and `once_window_show`.
 //!
@@ -32,30 +32,49 @@ fn exchange(port: u16, raw: &[u8]) -> Answer {
     HttpReply::parse(&String::from_utf8_lossy(&bytes))
 }
 
-/// A request from our own page: right Host, the cookie, and for a POST the CSRF token and JSON.
+/// A request from our own page: right Host, the page key, and for a POST the CSRF token and JSON.
 /// Other tests that reach the window as its owner log in with it too.
 pub struct Page {
     port: u16,
-    cookie: String,
+    key: String,
     csrf: String,
 }
 
 impl Page {
-    /// Logs in with the link `once serve` printed.
+    /// Logs in as the page does with the link `once serve` printed: the link's `GET` serves the
+    /// page and sets no cookie; the page posts the link's token and keeps the key it gets back.
     pub fn login(serve: &Serve) -> Page {
         let url = serve.login_url();
-        let port = serve.port;
+        Page::login_with(serve.port, &url)
+    }
+
+    fn login_with(port: u16, url: &str) -> Page {
         let target = &url[url.find("/?").expect("a path")..];
+        let token = url.rsplit_once("login=").expect("a token").1;
         let answer = get(port, target, &[]);
-        assert_eq!(answer.status, 303, "{}", answer.body);
-        assert_eq!(answer.header("location"), Some("/"));
-        let cookie = answer.header("set-cookie").expect("a cookie").to_owned();
-        assert!(cookie.contains("HttpOnly"), "{cookie}");
-        assert!(cookie.contains("SameSite=Strict"), "{cookie}");
-        let cookie = cookie.split(';').next().expect("name=value").to_owned();
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert!(answer.body.contains("<html"), "{}", answer.body);
+        assert_eq!(answer.header("set-cookie"), None, "a login sets no cookie");
+        let origin = format!("http://127.0.0.1:{port}");
+        let redeemed = post(
+            port,
+            "/api/login",
+            &[("Content-Type", "application/json"), ("Origin", &origin)],
+            &json!({ "login": token }).to_string(),
+        );
+        assert_eq!(redeemed.status, 200, "{}", redeemed.body);
+        assert_eq!(
+            redeemed.header("set-cookie"),
+            None,
+            "a login sets no cookie"
+        );
+        let key = redeemed.json()["key"]
+            .as_str()
+            .expect("the page key")
+            .to_owned();
         let mut page = Page {
             port,
-            cookie,
+            key,
             csrf: String::new(),
         };
         page.csrf = page.get("/api/session").json()["csrf"]
@@ -66,7 +85,7 @@ impl Page {
     }
 
     pub fn get(&self, path: &str) -> Answer {
-        get(self.port, path, &[("Cookie", &self.cookie)])
+        get(self.port, path, &[("X-Once-Key", &self.key)])
     }
 
     pub fn post(&self, path: &str, body: &Value) -> Answer {
@@ -74,7 +93,7 @@ impl Page {
             self.port,
             path,
             &[
-                ("Cookie", &self.cookie),
+                ("X-Once-Key", &self.key),
                 ("X-Once-CSRF", &self.csrf),
                 ("Content-Type", "application/json"),
                 ("Origin", &format!("http://127.0.0.1:{}", self.port)),
@@ -117,22 +136,45 @@ fn session() -> (Test, TempDir, Serve) {
 #[test]
 fn the_window_opens_only_with_a_login_link_that_works_once() {
     let (_test, state, serve) = session();
+    let port = serve.port;
     let url = serve.login_url();
-    let target = &url[url.find("/?").expect("a path")..];
-    assert_eq!(get(serve.port, "/", &[]).status, 403, "no cookie");
-    assert_eq!(get(serve.port, "/api/graph", &[]).status, 403, "no cookie");
-    assert_eq!(
-        get(serve.port, "/?login=00112233445566778899aabbccddeeff", &[]).status,
-        403
-    );
-    let first = get(serve.port, target, &[]);
-    assert_eq!(first.status, 303);
-    let second = get(serve.port, target, &[]);
+    let token = url.rsplit_once("login=").expect("a token").1.to_owned();
+    // The page's own files carry no data and are served to anyone; the API is not.
+    let page = get(port, "/", &[]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<html"), "{}", page.body);
+    let policy = page.header("content-security-policy").expect("a CSP");
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    for path in ["/api/session", "/api/graph"] {
+        assert_eq!(get(port, path, &[]).status, 403, "{path} without the key");
+    }
+    let dead = get(port, "/?login=00112233445566778899aabbccddeeff", &[]);
+    assert_eq!(dead.status, 403, "a link that was never made");
+    let redeem = |login: &str| {
+        post(
+            port,
+            "/api/login",
+            &[("Content-Type", "application/json")],
+            &json!({ "login": login }).to_string(),
+        )
+    };
+    assert_eq!(redeem("00112233445566778899aabbccddeeff").status, 403);
+    let first = redeem(&token);
+    assert_eq!(first.status, 200, "{}", first.body);
+    let key = first.json()["key"].as_str().expect("a key").to_owned();
+    let second = redeem(&token);
     assert_eq!(second.status, 403, "a login link works once");
     assert!(
         second.body.contains("once sessions --url"),
         "{}",
         second.body
+    );
+    let used = get(port, &url[url.find("/?").expect("a path")..], &[]);
+    assert_eq!(used.status, 403, "a used link is refused on sight");
+    assert_eq!(
+        get(port, "/api/session", &[("X-Once-Key", &key)]).status,
+        200
     );
 
     // `once sessions --url` asks the session for a new link, which works.
@@ -145,22 +187,11 @@ fn the_window_opens_only_with_a_login_link_that_works_once() {
     let fresh = String::from_utf8(asked.stdout).expect("utf-8");
     let fresh = fresh.trim();
     assert!(
-        fresh.starts_with(&format!("http://127.0.0.1:{}/?login=", serve.port)),
+        fresh.starts_with(&format!("http://127.0.0.1:{port}/?login=")),
         "{fresh}"
     );
-    assert_eq!(
-        get(serve.port, &fresh[fresh.find("/?").expect("path")..], &[]).status,
-        303
-    );
-
-    let cookie = first.header("set-cookie").expect("cookie");
-    let cookie = cookie.split(';').next().expect("pair");
-    let page = get(serve.port, "/", &[("Cookie", cookie)]);
-    assert_eq!(page.status, 200);
-    assert!(page.body.contains("<html"), "{}", page.body);
-    let policy = page.header("content-security-policy").expect("a CSP");
-    assert!(policy.contains("script-src 'self'"), "{policy}");
-    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    let again = Page::login_with(port, fresh);
+    assert_eq!(again.key, key, "the page key is the session's");
 }
 
 #[test]
@@ -168,30 +199,30 @@ fn foreign_hosts_origins_and_posts_without_the_csrf_token_are_refused() {
     let (_test, _state, serve) = session();
     let page = Page::login(&serve);
     let port = serve.port;
-    let cookie = page.cookie.as_str();
+    let key = page.key.as_str();
     let rebinding = get(
         port,
         "/api/graph",
-        &[("Host", "evil.example"), ("Cookie", cookie)],
+        &[("Host", "evil.example"), ("X-Once-Key", key)],
     );
     assert_eq!(rebinding.status, 403, "DNS rebinding: {}", rebinding.body);
     let other_port = get(
         port,
         "/api/graph",
-        &[("Host", "127.0.0.1:1"), ("Cookie", cookie)],
+        &[("Host", "127.0.0.1:1"), ("X-Once-Key", key)],
     );
     assert_eq!(other_port.status, 403);
     let foreign = get(
         port,
         "/api/graph",
-        &[("Origin", "http://evil.example"), ("Cookie", cookie)],
+        &[("Origin", "http://evil.example"), ("X-Once-Key", key)],
     );
     assert_eq!(foreign.status, 403);
     let body = json!({}).to_string();
     let no_csrf = post(
         port,
         "/api/tool/once_query_workspace",
-        &[("Cookie", cookie), ("Content-Type", "application/json")],
+        &[("X-Once-Key", key), ("Content-Type", "application/json")],
         &body,
     );
     assert_eq!(no_csrf.status, 403, "{}", no_csrf.body);
@@ -199,7 +230,7 @@ fn foreign_hosts_origins_and_posts_without_the_csrf_token_are_refused() {
         port,
         "/api/tool/once_query_workspace",
         &[
-            ("Cookie", cookie),
+            ("X-Once-Key", key),
             ("Content-Type", "application/json"),
             ("X-Once-CSRF", "00112233445566778899aabbccddeeff"),
         ],
@@ -210,7 +241,7 @@ fn foreign_hosts_origins_and_posts_without_the_csrf_token_are_refused() {
         port,
         "/api/tool/once_query_workspace",
         &[
-            ("Cookie", cookie),
+            ("X-Once-Key", key),
             ("X-Once-CSRF", &page.csrf),
             ("Content-Type", "text/plain"),
         ],
@@ -417,7 +448,7 @@ impl Events {
             "GET",
             "/api/events",
             page.port,
-            &[("Cookie", &page.cookie)],
+            &[("X-Once-Key", &page.key)],
             "",
         );
         stream.write_all(raw.as_bytes()).expect("writes");
@@ -656,6 +687,90 @@ fn open_hands_a_working_login_link_to_the_opener() {
     };
     // The opener gets the link the person sees, and it logs a browser in.
     assert_eq!(url, printed);
-    let target = &url[url.find("/?").expect("a path")..];
-    assert_eq!(get(serve.port, target, &[]).status, 303);
+    let page = Page::login_with(serve.port, &url);
+    assert_eq!(page.get("/api/session").status, 200);
+}
+
+/// What a browser keeps from a login and sends on its own to every port of 127.0.0.1 is its
+/// cookies (`SameSite` treats all those ports as one site). Replayed by whatever listens on
+/// another port, they must open nothing: not the session (and its CSRF token), not the events,
+/// not a tool, and not the Apply of a pending change set.
+#[test]
+fn the_cookies_a_login_leaves_open_nothing() {
+    let (test, state, serve) = session();
+    let port = serve.port;
+    let mut client = Mcp::attach(state.path(), Some(test.root()));
+    client.initialize();
+    let pending = propose(&mut client, 2, "planted.txt", "nobody decided this\n", None);
+
+    // Log in as a browser does: follow the link, keep every cookie any answer sets.
+    let url = serve.login_url();
+    let mut cookies: Vec<String> = Vec::new();
+    let mut target = url[url.find("/?").expect("a path")..].to_owned();
+    for _ in 0..4 {
+        let cookie = cookies.join("; ");
+        let answer = get(port, &target, &[("Cookie", &cookie)]);
+        cookies.extend(
+            answer
+                .headers
+                .iter()
+                .filter(|(name, _)| name.eq_ignore_ascii_case("set-cookie"))
+                .filter_map(|(_, value)| value.split(';').next())
+                .map(str::to_owned),
+        );
+        match answer.header("location") {
+            Some(next) if answer.status / 100 == 3 => next.clone_into(&mut target),
+            _ => break,
+        }
+    }
+    // And should the page key ever travel in a cookie, it must open nothing either.
+    let token = serve.entry()["token"].as_str().expect("a token").to_owned();
+    let link = post(
+        port,
+        "/session/login",
+        &[("Authorization", &format!("Bearer {token}"))],
+        "",
+    );
+    assert_eq!(link.status, 200, "{link:?}");
+    let page = Page::login_with(port, link.json()["url"].as_str().expect("a url"));
+    cookies.push(format!("once-{port}={}", page.key));
+    cookies.push(format!("x-once-key={}", page.key));
+    let cookie = cookies.join("; ");
+    let replayed = [("Cookie", cookie.as_str())];
+
+    let session = get(port, "/api/session", &replayed);
+    assert!(
+        matches!(session.status, 401 | 403),
+        "/api/session with the cookies alone: {session:?}"
+    );
+    // Had it answered, the replay would have the CSRF token too: try the whole attack.
+    let csrf = serde_json::from_str::<Value>(&session.body)
+        .ok()
+        .and_then(|v| v["csrf"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let with_csrf = [
+        ("Cookie", cookie.as_str()),
+        ("X-Once-CSRF", csrf.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    for path in [
+        "/api/graph",
+        "/api/changes",
+        "/api/events",
+        "/api/evaluators",
+    ] {
+        let answer = get(port, path, &replayed);
+        assert!(matches!(answer.status, 401 | 403), "{path}: {answer:?}");
+    }
+    for path in [
+        format!("/api/changes/{pending}/apply"),
+        "/api/tool/once_query_targets".to_owned(),
+    ] {
+        let answer = post(port, &path, &with_csrf, "{}");
+        assert!(matches!(answer.status, 401 | 403), "{path}: {answer:?}");
+    }
+    assert!(
+        !test.root().join("planted.txt").exists(),
+        "a change set nobody decided on was applied"
+    );
 }
