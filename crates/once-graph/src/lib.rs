@@ -19,6 +19,7 @@ pub mod manifest;
 pub mod model;
 pub mod query;
 mod shell;
+pub mod size;
 mod suggest;
 pub mod template;
 mod workspace;

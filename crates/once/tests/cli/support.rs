@@ -614,7 +614,11 @@ pub fn hostile_fixtures() -> PathBuf {
 /// path component so named becomes `.git` in the copy. Links are copied as links.
 pub fn copy_hostile(name: &str, dest: &Path) {
     let source = hostile_fixtures().join(name).join("repo");
-    assert!(source.is_dir(), "no hostile fixture at `{}`", source.display());
+    assert!(
+        source.is_dir(),
+        "no hostile fixture at `{}`",
+        source.display()
+    );
     copy_fixture_tree(&source, dest);
 }
 
