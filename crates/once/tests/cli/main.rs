@@ -24,6 +24,7 @@ mod placeholders;
 mod proof;
 mod query;
 mod remote;
+mod remote_bounds;
 mod run;
 mod run_env;
 mod run_output;
