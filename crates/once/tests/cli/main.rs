@@ -14,6 +14,7 @@ mod dry_run;
 mod eval;
 mod examples;
 mod false_green;
+mod hostile_remote_credentials;
 mod key;
 mod manifest_schema;
 mod mcp;
