@@ -130,6 +130,9 @@ pub(crate) fn timeout_header(timeout: Duration) -> String {
 ///
 /// A server may answer before it has read every request (ByteStream.Write of a blob it already
 /// has): then the rest is not sent, and the answer decides the call.
+// Each argument is one part of the call (where, with what, how long, what may come back, and
+// who takes it); a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn call<R: Message + Default>(
     send: &SendRequest<Bytes>,
     origin: &str,

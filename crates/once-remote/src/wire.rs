@@ -63,7 +63,7 @@ impl Walk<'_> {
                         Some((len, inner)) => {
                             self.path.push(number);
                             let follow = self.path.len() <= MAX_DEPTH
-                                && !self.data.iter().any(|d| *d == self.path.as_slice());
+                                && !self.data.contains(&self.path.as_slice());
                             if follow {
                                 let (n, whole) = self.count(inner);
                                 if whole || len >= LONG {

@@ -12,10 +12,7 @@ use serde_json::{Value, json};
 
 use crate::support::{Mcp, Running, TempDir, copy_hostile, once_binary};
 
-#[path = "../../../once-remote/tests/support/hostile_cache.rs"]
-mod hostile_cache;
-
-use hostile_cache::{HostileCache, Plan};
+use crate::hostile_cache::{HostileCache, Plan};
 
 const SECRET: &str = "Bearer s3cret-of-the-person";
 const LIMIT: Duration = Duration::from_secs(60);

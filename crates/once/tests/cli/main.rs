@@ -14,6 +14,9 @@ mod dry_run;
 mod eval;
 mod examples;
 mod false_green;
+// The hostile REAPI cache of `once-remote`'s tests, shared by the remote tests here.
+#[path = "../../../once-remote/tests/support/hostile_cache.rs"]
+mod hostile_cache;
 mod hostile_remote_credentials;
 mod key;
 mod manifest_schema;

@@ -16,10 +16,7 @@ use serde_json::Value;
 
 use crate::support::{TempDir, once_binary};
 
-#[path = "../../../once-remote/tests/support/hostile_cache.rs"]
-mod hostile_cache;
-
-use hostile_cache::{BatchPlan, HostileCache, Plan, ReadPlan};
+use crate::hostile_cache::{BatchPlan, HostileCache, Plan, ReadPlan};
 
 /// The most a run may take here before the test fails instead of hanging.
 const RUN_LIMIT: Duration = Duration::from_secs(120);
@@ -97,6 +94,8 @@ impl Measured {
 
 /// Runs `once -C root run app:build --json --no-remote-upload --remote-cache URL EXTRA` to its
 /// end (failing the test after [`RUN_LIMIT`]) and measures its peak RSS with `wait4`.
+// `wait4` reaps the child (for its rusage) on every path that returns, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn run(root: &Path, url: &str, extra: &[&str]) -> Measured {
     let mut command = Command::new(once_binary());
     command
@@ -144,6 +143,7 @@ fn run(root: &Path, url: &str, extra: &[&str]) -> Measured {
         assert!(got == 0, "wait4: {}", std::io::Error::last_os_error());
         if Instant::now() > deadline {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("`once run` took more than {RUN_LIMIT:?}");
         }
         // Polling a child's exit, with a bounded deadline: nothing waits on this pause.
