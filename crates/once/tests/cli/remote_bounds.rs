@@ -175,9 +175,10 @@ fn no_staging_left(root: &Path) {
 fn a_result_claiming_the_largest_size_is_a_miss_said_once() {
     let server = HostileCache::start(Plan {
         result: Some(result_with("out/big.bin", lying(i64::MAX))),
+        // A short answer, so a client that trusted the size would go on to allocate it.
         read: ReadPlan::Fill {
             fill: 0x41,
-            total: None,
+            total: Some(1 << 20),
         },
         ..Plan::empty()
     });
