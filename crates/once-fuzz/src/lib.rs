@@ -1,6 +1,6 @@
-//! Fuzzing of the five parsers of `once` that take hostile input: the MCP line codec with the
-//! serve loop, the manifest parser, the memory front matter, the change-set validator and the
-//! window's HTTP request reader.
+//! Fuzzing of the six parsers of `once` that take hostile input: the MCP line codec with the
+//! serve loop, the manifest parser, the memory front matter, the change-set validator, the
+//! window's HTTP request reader and the remote cache client's reading of a server's answers.
 //!
 //! This is a test-only crate (`publish = false`): no product crate may ever depend on it. Each
 //! target is a `pub fn NAME(data: &[u8])` that feeds `data` to the product code and panics when a
@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod mcp;
 pub mod memory;
 pub mod mutate;
+pub mod remote;
 mod scratch;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 /// the tokens the mutator inserts into its inputs.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
-    /// `mcp`, `manifest`, `memory`, `changes` or `http`.
+    /// `mcp`, `manifest`, `memory`, `changes`, `http` or `remote`.
     pub name: &'static str,
     /// Panics when a property is violated.
     pub run: fn(&[u8]),
@@ -35,7 +36,7 @@ pub struct Target {
 }
 
 /// Every target, in the order `once-fuzz all` runs them.
-pub const TARGETS: [Target; 5] = [
+pub const TARGETS: [Target; 6] = [
     Target {
         name: "mcp",
         run: mcp::mcp,
@@ -65,6 +66,12 @@ pub const TARGETS: [Target; 5] = [
         run: http::http,
         dictionary: http::DICTIONARY,
         max_len: 32 * 1024,
+    },
+    Target {
+        name: "remote",
+        run: remote::remote,
+        dictionary: remote::DICTIONARY,
+        max_len: 64 * 1024,
     },
 ];
 

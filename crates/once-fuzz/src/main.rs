@@ -32,7 +32,7 @@ const RECENT: usize = 256;
 
 const USAGE: &str = "usage: once-fuzz TARGET|all [--seconds N] [--seed S]\n       \
                      once-fuzz TARGET --replay FILE\n\
-                     targets: mcp, manifest, memory, changes";
+                     targets: mcp, manifest, memory, changes, http, remote";
 
 fn main() -> ExitCode {
     let args = match Args::parse(std::env::args().skip(1)) {

@@ -20,6 +20,7 @@ pub mod model;
 pub mod query;
 pub mod root;
 mod shell;
+pub mod size;
 mod suggest;
 pub mod template;
 mod workspace;

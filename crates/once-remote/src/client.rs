@@ -1,8 +1,13 @@
 //! The blocking client: one current-thread tokio runtime and one HTTP/2 connection per `Client`,
 //! every call bounded by the client's timeout. It turns gRPC outcomes into `Error`s that name the
-//! server and the call; it must never hand out a blob it has not verified, nor show a header's value.
+//! server and the call; it must never hand out a blob it has not verified, nor show a header's value,
+//! nor size an allocation by what a server states: blobs stream into a `BlobSink` (memory up to
+//! 1 MiB, a file above), batch answers are checked against what was asked, and every answer is
+//! decoded within `Bounds`.
 
 use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,9 +16,10 @@ use http::{HeaderName, HeaderValue};
 use prost::Message;
 use tokio::time::Instant;
 
+use crate::blob::{Blob, BlobFile, BlobSink, IN_MEMORY, SinkError};
 use crate::digest::{show, verify};
 use crate::error::{Error, code_name};
-use crate::grpc::{self, CallError};
+use crate::grpc::{self, Bounds, CallError};
 use crate::proto::google::bytestream as bs;
 use crate::reapi;
 use crate::tls::Tls;
@@ -31,6 +37,28 @@ const WRITE_CHUNK: usize = 1024 * 1024;
 const UNARY_LIMIT: usize = 2 * DEFAULT_MAX_BATCH;
 /// What a batch entry costs beyond its data (digest, status, field tags), counted generously.
 const ENTRY_OVERHEAD: usize = 160;
+/// The most digests one call names: what the server may answer about them (a missing digest,
+/// a blob) stays within [`MAX_FIELDS`].
+const MAX_DIGESTS_PER_CALL: usize = 10_000;
+/// The most fields one answer may decode into: some 30 MB in memory at worst (an empty entry of
+/// a repeated field costs two bytes on the wire, up to 150 in memory).
+const MAX_FIELDS: usize = 200_000;
+/// The bounds of a unary answer.
+pub(crate) const UNARY: Bounds = Bounds {
+    message: UNARY_LIMIT,
+    total: UNARY_LIMIT as u64,
+    fields: MAX_FIELDS,
+    data: DATA_FIELDS,
+};
+/// The fields of bytes in the answers the client reads, by field numbers from the top: a batch
+/// entry's `data`; a result's `stdout_raw`, `stderr_raw` and an output file's `contents`. One
+/// list serves every answer: a path that means something else in another message only counts
+/// less there, and no other answer nests that deep under those numbers.
+const DATA_FIELDS: &[&[u32]] = &[&[1, 2], &[5], &[7], &[2, 5]];
+/// The bounds of a ByteStream `Read` message: its one field is the blob's bytes.
+pub(crate) const READ_MESSAGE: usize = UNARY_LIMIT;
+/// Verified blobs of batches kept in memory by one `read_blobs`; later ones go to files.
+const MEMORY_BUDGET: u64 = 16 * 1024 * 1024;
 
 /// What the server's `GetCapabilities` said that the client uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,27 +175,12 @@ impl Client {
             "GetCapabilities",
             &request,
         )?;
-        let cache = caps.cache_capabilities.unwrap_or_default();
-        let sha256 = reapi::digest_function::Value::Sha256 as i32;
-        if !cache.digest_functions.contains(&sha256) {
-            return Err(Error::NoSha256 {
-                url: self.url.clone(),
-            });
-        }
-        // 0 means "no limit" in the API; the message limit still applies.
-        let server = usize::try_from(cache.max_batch_total_size_bytes).unwrap_or(0);
-        let max = if server == 0 {
-            DEFAULT_MAX_BATCH
-        } else {
-            server.min(DEFAULT_MAX_BATCH)
-        };
-        self.max_batch.set(Some(max));
-        Ok(Capabilities {
-            max_batch_total_size_bytes: max,
-            action_cache_update_enabled: cache
-                .action_cache_update_capabilities
-                .is_some_and(|c| c.update_enabled),
-        })
+        let capabilities = accept_capabilities(caps).ok_or_else(|| Error::NoSha256 {
+            url: self.url.clone(),
+        })?;
+        self.max_batch
+            .set(Some(capabilities.max_batch_total_size_bytes));
+        Ok(capabilities)
     }
 
     /// The cached result of the action whose digest is `action`, `None` when there is none.
@@ -216,7 +229,8 @@ impl Client {
     ) -> Result<Vec<reapi::Digest>, Error> {
         let limit = self.max_batch()?;
         let mut missing = Vec::new();
-        for batch in batches(digests, limit, |d| d.encoded_len() + 8) {
+        let per_call = (limit / MAX_DIGESTS_PER_CALL).max(1);
+        for batch in batches(digests, limit, |d| (d.encoded_len() + 8).max(per_call)) {
             let request = reapi::FindMissingBlobsRequest {
                 instance_name: self.instance.clone(),
                 blob_digests: batch.to_vec(),
@@ -227,7 +241,10 @@ impl Client {
                 "FindMissingBlobs",
                 &request,
             )?;
-            missing.extend(response.missing_blob_digests);
+            missing.extend(
+                missing_among(batch, response)
+                    .map_err(|e| self.call_error("FindMissingBlobs", e))?,
+            );
         }
         Ok(missing)
     }
@@ -279,46 +296,61 @@ impl Client {
 
     /// Downloads `digests`, in the same order: `None` for a blob the server does not have. Every
     /// blob is checked against its digest; a mismatch is an error and its bytes are dropped.
-    pub fn batch_read_blobs(&self, digests: &[reapi::Digest]) -> Result<Vec<Option<Bytes>>, Error> {
+    /// Blobs up to 1 MiB come in batches and stay in memory, up to 16 MiB in all; the others are
+    /// written to staging files in `spill` (which must exist) as they arrive, over ByteStream for
+    /// the larger ones. Nothing is allocated from a stated size.
+    pub fn read_blobs(
+        &self,
+        digests: &[reapi::Digest],
+        spill: &Path,
+    ) -> Result<Vec<Option<Blob>>, Error> {
         let limit = self.max_batch()?;
-        let mut found: Vec<Option<Bytes>> = vec![None; digests.len()];
-        let indexed: Vec<(usize, &reapi::Digest)> = digests.iter().enumerate().collect();
-        let size = |d: &reapi::Digest| usize::try_from(d.size_bytes).unwrap_or(usize::MAX);
-        let (small, large): (Vec<_>, Vec<_>) = indexed
-            .into_iter()
-            .partition(|(_, d)| size(d).saturating_add(ENTRY_OVERHEAD) <= limit);
-        for (i, digest) in large {
-            found[i] = self.read_blob(digest)?;
+        let mut found: Vec<Option<Blob>> = Vec::new();
+        found.resize_with(digests.len(), || None);
+        let mut indexed: Vec<(usize, &reapi::Digest, usize)> = Vec::new();
+        for (i, digest) in digests.iter().enumerate() {
+            let size = u64::try_from(digest.size_bytes).map_err(|_| {
+                self.protocol(
+                    "BatchReadBlobs",
+                    &format!("blob `{}` has a negative size", show(digest)),
+                )
+            })?;
+            match usize::try_from(size) {
+                Ok(size) if size <= IN_MEMORY as usize && size + ENTRY_OVERHEAD <= limit => {
+                    indexed.push((i, digest, size));
+                }
+                _ => found[i] = self.read_blob(digest, spill)?,
+            }
         }
-        for batch in batches(&small, limit, |(_, d)| size(d) + ENTRY_OVERHEAD) {
+        let per_call = (limit / MAX_DIGESTS_PER_CALL).max(1);
+        let mut held = 0u64;
+        for batch in batches(&indexed, limit, |(_, _, size)| {
+            (size + ENTRY_OVERHEAD).max(per_call)
+        }) {
+            let asked: Vec<reapi::Digest> = batch.iter().map(|(_, d, _)| (*d).clone()).collect();
             let request = reapi::BatchReadBlobsRequest {
                 instance_name: self.instance.clone(),
-                digests: batch.iter().map(|(_, d)| (*d).clone()).collect(),
+                digests: asked.clone(),
                 ..Default::default()
             };
             let response: reapi::BatchReadBlobsResponse =
                 self.unary(&format!("{CAS}BatchReadBlobs"), "BatchReadBlobs", &request)?;
-            for entry in response.responses {
-                let Some(digest) = entry.digest else {
-                    return Err(self.protocol("BatchReadBlobs", "an answer without a digest"));
-                };
-                let status = entry.status.unwrap_or_default();
-                if status.code == 5 {
-                    continue;
-                }
-                if status.code != 0 {
-                    return Err(self.status_error(
-                        "BatchReadBlobs",
-                        status.code,
-                        format!("blob `{}`: {}", show(&digest), status.message),
-                    ));
-                }
-                self.verified(&digest, &entry.data)?;
-                // Only a digest that was asked for gets the bytes: a server cannot slip in others.
-                let Some((i, _)) = batch.iter().find(|(_, d)| **d == digest) else {
-                    return Err(self.protocol("BatchReadBlobs", "a blob that was not asked for"));
-                };
-                found[*i] = Some(Bytes::from(entry.data));
+            let blobs = accept_batch(&asked, response).map_err(|e| match e {
+                BatchError::Call(e) => self.call_error("BatchReadBlobs", e),
+                BatchError::Mismatch { digest, actual } => self.mismatch(&digest, &actual),
+            })?;
+            for (position, data) in blobs {
+                let (i, _, _) = batch[position];
+                held += data.len() as u64;
+                found[i] = Some(if held <= MEMORY_BUDGET {
+                    Blob::Memory(Bytes::from(data))
+                } else {
+                    let file = BlobFile::write(spill, &data).map_err(|e| Error::Spill {
+                        folder: spill.display().to_string(),
+                        detail: e.to_string(),
+                    })?;
+                    Blob::File(file)
+                });
             }
         }
         Ok(found)
@@ -356,11 +388,13 @@ impl Client {
                 break;
             }
         }
-        let responses: Vec<bs::WriteResponse> = self.call(
+        let mut responses: Vec<bs::WriteResponse> = Vec::new();
+        self.call(
             &format!("{BYTESTREAM}Write"),
             "Write",
             requests,
-            UNARY_LIMIT,
+            UNARY,
+            |r| one_more(&mut responses, r),
         )?;
         let committed = responses.first().map(|r| r.committed_size);
         // A server that had the blob may report its size or -1 (REAPI v2.1+); both are success.
@@ -378,32 +412,69 @@ impl Client {
         }
     }
 
-    /// Downloads one blob over ByteStream, `None` when the server does not have it; checked
-    /// against its digest like every blob.
-    pub fn read_blob(&self, digest: &reapi::Digest) -> Result<Option<Bytes>, Error> {
+    /// Downloads one blob over ByteStream, `None` when the server does not have it: hashed as it
+    /// arrives, refused at the first byte past its stated size, kept in memory up to 1 MiB and
+    /// in a staging file of `spill` above, and handed out only when whole and correct.
+    pub fn read_blob(&self, digest: &reapi::Digest, spill: &Path) -> Result<Option<Blob>, Error> {
+        let mut sink = BlobSink::new(digest, spill)
+            .map_err(|e| self.sink_error("Read", spill, &show(digest), e))?;
         let request = bs::ReadRequest {
             resource_name: format!("{}blobs/{}", self.resource_prefix(), show(digest)),
             read_offset: 0,
             read_limit: 0,
         };
         let frame = grpc::frame(&request).map_err(|e| self.call_error("Read", e))?;
-        // The blob, plus a generous allowance for the envelope of each message that carries it.
-        let size = usize::try_from(digest.size_bytes).unwrap_or(0);
-        let limit = size.saturating_add(size / 8).saturating_add(64 * 1024);
-        let responses: Vec<bs::ReadResponse> =
-            match self.call(&format!("{BYTESTREAM}Read"), "Read", vec![frame], limit) {
-                Ok(r) => r,
-                Err(Error::Status {
-                    code: "NOT_FOUND", ..
-                }) => return Ok(None),
-                Err(e) => return Err(e),
-            };
-        let mut data = Vec::with_capacity(usize::try_from(digest.size_bytes).unwrap_or(0));
-        for response in responses {
-            data.extend_from_slice(&response.data);
+        let size = u64::try_from(digest.size_bytes).unwrap_or(0);
+        let bounds = read_bounds(size);
+        let mut refused: Option<SinkError> = None;
+        let outcome = self.call(
+            &format!("{BYTESTREAM}Read"),
+            "Read",
+            vec![frame],
+            bounds,
+            |r: bs::ReadResponse| {
+                sink.write(&r.data).map_err(|e| {
+                    refused = Some(e);
+                    CallError::Protocol("the blob was refused".into())
+                })
+            },
+        );
+        if let Some(e) = refused {
+            return Err(self.sink_error("Read", spill, &sink.expected(), e));
         }
-        self.verified(digest, &data)?;
-        Ok(Some(Bytes::from(data)))
+        match outcome {
+            Ok(()) => {}
+            Err(Error::Status {
+                code: "NOT_FOUND", ..
+            }) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let expected = sink.expected();
+        sink.finish()
+            .map(Some)
+            .map_err(|e| self.sink_error("Read", spill, &expected, e))
+    }
+
+    fn sink_error(&self, name: &'static str, spill: &Path, digest: &str, e: SinkError) -> Error {
+        match e {
+            SinkError::NegativeSize => {
+                self.protocol(name, &format!("blob `{digest}` has a negative size"))
+            }
+            SinkError::TooLong { expected } => Error::BlobTooLong {
+                url: self.url.clone(),
+                digest: digest.to_owned(),
+                size: expected,
+            },
+            SinkError::Mismatch { actual } => Error::DigestMismatch {
+                url: self.url.clone(),
+                digest: digest.to_owned(),
+                actual: show(&actual),
+            },
+            SinkError::Io(e) => Error::Spill {
+                folder: spill.display().to_string(),
+                detail: e.to_string(),
+            },
+        }
     }
 
     fn resource_prefix(&self) -> String {
@@ -414,12 +485,12 @@ impl Client {
         }
     }
 
-    fn verified(&self, digest: &reapi::Digest, data: &[u8]) -> Result<(), Error> {
-        verify(digest, data).map_err(|actual| Error::DigestMismatch {
+    fn mismatch(&self, digest: &reapi::Digest, actual: &reapi::Digest) -> Error {
+        Error::DigestMismatch {
             url: self.url.clone(),
             digest: show(digest),
-            actual: show(&actual),
-        })
+            actual: show(actual),
+        }
     }
 
     fn max_batch(&self) -> Result<usize, Error> {
@@ -464,10 +535,13 @@ impl Client {
         request: &Q,
     ) -> Result<R, Error> {
         let frame = grpc::frame(request).map_err(|e| self.call_error(name, e))?;
-        let mut responses: Vec<R> = self.call(path, name, vec![frame], UNARY_LIMIT)?;
-        match responses.len() {
-            1 => Ok(responses.remove(0)),
-            n => Err(self.protocol(name, &format!("{n} messages for a unary call"))),
+        let mut responses: Vec<R> = Vec::new();
+        self.call(path, name, vec![frame], UNARY, |r| {
+            one_more(&mut responses, r)
+        })?;
+        match responses.pop() {
+            Some(response) => Ok(response),
+            None => Err(self.protocol(name, "no message for a unary call")),
         }
     }
 
@@ -476,8 +550,9 @@ impl Client {
         path: &str,
         name: &'static str,
         requests: Vec<Bytes>,
-        limit: usize,
-    ) -> Result<Vec<R>, Error> {
+        bounds: Bounds,
+        on_message: impl FnMut(R) -> Result<(), CallError>,
+    ) -> Result<(), Error> {
         // One deadline for the whole call, a new connection included.
         let deadline = Instant::now() + self.timeout;
         let send = self.connection(deadline)?;
@@ -489,13 +564,14 @@ impl Client {
             &self.headers,
             deadline.saturating_duration_since(Instant::now()),
             requests,
-            limit,
+            bounds,
+            on_message,
         );
         match self
             .runtime
             .block_on(async { tokio::time::timeout_at(deadline, call).await })
         {
-            Ok(Ok(responses)) => Ok(responses),
+            Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => {
                 if matches!(e, CallError::Transport(_)) {
                     *self.connection.borrow_mut() = None;
@@ -561,6 +637,144 @@ impl Client {
             detail: detail.to_owned(),
         }
     }
+}
+
+/// The bounds of a ByteStream `Read` of a blob of `size` bytes: the blob, plus a generous
+/// allowance for the envelope of each message that carries it.
+pub(crate) fn read_bounds(size: u64) -> Bounds {
+    Bounds {
+        message: READ_MESSAGE,
+        total: size.saturating_add(size / 8).saturating_add(64 * 1024),
+        fields: 1_000,
+        data: &[&[10]],
+    }
+}
+
+/// What the client takes from a server's capabilities, `None` unless it offers SHA256.
+pub(crate) fn accept_capabilities(caps: reapi::ServerCapabilities) -> Option<Capabilities> {
+    let cache = caps.cache_capabilities.unwrap_or_default();
+    let sha256 = reapi::digest_function::Value::Sha256 as i32;
+    if !cache.digest_functions.contains(&sha256) {
+        return None;
+    }
+    // 0 means "no limit" in the API; the message limit still applies. A negative one is none.
+    let server = usize::try_from(cache.max_batch_total_size_bytes).unwrap_or(0);
+    let max = if server == 0 {
+        DEFAULT_MAX_BATCH
+    } else {
+        server.min(DEFAULT_MAX_BATCH)
+    };
+    Some(Capabilities {
+        max_batch_total_size_bytes: max,
+        action_cache_update_enabled: cache
+            .action_cache_update_capabilities
+            .is_some_and(|c| c.update_enabled),
+    })
+}
+
+/// Keeps the one message of a unary answer; a second is a protocol error at once.
+fn one_more<R>(responses: &mut Vec<R>, response: R) -> Result<(), CallError> {
+    if responses.is_empty() {
+        responses.push(response);
+        Ok(())
+    } else {
+        Err(CallError::Protocol(
+            "more than one message for a unary call".into(),
+        ))
+    }
+}
+
+/// Why a batch answer was refused.
+#[derive(Debug)]
+pub(crate) enum BatchError {
+    Call(CallError),
+    Mismatch {
+        digest: reapi::Digest,
+        actual: reapi::Digest,
+    },
+}
+
+/// The blobs of a `BatchReadBlobs` answer to `asked`, each with its position in `asked`, once
+/// the answer proves sound: no more entries than were asked for, each about a digest that was
+/// asked for and only once, each blob matching its digest. A blob the server does not have
+/// (`NOT_FOUND`) is left out.
+pub(crate) fn accept_batch(
+    asked: &[reapi::Digest],
+    response: reapi::BatchReadBlobsResponse,
+) -> Result<Vec<(usize, Vec<u8>)>, BatchError> {
+    let protocol = |detail: &str| BatchError::Call(CallError::Protocol(detail.to_owned()));
+    if response.responses.len() > asked.len() {
+        return Err(protocol(&format!(
+            "{} blobs in the answer, {} asked for",
+            response.responses.len(),
+            asked.len()
+        )));
+    }
+    let positions: HashMap<(&str, i64), usize> = asked
+        .iter()
+        .enumerate()
+        .map(|(i, d)| ((d.hash.as_str(), d.size_bytes), i))
+        .collect();
+    let mut answered = vec![false; asked.len()];
+    let mut blobs = Vec::new();
+    for entry in response.responses {
+        let Some(digest) = entry.digest else {
+            return Err(protocol("an answer without a digest"));
+        };
+        // Only a digest that was asked for gets the bytes: a server cannot slip in others.
+        let Some(&position) = positions.get(&(digest.hash.as_str(), digest.size_bytes)) else {
+            return Err(protocol(&format!(
+                "blob `{}`, which was not asked for",
+                show(&digest)
+            )));
+        };
+        if std::mem::replace(&mut answered[position], true) {
+            return Err(protocol(&format!("blob `{}` twice", show(&digest))));
+        }
+        let status = entry.status.unwrap_or_default();
+        if status.code == 5 {
+            continue;
+        }
+        if status.code != 0 {
+            return Err(BatchError::Call(CallError::Status {
+                code: status.code,
+                message: format!("blob `{}`: {}", show(&digest), status.message),
+            }));
+        }
+        if let Err(actual) = verify(&digest, &entry.data) {
+            return Err(BatchError::Mismatch { digest, actual });
+        }
+        blobs.push((position, entry.data));
+    }
+    Ok(blobs)
+}
+
+/// The digests a `FindMissingBlobs` answer says are missing, each of them one that was asked
+/// about: a server cannot make the client upload what it never meant to.
+pub(crate) fn missing_among(
+    asked: &[reapi::Digest],
+    response: reapi::FindMissingBlobsResponse,
+) -> Result<Vec<reapi::Digest>, CallError> {
+    if response.missing_blob_digests.len() > asked.len() {
+        return Err(CallError::Protocol(format!(
+            "{} digests missing of {} asked about",
+            response.missing_blob_digests.len(),
+            asked.len()
+        )));
+    }
+    let asked: HashSet<(&str, i64)> = asked
+        .iter()
+        .map(|d| (d.hash.as_str(), d.size_bytes))
+        .collect();
+    for digest in &response.missing_blob_digests {
+        if !asked.contains(&(digest.hash.as_str(), digest.size_bytes)) {
+            return Err(CallError::Protocol(format!(
+                "digest `{}` missing, which was not asked about",
+                show(digest)
+            )));
+        }
+    }
+    Ok(response.missing_blob_digests)
 }
 
 /// Where a remote cache's URL says the server is.

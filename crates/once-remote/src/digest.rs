@@ -7,16 +7,20 @@ use crate::reapi::Digest;
 
 /// The digest of `data`: its lowercase hex SHA-256 and its length.
 pub fn digest_of(data: &[u8]) -> Digest {
-    let hash = Sha256::digest(data);
-    let mut hex = String::with_capacity(64);
-    for byte in hash.iter() {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
     Digest {
-        hash: hex,
+        hash: hex(&Sha256::digest(data)),
         size_bytes: i64::try_from(data.len()).unwrap_or(i64::MAX),
     }
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    out
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";

@@ -52,6 +52,20 @@ pub enum Error {
         actual: String,
     },
 
+    #[error(
+        "blob `{digest}` from the remote cache at `{url}` goes on past the {size} bytes its digest states"
+    )]
+    BlobTooLong {
+        url: String,
+        digest: String,
+        size: u64,
+    },
+
+    #[error(
+        "cannot write a downloaded blob into `{folder}`: {detail}; check that the folder is writable and the disk has room"
+    )]
+    Spill { folder: String, detail: String },
+
     #[error("the remote cache at `{url}` failed `{call}` with {code}: {message}")]
     Status {
         url: String,

@@ -2,6 +2,11 @@
 //! POST of length-prefixed protobuf messages whose outcome is the `grpc-status` trailer. It knows
 //! nothing of the REAPI; it must never wait without the caller's deadline around it, and never put
 //! a header's value in an error.
+//!
+//! Nothing a server states sizes an allocation: answers are decoded message by message as they
+//! arrive (`Frames`), a length prefix over the call's message bound is refused before its bytes
+//! are read, the answer's total is bounded, each message's decoding cost is checked on the wire
+//! first (`wire.rs`), HTTP/2 windows are fixed and small, and header lists are capped.
 
 use std::time::Duration;
 
@@ -57,13 +62,40 @@ async fn start<T>(io: T) -> Result<SendRequest<Bytes>, String>
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (send, connection) = h2::client::handshake(io).await.map_err(|e| e.to_string())?;
+    let (send, connection) = h2::client::Builder::new()
+        // Windows the client chooses: what the server may have in flight, whatever it says.
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(2 * STREAM_WINDOW)
+        .max_header_list_size(MAX_HEADER_LIST)
+        .handshake(io)
+        .await
+        .map_err(|e| e.to_string())?;
     // The connection task ends with the runtime (dropped with the client) or on a transport error,
     // which the next call then sees as a closed connection.
     tokio::spawn(async move {
         let _ = connection.await;
     });
     Ok(send)
+}
+
+/// The HTTP/2 flow-control window of one call: enough for a blob to stream at loopback speed,
+/// small enough that a server can never make h2 buffer much.
+const STREAM_WINDOW: u32 = 1024 * 1024;
+/// The largest header list (the trailers included) the client accepts: gRPC's need a few hundred
+/// bytes; h2's default would let a server make it hold 16 MiB.
+const MAX_HEADER_LIST: u32 = 64 * 1024;
+
+/// What one call's answer may weigh.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    /// The largest message, length prefix excluded.
+    pub message: usize,
+    /// The whole answer's body, every message's prefix included.
+    pub total: u64,
+    /// The most fields (nested ones included) one message may decode into.
+    pub fields: usize,
+    /// The fields that carry bytes, not messages (see `wire::fields_within`).
+    pub data: &'static [&'static [u32]],
 }
 
 /// One frame: a zero compression flag, the big-endian length, the message.
@@ -90,12 +122,17 @@ pub(crate) fn timeout_header(timeout: Duration) -> String {
     }
 }
 
-/// Sends `requests` (already framed) on a new stream and returns the response messages, whose
-/// total size may not exceed `limit` bytes (a server cannot make the client hold without bound).
-/// `origin` (`http://host:port` or `https://host[:port]`) gives `:scheme` and `:authority`.
+/// Sends `requests` (already framed) on a new stream and hands each response message to
+/// `on_message` as it arrives, within `bounds` (a server cannot make the client hold without
+/// bound). `origin` (`http://host:port` or `https://host[:port]`) gives `:scheme` and
+/// `:authority`. The messages come before the status is known: a caller keeps what they gave it
+/// only when the call succeeds.
 ///
 /// A server may answer before it has read every request (ByteStream.Write of a blob it already
 /// has): then the rest is not sent, and the answer decides the call.
+// Each argument is one part of the call (where, with what, how long, what may come back, and
+// who takes it); a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn call<R: Message + Default>(
     send: &SendRequest<Bytes>,
     origin: &str,
@@ -103,8 +140,9 @@ pub(crate) async fn call<R: Message + Default>(
     headers: &[(HeaderName, HeaderValue)],
     timeout: Duration,
     requests: Vec<Bytes>,
-    limit: usize,
-) -> Result<Vec<R>, CallError> {
+    bounds: Bounds,
+    mut on_message: impl FnMut(R) -> Result<(), CallError>,
+) -> Result<(), CallError> {
     let mut send = send.clone().ready().await?;
     let mut request = http::Request::builder()
         .method("POST")
@@ -145,15 +183,24 @@ pub(crate) async fn call<R: Message + Default>(
     }
 
     let (head, mut body) = response.await?.into_parts();
-    let mut buf = BytesMut::new();
+    let mut frames = Frames::new(bounds.message);
+    let mut total = 0u64;
     while let Some(chunk) = body.data().await {
         let chunk = chunk?;
         let _ = body.flow_control().release_capacity(chunk.len());
-        if buf.len() + chunk.len() > limit {
-            return Err(CallError::Protocol(format!("an answer over {limit} bytes")));
+        total = total.saturating_add(chunk.len() as u64);
+        if total > bounds.total {
+            return Err(CallError::Protocol(format!(
+                "an answer over {} bytes",
+                bounds.total
+            )));
         }
-        buf.extend_from_slice(&chunk);
+        frames.push(&chunk)?;
+        while let Some(message) = frames.next()? {
+            on_message(decode(message, &bounds)?)?;
+        }
     }
+    frames.finish()?;
     let trailers = body.trailers().await?;
     // A "trailers-only" answer carries the status in the headers.
     let meta = trailers.as_ref().unwrap_or(&head.headers);
@@ -174,29 +221,110 @@ pub(crate) async fn call<R: Message + Default>(
             .unwrap_or_default();
         return Err(CallError::Status { code, message });
     }
-    decode_frames(buf.freeze())
+    Ok(())
 }
 
-fn decode_frames<R: Message + Default>(mut buf: Bytes) -> Result<Vec<R>, CallError> {
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        if buf.len() < 5 {
-            return Err(CallError::Protocol("a truncated message header".into()));
+/// The messages of an answer's body as its chunks arrive: it holds at most one message and the
+/// chunk that completes it, and refuses a length prefix over its bound before reading on.
+#[derive(Debug)]
+pub(crate) struct Frames {
+    buf: BytesMut,
+    max: usize,
+}
+
+impl Frames {
+    pub(crate) fn new(max: usize) -> Frames {
+        Frames {
+            buf: BytesMut::new(),
+            max,
         }
-        let compressed = buf.get_u8();
-        if compressed != 0 {
+    }
+
+    /// Takes the next bytes of the body; refuses a message header that states a compressed
+    /// message or more than the bound.
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<(), CallError> {
+        self.buf.extend_from_slice(chunk);
+        self.check_header()
+    }
+
+    fn check_header(&self) -> Result<(), CallError> {
+        let Some(header) = self.buf.get(..5) else {
+            return Ok(());
+        };
+        if header[0] != 0 {
             return Err(CallError::Protocol(
                 "a compressed message, though none was asked for".into(),
             ));
         }
-        let len = buf.get_u32() as usize;
-        if buf.len() < len {
-            return Err(CallError::Protocol("a truncated message".into()));
+        let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]);
+        if usize::try_from(len).map_or(true, |len| len > self.max) {
+            return Err(CallError::Protocol(format!(
+                "a message of {len} bytes, over the limit of {} bytes",
+                self.max
+            )));
         }
-        let message = R::decode(buf.split_to(len))
-            .map_err(|e| CallError::Protocol(format!("an undecodable message: {e}")))?;
-        out.push(message);
+        Ok(())
     }
+
+    /// The next whole message's bytes, if they have all arrived.
+    pub(crate) fn next(&mut self) -> Result<Option<Bytes>, CallError> {
+        self.check_header()?;
+        let Some(header) = self.buf.get(..5) else {
+            return Ok(None);
+        };
+        let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+        if self.buf.len() < 5 + len {
+            return Ok(None);
+        }
+        self.buf.advance(5);
+        let message = self.buf.split_to(len).freeze();
+        self.check_header()?;
+        Ok(Some(message))
+    }
+
+    /// An error unless the body ended between messages.
+    pub(crate) fn finish(&self) -> Result<(), CallError> {
+        match self.buf.len() {
+            0 => Ok(()),
+            1..5 => Err(CallError::Protocol("a truncated message header".into())),
+            _ => Err(CallError::Protocol("a truncated message".into())),
+        }
+    }
+}
+
+/// One message, once its decoding cost is known to stay within `fields`.
+pub(crate) fn decode<R: Message + Default>(bytes: Bytes, bounds: &Bounds) -> Result<R, CallError> {
+    if !crate::wire::fields_within(&bytes, bounds.fields, bounds.data) {
+        return Err(CallError::Protocol(format!(
+            "a message of over {} fields",
+            bounds.fields
+        )));
+    }
+    R::decode(bytes).map_err(|e| CallError::Protocol(format!("an undecodable message: {e}")))
+}
+
+/// Every message of a whole body, for tests and the fuzz target: the same path a call's answer
+/// takes, fed in chunks of `chunk` bytes.
+pub(crate) fn decode_body<R: Message + Default>(
+    body: &[u8],
+    chunk: usize,
+    bounds: Bounds,
+) -> Result<Vec<R>, CallError> {
+    if body.len() as u64 > bounds.total {
+        return Err(CallError::Protocol(format!(
+            "an answer over {} bytes",
+            bounds.total
+        )));
+    }
+    let mut frames = Frames::new(bounds.message);
+    let mut out = Vec::new();
+    for piece in body.chunks(chunk.max(1)) {
+        frames.push(piece)?;
+        while let Some(message) = frames.next()? {
+            out.push(decode(message, &bounds)?);
+        }
+    }
+    frames.finish()?;
     Ok(out)
 }
 
@@ -224,6 +352,39 @@ fn percent_decode(raw: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    const ROOMY: Bounds = Bounds {
+        message: 1 << 20,
+        total: 1 << 20,
+        fields: 1000,
+        data: &[],
+    };
+
+    /// `call`, its messages collected.
+    async fn collect<R: Message + Default>(
+        send: &SendRequest<Bytes>,
+        origin: &str,
+        path: &str,
+        requests: Vec<Bytes>,
+        bounds: Bounds,
+    ) -> Result<Vec<R>, CallError> {
+        let mut out = Vec::new();
+        call(
+            send,
+            origin,
+            path,
+            &[],
+            Duration::from_secs(10),
+            requests,
+            bounds,
+            |m| {
+                out.push(m);
+                Ok(())
+            },
+        )
+        .await?;
+        Ok(out)
+    }
+
     #[test]
     fn frames_round_trip() {
         let m = crate::reapi::Digest {
@@ -233,8 +394,10 @@ mod tests {
         let mut two = BytesMut::new();
         two.extend_from_slice(&frame(&m).unwrap());
         two.extend_from_slice(&frame(&m).unwrap());
-        let back: Vec<crate::reapi::Digest> = decode_frames(two.freeze()).unwrap();
-        assert_eq!(back, vec![m.clone(), m]);
+        for chunk in [1, 3, 1000] {
+            let back: Vec<crate::reapi::Digest> = decode_body(&two, chunk, ROOMY).unwrap();
+            assert_eq!(back, vec![m.clone(), m.clone()]);
+        }
     }
 
     #[test]
@@ -245,10 +408,45 @@ mod tests {
         };
         let whole = frame(&m).unwrap();
         let cut = whole.slice(..whole.len() - 1);
-        assert!(decode_frames::<crate::reapi::Digest>(cut).is_err());
+        assert!(decode_body::<crate::reapi::Digest>(&cut, 7, ROOMY).is_err());
         let mut flagged = BytesMut::from(&whole[..]);
         flagged[0] = 1;
-        assert!(decode_frames::<crate::reapi::Digest>(flagged.freeze()).is_err());
+        assert!(decode_body::<crate::reapi::Digest>(&flagged, 7, ROOMY).is_err());
+    }
+
+    #[test]
+    fn a_length_prefix_over_the_bound_is_refused_before_its_bytes() {
+        let mut frames = Frames::new(1 << 20);
+        // 4 GiB less one byte: the largest prefix there is.
+        let error = frames.push(&[0, 0xff, 0xff, 0xff, 0xff]).unwrap_err();
+        assert!(
+            matches!(&error, CallError::Protocol(d) if d.contains("a message of 4294967295 bytes")),
+            "{error:?}"
+        );
+        // At the bound exactly, the message is awaited.
+        let mut frames = Frames::new(4);
+        frames.push(&[0, 0, 0, 0, 4, 1, 2]).unwrap();
+        assert!(frames.next().unwrap().is_none());
+        frames.push(&[3, 4]).unwrap();
+        assert_eq!(&frames.next().unwrap().unwrap()[..], &[1, 2, 3, 4]);
+        frames.finish().unwrap();
+    }
+
+    #[test]
+    fn a_message_that_would_decode_into_too_many_fields_is_refused() {
+        let m = crate::reapi::FindMissingBlobsResponse {
+            missing_blob_digests: vec![crate::reapi::Digest::default(); 50],
+        };
+        let body = frame(&m).unwrap();
+        let few = Bounds {
+            fields: 49,
+            ..ROOMY
+        };
+        let error = decode_body::<crate::reapi::FindMissingBlobsResponse>(&body, 64, few);
+        assert!(matches!(error, Err(CallError::Protocol(d)) if d.contains("over 49 fields")));
+        let got: Vec<crate::reapi::FindMissingBlobsResponse> =
+            decode_body(&body, 64, ROOMY).unwrap();
+        assert_eq!(got, vec![m]);
     }
 
     /// A one-stream h2 server on loopback that answers any call with `body` and status 0.
@@ -295,14 +493,16 @@ mod tests {
                 let authority = serve_once(body.clone()).await;
                 let send = connect(&authority, None).await.unwrap();
                 let framed = vec![frame(&m).unwrap()];
-                call::<crate::reapi::Digest>(
+                let bounds = Bounds {
+                    total: limit as u64,
+                    ..ROOMY
+                };
+                collect::<crate::reapi::Digest>(
                     &send,
                     &format!("http://{authority}"),
                     "/x/Y",
-                    &[],
-                    Duration::from_secs(5),
                     framed,
-                    limit,
+                    bounds,
                 )
                 .await
             });
@@ -336,14 +536,18 @@ mod tests {
             let authority = serve_once(frame(&answer).unwrap()).await;
             let send = connect(&authority, None).await.unwrap();
             let origin = format!("http://{authority}");
-            let call = call::<crate::proto::google::bytestream::WriteResponse>(
+            let bounds = Bounds {
+                message: 1024,
+                total: 1024,
+                fields: 10,
+                data: &[],
+            };
+            let call = collect::<crate::proto::google::bytestream::WriteResponse>(
                 &send,
                 &origin,
                 "/google.bytestream.ByteStream/Write",
-                &[],
-                Duration::from_secs(10),
                 requests,
-                1024,
+                bounds,
             );
             tokio::time::timeout(Duration::from_secs(10), call).await
         });

@@ -14,13 +14,18 @@
 //! any crate that describes actions as REAPI does (`once-run`); only a caller that means to reach
 //! a server makes a `Client`, and nothing here opens a connection until one is made.
 
+mod answers;
+mod blob;
 mod client;
 mod digest;
 mod error;
 mod grpc;
 mod proto;
 mod tls;
+mod wire;
 
+pub use answers::{Answer, check_answer, frame};
+pub use blob::{Blob, BlobFile, IN_MEMORY};
 pub use bytes::Bytes;
 pub use client::{Capabilities, Client};
 pub use digest::digest_of;
@@ -28,3 +33,5 @@ pub use error::Error;
 /// The REAPI v2 messages (`Digest`, `ActionResult`, `OutputFile`, ...), as generated from the
 /// vendored protos.
 pub use proto::build::bazel::remote::execution::v2 as reapi;
+/// The ByteStream messages (`ReadResponse`, `WriteResponse`, ...) blobs travel in.
+pub use proto::google::bytestream;

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use once_remote::{Bytes, Client, Error, digest_of, reapi};
+use once_remote::{Blob, Bytes, Client, Error, digest_of, reapi};
 
 #[path = "support/buildgrid.rs"]
 mod buildgrid;
@@ -16,6 +16,33 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 
 fn client(server: &BuildGrid) -> Client {
     Client::connect(&server.url, "", vec![], TIMEOUT).unwrap()
+}
+
+/// A folder for the staging files of large blobs: the system's temporary folder.
+fn spill() -> std::path::PathBuf {
+    std::env::temp_dir()
+}
+
+/// The bytes of a blob read, wherever the client put them.
+fn bytes(blob: Option<Blob>) -> Option<Bytes> {
+    match blob? {
+        Blob::Memory(bytes) => Some(bytes),
+        Blob::File(file) => Some(Bytes::from(std::fs::read(file.path()).unwrap())),
+    }
+}
+
+/// `read_blobs`, as bytes.
+fn read_all(client: &Client, digests: &[reapi::Digest]) -> Result<Vec<Option<Bytes>>, Error> {
+    Ok(client
+        .read_blobs(digests, &spill())?
+        .into_iter()
+        .map(bytes)
+        .collect())
+}
+
+/// `read_blob`, as bytes.
+fn read_one(client: &Client, digest: &reapi::Digest) -> Result<Option<Bytes>, Error> {
+    client.read_blob(digest, &spill()).map(bytes)
 }
 
 fn blob(data: Vec<u8>) -> (reapi::Digest, Bytes) {
@@ -57,12 +84,10 @@ fn blobs_and_action_results_round_trip() {
         .unwrap();
     assert_eq!(missing, vec![absent.clone()]);
 
-    let read = client
-        .batch_read_blobs(&[big.0.clone(), absent.clone(), small.0.clone()])
-        .unwrap();
+    let read = read_all(&client, &[big.0.clone(), absent.clone(), small.0.clone()]).unwrap();
     assert_eq!(read, vec![Some(big.1.clone()), None, Some(small.1.clone())]);
-    assert_eq!(client.read_blob(&small.0).unwrap(), Some(small.1.clone()));
-    assert_eq!(client.read_blob(&absent).unwrap(), None);
+    assert_eq!(read_one(&client, &small.0).unwrap(), Some(small.1.clone()));
+    assert_eq!(read_one(&client, &absent).unwrap(), None);
 
     // Writing a blob the server has: it may close the stream before the last chunk.
     client.write_blob(&big.0, big.1.clone()).unwrap();
@@ -112,8 +137,8 @@ fn a_corrupted_blob_is_an_error_and_never_returned() {
     }
 
     for read in [
-        client.batch_read_blobs(std::slice::from_ref(&good.0)),
-        client.batch_read_blobs(std::slice::from_ref(&big.0)),
+        read_all(&client, std::slice::from_ref(&good.0)),
+        read_all(&client, std::slice::from_ref(&big.0)),
     ] {
         match read {
             Err(Error::DigestMismatch { digest, actual, .. }) => {
@@ -122,7 +147,7 @@ fn a_corrupted_blob_is_an_error_and_never_returned() {
             other => panic!("expected a digest mismatch, got {other:?}"),
         }
     }
-    let err = client.read_blob(&good.0).unwrap_err();
+    let err = read_one(&client, &good.0).unwrap_err();
     assert!(
         err.to_string().contains("does not match its digest"),
         "{err}"
@@ -247,11 +272,9 @@ fn tls_with_the_ca_in_ssl_cert_file_carries_every_call() {
         client
             .batch_update_blobs(&[small.clone(), big.clone()])
             .unwrap();
-        let read = client
-            .batch_read_blobs(&[small.0.clone(), big.0.clone()])
-            .unwrap();
+        let read = read_all(&client, &[small.0.clone(), big.0.clone()]).unwrap();
         assert_eq!(read, vec![Some(small.1.clone()), Some(big.1.clone())]);
-        assert_eq!(client.read_blob(&big.0).unwrap(), Some(big.1));
+        assert_eq!(read_one(&client, &big.0).unwrap(), Some(big.1));
         let action = digest_of(host.as_bytes());
         let result = reapi::ActionResult {
             exit_code: 0,

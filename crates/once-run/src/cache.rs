@@ -41,6 +41,7 @@ use crate::packs::Packs;
 use crate::remote::Fetched;
 use crate::witness::{OFF, Witness};
 use once_fs::{Kind, Root, WorkspacePath, stage_name, temp_path, write_replacing};
+use once_remote::{Blob, BlobFile};
 
 /// What is recorded under an action's key: enough to replay a run without running it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,7 +82,17 @@ pub struct OutputFile {
 /// because a no-op run reads every entry.
 pub const INLINE_CAP: u64 = 4 * 1024;
 
+/// A fetched result named a blob it does not hold: a bug, reported as the cache's error (the
+/// action then runs).
+fn missing_blob(root: &Path) -> Error {
+    Error::Io {
+        path: root.join("cas"),
+        source: io::Error::other("a downloaded blob went missing"),
+    }
+}
+
 /// An output's content as the cache keeps it.
+#[derive(Clone)]
 struct Kept {
     digest: String,
     size: u64,
@@ -406,38 +417,98 @@ impl Cache {
     }
 
     /// Stores a result downloaded from the remote cache under `key`: its outputs' and log's
-    /// bytes (already verified against their digests) as objects, then the entry, so a later
-    /// run replays it locally. Nothing is restored here.
+    /// bytes (already verified against their digests) as objects, a staging file moved into
+    /// place rather than copied, then the entry, so a later run replays it locally. Nothing is
+    /// restored here.
     pub(crate) fn record_fetched(
         &self,
         key: &Key,
         action: &str,
-        fetched: &Fetched,
+        fetched: Fetched,
     ) -> Result<ActionResult, Error> {
-        let mut outputs = Vec::with_capacity(fetched.outputs.len());
-        for (path, bytes, executable) in &fetched.outputs {
-            let Kept { digest, size, text } = self.keep_bytes(bytes.to_vec())?;
+        let Fetched {
+            blobs,
+            outputs: fetched_outputs,
+            log: log_index,
+            duration_ms,
+        } = fetched;
+        // A blob in memory is kept per use (`cas/` skips an object it has); a staging file is
+        // moved into `cas/` at its first use, and later uses name that object.
+        let mut blobs: Vec<Option<Blob>> = blobs.into_iter().map(Some).collect();
+        let mut moved: Vec<Option<Kept>> = vec![None; blobs.len()];
+        let mut keep = |index: usize, as_object: bool| -> Result<Kept, Error> {
+            if let Some(Some(kept)) = moved.get(index) {
+                return Ok(kept.clone());
+            }
+            match blobs.get_mut(index) {
+                Some(Some(Blob::Memory(bytes))) if as_object => Ok(Kept {
+                    digest: self.store_bytes(bytes)?,
+                    size: bytes.len() as u64,
+                    text: None,
+                }),
+                Some(Some(Blob::Memory(bytes))) => self.keep_bytes(bytes.to_vec()),
+                Some(slot) => match slot.take() {
+                    Some(Blob::File(file)) => {
+                        let kept = self.keep_file(file)?;
+                        moved[index] = Some(kept.clone());
+                        Ok(kept)
+                    }
+                    _ => Err(missing_blob(&self.root)),
+                },
+                None => Err(missing_blob(&self.root)),
+            }
+        };
+        let mut outputs = Vec::with_capacity(fetched_outputs.len());
+        for (path, index, executable) in fetched_outputs {
+            let Kept { digest, size, text } = keep(index, false)?;
             outputs.push(OutputFile {
-                path: path.clone(),
+                path,
                 digest,
                 size,
-                executable: *executable,
+                executable,
                 text,
             });
         }
-        let log = match &fetched.log {
-            Some(bytes) => Some(self.store_bytes(bytes)?),
+        let log = match log_index {
+            Some(index) => Some(keep(index, true)?.digest),
             None => None,
         };
         let result = ActionResult {
             action: action.to_owned(),
             exit_code: 0,
-            duration_ms: fetched.duration_ms,
+            duration_ms,
             tail: Vec::new(),
             outputs,
             log,
         };
         self.write_entry(key, result)
+    }
+
+    /// The folder where downloads stage their large blobs: `cas/` itself, so that a verified
+    /// blob is renamed into place, and a staging file left by a crash is swept with the others.
+    pub(crate) fn staging_folder(&self) -> Result<PathBuf, Error> {
+        self.folder("cas")
+    }
+
+    /// Moves a verified download into `cas/` under its BLAKE3, read once to name it.
+    fn keep_file(&self, file: BlobFile) -> Result<Kept, Error> {
+        let failed = |source| Error::Io {
+            path: file.path().to_path_buf(),
+            source,
+        };
+        let mut source = File::open(file.path()).map_err(failed)?;
+        let mut hasher = blake3::Hasher::new();
+        let size = io::copy(&mut source, &mut hasher).map_err(failed)?;
+        let digest = hasher.finalize().to_hex().to_string();
+        let dest = self.cas(&digest);
+        if !dest.exists() {
+            file.keep(&dest).map_err(Error::io(&dest))?;
+        }
+        Ok(Kept {
+            digest,
+            size,
+            text: None,
+        })
     }
 
     fn write_entry(&self, key: &Key, result: ActionResult) -> Result<ActionResult, Error> {

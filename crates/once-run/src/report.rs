@@ -438,7 +438,7 @@ fn remote_schema() -> Value {
             "misses": count("Actions the remote cache did not have"),
             "uploaded": count("Results uploaded"),
             "round_trips": count("Calls sent to the server"),
-            "warning": {"type": "string", "description": "Why the remote cache was turned off during the run; the run went on locally"},
+            "warning": {"type": "string", "description": "What the person should know about the remote cache in this run, one sentence per line: why it went off (the run went on locally), results too large to fetch, headers not sent"},
         },
         "required": ["url", "instance", "upload", "hits", "misses", "uploaded", "round_trips"],
         "additionalProperties": false,

@@ -126,7 +126,7 @@ pub fn execute(
             done: 0,
             stopped: false,
             changed: false,
-            warned: false,
+            warned: Vec::new(),
             observe,
         }),
         wake: Condvar::new(),
@@ -364,8 +364,8 @@ struct State<'o> {
     stopped: bool,
     /// Something started or ended since the record was last written.
     changed: bool,
-    /// The remote cache's warning has been told.
-    warned: bool,
+    /// The remote cache's warnings told so far: each is told once.
+    warned: Vec<String>,
     observe: &'o mut (dyn FnMut(Event<'_>) + Send),
 }
 
@@ -411,14 +411,17 @@ impl<'o> Board<'o> {
         }
     }
 
-    /// Tells the observer, once per run, that the remote cache went off.
+    /// Tells the observer each of the remote cache's warnings once per run (that it went off,
+    /// a result too large to fetch, headers not sent).
     fn warn_once(&self, state: &mut State<'_>, remote: Option<&Remote>) {
-        if state.warned {
+        let Some(remote) = remote else {
             return;
-        }
-        if let Some(message) = remote.and_then(Remote::warning) {
-            state.warned = true;
-            (state.observe)(Event::Warning { message });
+        };
+        for message in remote.warnings() {
+            if !state.warned.iter().any(|told| told == message) {
+                state.warned.push(message.to_owned());
+                (state.observe)(Event::Warning { message });
+            }
         }
     }
 
@@ -628,8 +631,15 @@ impl Worker<'_> {
         key: &Key,
     ) -> Option<ActionResult> {
         let outputs = output_globs(&step.action, &step.outputs).ok()?;
-        let fetched = remote.fetch(described, &outputs)?;
-        match self.cache.record_fetched(key, &step.action, &fetched) {
+        let spill = match self.cache.staging_folder() {
+            Ok(folder) => folder,
+            Err(error) => {
+                tracing::warn!(%error, "no folder for downloads: running instead");
+                return None;
+            }
+        };
+        let fetched = remote.fetch(described, &outputs, &spill)?;
+        match self.cache.record_fetched(key, &step.action, fetched) {
             Ok(result) => Some(result),
             Err(error) => {
                 tracing::warn!(action = %step.action, %error, "cannot keep the remote result: running instead");

@@ -621,6 +621,14 @@ pub struct RemoteArgs {
     /// [env: ONCE_REMOTE_HEADERS_FILE; also ONCE_REMOTE_HEADERS, the lines themselves]
     #[arg(long, value_name = "PATH")]
     pub remote_headers_file: Option<PathBuf>,
+    /// The largest blob to fetch, like `512MiB`; a result with a larger one runs locally
+    /// [default: 1GiB; env: ONCE_REMOTE_MAX_BLOB; manifest: `[cache] max_blob`]
+    #[arg(long, value_name = "SIZE")]
+    pub remote_max_blob: Option<String>,
+    /// The largest result (its outputs together) to fetch; a larger one runs locally
+    /// [default: 4GiB; env: ONCE_REMOTE_MAX_RESULT; manifest: `[cache] max_result`]
+    #[arg(long, value_name = "SIZE")]
+    pub remote_max_result: Option<String>,
 }
 
 impl RemoteArgs {
@@ -637,6 +645,8 @@ impl RemoteArgs {
                 None
             },
             headers_file: self.remote_headers_file.clone(),
+            max_blob: self.remote_max_blob.clone(),
+            max_result: self.remote_max_result.clone(),
         }
     }
 }

@@ -25,6 +25,8 @@
 //! instance = "main"            # REAPI instance name; may be empty
 //! upload = false               # whether successes are uploaded
 //! timeout = "10s"              # per remote call
+//! max_blob = "1GiB"            # the largest blob fetched; a result with a larger one is a miss
+//! max_result = "4GiB"          # the largest result (all its outputs) fetched; larger: a miss
 //!                              # never credentials (`headers`): they come from the environment
 //!
 //! [targets.NAME]
@@ -145,6 +147,10 @@ pub struct CacheSettings {
     pub upload: Option<bool>,
     /// `timeout`: how long one remote call may take; never zero.
     pub timeout: Option<Duration>,
+    /// `max_blob`: the largest blob, in bytes, fetched from the remote cache; never zero.
+    pub max_blob: Option<u64>,
+    /// `max_result`: the largest result (its outputs together), in bytes; never zero.
+    pub max_result: Option<u64>,
 }
 
 /// The URL schemes a remote cache may use: plaintext and TLS gRPC.
@@ -402,6 +408,25 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
                     ),
                 }
             }
+            name @ ("max_blob" | "max_result") => {
+                let Some(text) = cx.string(v, format_args!("`cache.{name}`")) else {
+                    continue;
+                };
+                match crate::size::parse_size(text) {
+                    Ok(bytes) if name == "max_blob" => c.max_blob = Some(bytes),
+                    Ok(bytes) => c.max_result = Some(bytes),
+                    Err(e) => cx.diags.push(
+                        cx.src
+                            .error(
+                                v.span().start,
+                                "bad-size",
+                                format!("invalid `cache.{name}`: {e}"),
+                            )
+                            .expected("a size like `512MiB` or `1GiB`")
+                            .found(format!("`{text}`")),
+                    ),
+                }
+            }
             // Named by key, never by value: the value is a secret the manifest already leaks.
             name if CREDENTIAL_KEYS.contains(&name) => cx.diags.push(
                 cx.src
@@ -420,7 +445,14 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
             ),
             _ => cx.unknown_key(
                 k,
-                &["remote", "instance", "upload", "timeout"],
+                &[
+                    "remote",
+                    "instance",
+                    "upload",
+                    "timeout",
+                    "max_blob",
+                    "max_result",
+                ],
                 "in `[cache]`",
             ),
         }

@@ -11,7 +11,7 @@ use crate::util::TempWs;
 fn every_key_is_read_as_written() {
     let tmp = TempWs::new(&[(
         "once.toml",
-        "[cache]\nremote = \"grpcs://cache.example.com\"\ninstance = \"main\"\nupload = false\ntimeout = \"1m30s\"\n",
+        "[cache]\nremote = \"grpcs://cache.example.com\"\ninstance = \"main\"\nupload = false\ntimeout = \"1m30s\"\nmax_blob = \"512MiB\"\nmax_result = \"2GiB\"\n",
     )]);
     let ws = tmp.load();
     assert!(ws.diagnostics().is_empty(), "{:?}", ws.diagnostics());
@@ -22,6 +22,8 @@ fn every_key_is_read_as_written() {
             instance: Some("main".to_string()),
             upload: Some(false),
             timeout: Some(Duration::from_secs(90)),
+            max_blob: Some(512 << 20),
+            max_result: Some(2 << 30),
         }
     );
 
@@ -39,6 +41,8 @@ fn every_key_is_read_as_written() {
             instance: Some(String::new()),
             upload: Some(true),
             timeout: None,
+            max_blob: None,
+            max_result: None,
         }
     );
 }
@@ -62,9 +66,24 @@ fn absent_keys_stay_unset() {
             remote: None,
             instance: None,
             upload: None,
-            timeout: None
+            timeout: None,
+            max_blob: None,
+            max_result: None,
         }
     );
+}
+
+#[test]
+fn a_bad_size_names_the_key_and_what_is_expected() {
+    for bad in ["0", "1GB", "lots"] {
+        let tmp = TempWs::new(&[("once.toml", &*format!("[cache]\nmax_blob = \"{bad}\"\n"))]);
+        let ws = tmp.load();
+        let codes: Vec<&str> = ws.diagnostics().iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["bad-size"], "{bad}");
+        let text = ws.diagnostics()[0].to_string();
+        assert!(text.contains("invalid `cache.max_blob`"), "{text}");
+        assert_eq!(ws.cache_settings().max_blob, None);
+    }
 }
 
 #[test]

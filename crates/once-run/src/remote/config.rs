@@ -3,8 +3,10 @@
 //!
 //! Credentials are headers, and headers come only from the environment (`ONCE_REMOTE_HEADERS`)
 //! or a file the person names (`--remote-headers-file`, `ONCE_REMOTE_HEADERS_FILE`), never from
-//! the manifest, which is committed. This module must never put a header's value into an error
-//! or a log line: a bad line is named by its number.
+//! the manifest, which is committed. They go only to a server the person named too (the flag or
+//! `ONCE_REMOTE_CACHE`): a server that only the workspace's `once.toml` names, which anyone with
+//! a commit can change, gets no headers, and the run says so once. This module must never put a
+//! header's value into an error or a log line: a bad line is named by its number.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,6 +26,13 @@ pub const INSTANCE_VAR: &str = "ONCE_REMOTE_INSTANCE";
 pub const UPLOAD_VAR: &str = "ONCE_REMOTE_UPLOAD";
 pub const HEADERS_VAR: &str = "ONCE_REMOTE_HEADERS";
 pub const HEADERS_FILE_VAR: &str = "ONCE_REMOTE_HEADERS_FILE";
+pub const MAX_BLOB_VAR: &str = "ONCE_REMOTE_MAX_BLOB";
+pub const MAX_RESULT_VAR: &str = "ONCE_REMOTE_MAX_RESULT";
+
+/// The largest blob fetched unless a setting says otherwise.
+pub const DEFAULT_MAX_BLOB: u64 = 1 << 30;
+/// The largest result (its outputs together) fetched unless a setting says otherwise.
+pub const DEFAULT_MAX_RESULT: u64 = 4 << 30;
 
 /// What the command line says about the remote cache.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +47,10 @@ pub struct RemoteFlags {
     pub upload: Option<bool>,
     /// `--remote-headers-file PATH`.
     pub headers_file: Option<PathBuf>,
+    /// `--remote-max-blob SIZE`, as written.
+    pub max_blob: Option<String>,
+    /// `--remote-max-result SIZE`, as written.
+    pub max_result: Option<String>,
 }
 
 impl RemoteConfig {
@@ -52,12 +65,10 @@ impl RemoteConfig {
             return Ok(None);
         }
         let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-        let Some(url) = flags
-            .url
-            .clone()
-            .or_else(|| var(URL_VAR))
-            .or_else(|| manifest.remote.clone())
-        else {
+        // Whether the person named the server (flag or variable), not only the workspace.
+        let named = flags.url.clone().or_else(|| var(URL_VAR));
+        let person_named = named.is_some();
+        let Some(url) = named.or_else(|| manifest.remote.clone()) else {
             return Ok(None);
         };
         let url = url.trim().to_owned();
@@ -91,12 +102,43 @@ impl RemoteConfig {
         if let Some(file) = file {
             headers.extend(read_headers(&file)?);
         }
+        let mut notice = None;
+        if !person_named && !headers.is_empty() {
+            let names: Vec<String> = headers.iter().map(|(n, _)| format!("`{n}`")).collect();
+            notice = Some(format!(
+                "the remote cache `{url}` is named only by the workspace's `once.toml`, so the header(s) {} were not sent to it: to send them, name it yourself with `--remote-cache {url}` or `{URL_VAR}={url}`",
+                names.join(", ")
+            ));
+            headers.clear();
+        }
+        let size =
+            |flag: &Option<String>, name: &str, setting: Option<u64>, default: u64| match flag
+                .clone()
+                .or_else(|| var(name))
+            {
+                Some(text) => once_graph::size::parse_size(&text)
+                    .map_err(|e| bad(format!("invalid `{name}` (or its flag): {e}"))),
+                None => Ok(setting.unwrap_or(default)),
+            };
         Ok(Some(RemoteConfig {
             url,
             instance,
             upload,
             headers,
             timeout: manifest.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            max_blob: size(
+                &flags.max_blob,
+                MAX_BLOB_VAR,
+                manifest.max_blob,
+                DEFAULT_MAX_BLOB,
+            )?,
+            max_result: size(
+                &flags.max_result,
+                MAX_RESULT_VAR,
+                manifest.max_result,
+                DEFAULT_MAX_RESULT,
+            )?,
+            notice,
         }))
     }
 }
@@ -209,6 +251,8 @@ mod tests {
             instance: Some("main".into()),
             upload: Some(false),
             timeout: Some(Duration::from_secs(3)),
+            max_blob: Some(5 << 20),
+            max_result: None,
         }
     }
 
@@ -321,6 +365,7 @@ mod tests {
         let file = dir.join("headers");
         std::fs::write(&file, "# team token\n\nx-team: blue\n").unwrap();
         let flags = RemoteFlags {
+            url: Some("grpc://named:1".into()),
             headers_file: Some(file.clone()),
             ..RemoteFlags::default()
         };
@@ -360,5 +405,88 @@ mod tests {
         .to_string();
         assert!(e.contains("cannot read the headers file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn headers_go_only_to_a_server_the_person_named() {
+        let secret = [(HEADERS_VAR, "Authorization: Bearer s3cret")];
+        let committed = resolve(&manifest(), &RemoteFlags::default(), &secret)
+            .unwrap()
+            .unwrap();
+        assert!(committed.headers.is_empty(), "{committed:?}");
+        let notice = committed.notice.expect("the run says why");
+        assert!(notice.contains("`grpc://manifest:1`"), "{notice}");
+        assert!(notice.contains("`authorization`"), "{notice}");
+        assert!(
+            notice.contains("--remote-cache grpc://manifest:1"),
+            "{notice}"
+        );
+        assert!(!notice.contains("s3cret"), "{notice}");
+        // No headers to withhold: nothing to say.
+        let quiet = resolve(&manifest(), &RemoteFlags::default(), &[])
+            .unwrap()
+            .unwrap();
+        assert!(quiet.notice.is_none());
+        // The same server, named by the person: it gets them.
+        for (flags, vars) in [
+            (
+                RemoteFlags {
+                    url: Some("grpc://manifest:1".into()),
+                    ..RemoteFlags::default()
+                },
+                secret.to_vec(),
+            ),
+            (
+                RemoteFlags::default(),
+                vec![secret[0], (URL_VAR, "grpc://manifest:1")],
+            ),
+        ] {
+            let named = resolve(&manifest(), &flags, &vars).unwrap().unwrap();
+            assert_eq!(named.headers.len(), 1);
+            assert!(named.notice.is_none());
+        }
+    }
+
+    #[test]
+    fn size_limits_come_from_flags_variables_the_manifest_or_defaults() {
+        let plain = resolve(
+            &CacheSettings {
+                remote: Some("grpc://h:1".into()),
+                ..CacheSettings::default()
+            },
+            &RemoteFlags::default(),
+            &[],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!((plain.max_blob, plain.max_result), (1 << 30, 4 << 30));
+        let set = resolve(&manifest(), &RemoteFlags::default(), &[])
+            .unwrap()
+            .unwrap();
+        assert_eq!(set.max_blob, 5 << 20);
+        let env = resolve(
+            &manifest(),
+            &RemoteFlags::default(),
+            &[(MAX_RESULT_VAR, "2GiB")],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(env.max_result, 2 << 30);
+        let flags = RemoteFlags {
+            max_blob: Some("64KiB".into()),
+            ..RemoteFlags::default()
+        };
+        let flagged = resolve(&manifest(), &flags, &[(MAX_BLOB_VAR, "1MiB")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(flagged.max_blob, 64 << 10);
+        let e = resolve(
+            &manifest(),
+            &RemoteFlags::default(),
+            &[(MAX_BLOB_VAR, "lots")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`ONCE_REMOTE_MAX_BLOB`"), "{e}");
     }
 }

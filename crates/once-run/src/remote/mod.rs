@@ -11,6 +11,15 @@
 //! `Command` and input-tree `Directory` messages, the outputs and the log (as stdout); input
 //! files are not, as a cache needs none of them.
 //!
+//! Nothing a server states is trusted for an allocation: a result whose outputs together exceed
+//! `max_result`, or with one over `max_blob` (`[cache]`, `ONCE_REMOTE_MAX_*`, the flags), is a
+//! miss, said once per run; the client keeps blobs up to 1 MiB in memory and streams larger ones
+//! into staging files of the cache's `cas/` folder (under `.once/`), hashed as they arrive, and
+//! the cache moves them into place only once they are whole and correct.
+//!
+//! Credentials go only to a server the person named (see `config.rs`): one that only the
+//! workspace's `once.toml` names gets no headers, and the run says so once.
+//!
 //! A server that cannot be reached, is slow, or answers wrongly (a corrupt blob, a broken reply)
 //! turns the remote cache off for the rest of the run at its first failure, which costs at most
 //! one call's timeout; the run goes on locally and the reason is reported once. A wrong instance
@@ -19,13 +28,13 @@
 //! header's value, never restore a blob it has not verified, and never upload a failure.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use globset::GlobSet;
-use once_remote::{Bytes, Client, digest_of, reapi};
+use once_remote::{Blob, Bytes, Client, digest_of, reapi};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{ActionResult, Cache, LOG_CAP};
@@ -47,6 +56,12 @@ pub struct RemoteConfig {
     pub headers: Vec<(String, String)>,
     /// Bounds every call, connecting included.
     pub timeout: Duration,
+    /// The largest blob fetched, in bytes: a result with a larger one is a miss.
+    pub max_blob: u64,
+    /// The largest result fetched (its outputs together), in bytes: a larger one is a miss.
+    pub max_result: u64,
+    /// Said once when the run starts: why headers were not sent (see `config.rs`).
+    pub notice: Option<String>,
 }
 
 impl fmt::Debug for RemoteConfig {
@@ -58,6 +73,9 @@ impl fmt::Debug for RemoteConfig {
             .field("upload", &self.upload)
             .field("headers", &names)
             .field("timeout", &self.timeout)
+            .field("max_blob", &self.max_blob)
+            .field("max_result", &self.max_result)
+            .field("notice", &self.notice)
             .finish()
     }
 }
@@ -76,7 +94,8 @@ pub struct RemoteReport {
     pub uploaded: usize,
     /// Calls sent to the server, each one round trip.
     pub round_trips: u64,
-    /// Why the remote cache was turned off during the run, if it was: the run went on locally.
+    /// What the person should know about the remote cache in this run, one sentence per line:
+    /// why it went off (the run went on locally), results too large to fetch, headers not sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
 }
@@ -92,6 +111,8 @@ pub struct Remote {
     read_only_server: bool,
     /// Said when uploads were asked of a server that refuses them.
     read_only_note: Option<String>,
+    /// Said the first time a result is too large to fetch.
+    too_large: OnceLock<String>,
     hits: AtomicUsize,
     misses: AtomicUsize,
     uploaded: AtomicUsize,
@@ -108,11 +129,15 @@ impl fmt::Debug for Remote {
     }
 }
 
-/// The outputs and log of a remote hit, downloaded and verified, not written anywhere yet.
+/// The outputs and log of a remote hit, downloaded and verified: in memory, or in staging files
+/// of the cache's `cas/` folder (deleted when this is dropped unless the cache took them).
 pub(crate) struct Fetched {
-    /// Path relative to the target's folder, bytes, executable.
-    pub outputs: Vec<(String, Bytes, bool)>,
-    pub log: Option<Bytes>,
+    /// Every blob, once each (outputs of equal content share one).
+    pub blobs: Vec<Blob>,
+    /// Path relative to the target's folder, index in `blobs`, executable.
+    pub outputs: Vec<(String, usize, bool)>,
+    /// The log's index in `blobs`.
+    pub log: Option<usize>,
     pub duration_ms: u64,
 }
 
@@ -128,6 +153,7 @@ impl Remote {
             off: OnceLock::new(),
             read_only_server: false,
             read_only_note: None,
+            too_large: OnceLock::new(),
             hits: AtomicUsize::new(0),
             misses: AtomicUsize::new(0),
             uploaded: AtomicUsize::new(0),
@@ -174,7 +200,8 @@ impl Remote {
     /// What the run did with the remote cache so far.
     pub fn report(&self) -> RemoteReport {
         let pooled: u64 = self.lock_clients().iter().map(Client::calls).sum();
-        let warning = self.warning().map(str::to_owned);
+        let warnings = self.warnings();
+        let warning = (!warnings.is_empty()).then(|| warnings.join("\n"));
         RemoteReport {
             url: self.config.url.clone(),
             instance: self.config.instance.clone(),
@@ -187,10 +214,16 @@ impl Remote {
         }
     }
 
-    /// Looks `described` up and downloads its outputs and log, all of them or nothing. `None`
-    /// for a miss, for a result this client will not restore (a failure, outputs outside
-    /// `outputs`, directories or links), and once the remote cache is off.
-    pub(crate) fn fetch(&self, described: &Described, outputs: &GlobSet) -> Option<Fetched> {
+    /// Looks `described` up and downloads its outputs and log, all of them or nothing; blobs
+    /// over 1 MiB go to staging files in `spill`. `None` for a miss, for a result this client
+    /// will not restore (a failure, outputs outside `outputs`, directories or links, or one over
+    /// the size limits), and once the remote cache is off.
+    pub(crate) fn fetch(
+        &self,
+        described: &Described,
+        outputs: &GlobSet,
+        spill: &Path,
+    ) -> Option<Fetched> {
         let result =
             self.with_client(|client| client.get_action_result(&described.action_digest))?;
         let Some(result) = result else {
@@ -202,43 +235,60 @@ impl Remote {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
+        if let Err(reason) = self.within_limits(&files) {
+            self.say_too_large(reason);
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         let mut wanted: Vec<reapi::Digest> = files
             .iter()
             .filter(|file| file.contents.is_empty())
             .filter_map(|file| file.digest.clone())
             .filter(|digest| digest.size_bytes > 0)
             .collect();
-        let log_digest = result
-            .stdout_digest
-            .clone()
-            .filter(|d| u64::try_from(d.size_bytes).is_ok_and(|size| size <= LOG_CAP));
+        let log_digest = result.stdout_digest.clone().filter(|d| {
+            u64::try_from(d.size_bytes).is_ok_and(|size| size <= LOG_CAP.min(self.config.max_blob))
+        });
         wanted.extend(log_digest.iter().cloned());
-        wanted.sort_by(|a, b| a.hash.cmp(&b.hash));
+        wanted.sort_by(|a, b| a.hash.cmp(&b.hash).then(a.size_bytes.cmp(&b.size_bytes)));
         wanted.dedup();
-        let blobs = if wanted.is_empty() {
+        let read = if wanted.is_empty() {
             Vec::new()
         } else {
-            self.with_client(|client| client.batch_read_blobs(&wanted))?
+            self.with_client(|client| client.read_blobs(&wanted, spill))?
         };
-        let blob = |digest: &reapi::Digest| -> Option<Bytes> {
+        let mut blobs: Vec<Blob> = Vec::with_capacity(read.len() + files.len());
+        // Position in `wanted` -> index in `blobs`, for the blobs the server had.
+        let mut found: Vec<Option<usize>> = Vec::with_capacity(read.len());
+        for blob in read {
+            found.push(blob.map(|blob| {
+                blobs.push(blob);
+                blobs.len() - 1
+            }));
+        }
+        let index_of = |digest: &reapi::Digest| -> Option<usize> {
             let i = wanted.iter().position(|w| w == digest)?;
-            blobs.get(i).cloned().flatten()
+            found.get(i).copied().flatten()
         };
         let mut fetched = Vec::with_capacity(files.len());
         for file in files {
             let digest = file.digest.clone().unwrap_or_default();
-            let bytes = if file.contents.is_empty() {
+            let index = if file.contents.is_empty() {
                 // A blob the server lost since it answered: the whole result is a miss.
-                match blob(&digest) {
-                    Some(bytes) => bytes,
-                    None if digest.size_bytes == 0 => Bytes::new(),
+                match index_of(&digest) {
+                    Some(index) => index,
+                    None if digest.size_bytes == 0 => {
+                        blobs.push(Blob::Memory(Bytes::new()));
+                        blobs.len() - 1
+                    }
                     None => {
                         self.misses.fetch_add(1, Ordering::Relaxed);
                         return None;
                     }
                 }
             } else if digest_of(&file.contents) == digest {
-                Bytes::from(file.contents.clone())
+                blobs.push(Blob::Memory(Bytes::from(file.contents.clone())));
+                blobs.len() - 1
             } else {
                 self.turn_off(&format!(
                     "the remote cache at `{}` inlined bytes of `{}` that do not match its digest",
@@ -246,15 +296,52 @@ impl Remote {
                 ));
                 return None;
             };
-            fetched.push((file.path.clone(), bytes, file.is_executable));
+            fetched.push((file.path.clone(), index, file.is_executable));
         }
-        let log = log_digest.as_ref().and_then(blob);
+        let log = log_digest.as_ref().and_then(index_of);
         self.hits.fetch_add(1, Ordering::Relaxed);
         Some(Fetched {
+            blobs,
             outputs: fetched,
             log,
             duration_ms: duration_of(&result),
         })
+    }
+
+    /// `Err(why)` when `files` hold a blob over `max_blob` or more than `max_result` in all, by
+    /// the sizes the server states (which are all the client has before it downloads).
+    fn within_limits(&self, files: &[&reapi::OutputFile]) -> Result<(), String> {
+        let url = &self.config.url;
+        let mut total = 0u64;
+        for file in files {
+            let size = file.digest.as_ref().map_or(0, |d| d.size_bytes);
+            let Ok(size) = u64::try_from(size) else {
+                return Err(format!(
+                    "the remote cache at `{url}` states a negative size for `{}`",
+                    file.path
+                ));
+            };
+            if size > self.config.max_blob {
+                return Err(format!(
+                    "the remote cache at `{url}` has a result with `{}` of {size} bytes, over the limit of {} bytes per blob: such results run locally; to fetch them, raise `[cache] max_blob` in `once.toml`, `ONCE_REMOTE_MAX_BLOB` or `--remote-max-blob`",
+                    file.path, self.config.max_blob
+                ));
+            }
+            total = total.saturating_add(size);
+        }
+        if total > self.config.max_result {
+            return Err(format!(
+                "the remote cache at `{url}` has a result of {total} bytes, over the limit of {} bytes per result: such results run locally; to fetch them, raise `[cache] max_result` in `once.toml`, `ONCE_REMOTE_MAX_RESULT` or `--remote-max-result`",
+                self.config.max_result
+            ));
+        }
+        Ok(())
+    }
+
+    fn say_too_large(&self, reason: String) {
+        if self.too_large.set(reason).is_ok() {
+            tracing::debug!("a remote result over the size limits: a miss");
+        }
     }
 
     /// Uploads the result of a successful run: what is missing of its messages, outputs and log,
@@ -391,13 +478,20 @@ impl Remote {
         }
     }
 
-    /// What the person should know about the remote cache in this run, if anything: why it
-    /// went off, or that it takes no uploads though they were asked for.
-    pub(crate) fn warning(&self) -> Option<&str> {
-        self.off
-            .get()
-            .or(self.read_only_note.as_ref())
-            .map(String::as_str)
+    /// What the person should know about the remote cache in this run, each said once, in the
+    /// order they became true: headers not sent, that it takes no uploads though they were asked
+    /// for, a result too large to fetch, why it went off.
+    pub(crate) fn warnings(&self) -> Vec<&str> {
+        [
+            self.config.notice.as_ref(),
+            self.read_only_note.as_ref(),
+            self.too_large.get(),
+            self.off.get(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect()
     }
 
     fn lock_clients(&self) -> std::sync::MutexGuard<'_, Vec<Client>> {

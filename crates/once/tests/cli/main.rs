@@ -14,9 +14,13 @@ mod dry_run;
 mod eval;
 mod examples;
 mod false_green;
+// The hostile REAPI cache of `once-remote`'s tests, shared by the remote tests here.
+#[path = "../../../once-remote/tests/support/hostile_cache.rs"]
+mod hostile_cache;
 mod hostile_deep_pnpm;
 mod hostile_git_config;
 mod hostile_manifest_above;
+mod hostile_remote_credentials;
 mod key;
 mod manifest_schema;
 mod mcp;
@@ -27,6 +31,7 @@ mod placeholders;
 mod proof;
 mod query;
 mod remote;
+mod remote_bounds;
 mod run;
 mod run_env;
 mod run_output;

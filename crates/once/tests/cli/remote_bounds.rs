@@ -1,0 +1,287 @@
+//! `once run` against a hostile remote cache (`once-remote/tests/support/hostile_cache.rs`, on
+//! loopback): a result claiming an absurd size, a blob that streams garbage forever or 1 GiB of
+//! wrong bytes, a gRPC length prefix of 4 GiB, a batch answer with blobs nobody asked for. Each
+//! run ends with one clear warning and runs the action locally, never aborts, and stays under
+//! 128 MiB of peak memory (measured with `wait4`, the child's own `ru_maxrss`). Every server
+//! stops with its test.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use once_remote::{digest_of, reapi};
+use serde_json::Value;
+
+use crate::support::{TempDir, once_binary};
+
+use crate::hostile_cache::{BatchPlan, HostileCache, Plan, ReadPlan};
+
+/// The most a run may take here before the test fails instead of hanging.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+/// The peak memory no server may push `once run` past.
+const RSS_LIMIT_KIB: i64 = 128 * 1024;
+
+/// One target whose build writes `out/big.bin` (and `out/small.txt`) locally.
+fn workspace(cache: &str) -> TempDir {
+    let dir = TempDir::new();
+    let manifest = format!(
+        "{cache}\n[workspace]\nname = \"w\"\n\n[targets.app]\nkind = \"command\"\n\
+         [targets.app.capabilities.build]\n\
+         command = \"mkdir -p out && echo local > out/big.bin && echo local > out/small.txt\"\n\
+         outputs = [\"out/**\"]\n"
+    );
+    std::fs::write(dir.path().join("once.toml"), manifest).expect("writes the manifest");
+    dir
+}
+
+/// A result whose one output is `path` with `digest`.
+fn result_with(path: &str, digest: reapi::Digest) -> reapi::ActionResult {
+    reapi::ActionResult {
+        output_files: vec![reapi::OutputFile {
+            path: path.to_owned(),
+            digest: Some(digest),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// A digest of `size` bytes whose hash matches no bytes the server will send.
+fn lying(size: i64) -> reapi::Digest {
+    reapi::Digest {
+        hash: "0".repeat(64),
+        size_bytes: size,
+    }
+}
+
+/// What a measured run of `once` gave.
+struct Measured {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+    peak_kib: i64,
+}
+
+impl Measured {
+    fn warnings(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with("warning:"))
+            .collect()
+    }
+
+    /// The run succeeded, locally, with one warning that says `expected`.
+    fn ran_locally_warning(&self, expected: &str) {
+        let context = format!("{}\n--- stderr\n{}", self.stdout, self.stderr);
+        assert_eq!(self.status.signal(), None, "`once` was killed: {context}");
+        assert_eq!(self.status.code(), Some(0), "{context}");
+        let report: Value = serde_json::from_str(&self.stdout).expect("a report");
+        let row = &report["actions"][0];
+        assert_eq!(row["status"], "succeeded", "{context}");
+        assert_ne!(row["remote"], true, "{context}");
+        let warnings = self.warnings();
+        assert_eq!(warnings.len(), 1, "{context}");
+        assert!(warnings[0].contains(expected), "{context}");
+        assert!(
+            self.peak_kib < RSS_LIMIT_KIB,
+            "peak RSS {} KiB: {context}",
+            self.peak_kib
+        );
+    }
+}
+
+/// Runs `once -C root run app:build --json --no-remote-upload --remote-cache URL EXTRA` to its
+/// end (failing the test after [`RUN_LIMIT`]) and measures its peak RSS with `wait4`.
+// `wait4` reaps the child (for its rusage) on every path that returns, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn run(root: &Path, url: &str, extra: &[&str]) -> Measured {
+    let mut command = Command::new(once_binary());
+    command
+        .arg("-C")
+        .arg(root)
+        .args(["run", "app:build", "--json", "--no-remote-upload"])
+        .args(["--remote-cache", url])
+        .args(extra)
+        .env_remove("ONCE_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for var in [
+        "ONCE_REMOTE_CACHE",
+        "ONCE_REMOTE_HEADERS",
+        "ONCE_REMOTE_HEADERS_FILE",
+        "ONCE_REMOTE_MAX_BLOB",
+        "ONCE_REMOTE_MAX_RESULT",
+    ] {
+        command.env_remove(var);
+    }
+    let mut child = command.spawn().expect("starts once");
+    let pid = child.id() as libc::pid_t;
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = Instant::now() + RUN_LIMIT;
+    let (status, peak_kib) = loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is our own child, not yet reaped; the pointers are to live locals.
+        let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if got == pid {
+            break (ExitStatus::from_raw(status), usage.ru_maxrss);
+        }
+        assert!(got == 0, "wait4: {}", std::io::Error::last_os_error());
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`once run` took more than {RUN_LIMIT:?}");
+        }
+        // Polling a child's exit, with a bounded deadline: nothing waits on this pause.
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Measured {
+        status,
+        stdout: stdout.join().expect("stdout"),
+        stderr: stderr.join().expect("stderr"),
+        peak_kib,
+    }
+}
+
+/// No staging file of a download is left in the cache.
+fn no_staging_left(root: &Path) {
+    let cas = root.join(".once/cache/cas");
+    let Ok(entries) = std::fs::read_dir(&cas) else {
+        return;
+    };
+    let left: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".blob."))
+        .collect();
+    assert!(left.is_empty(), "staging files left: {left:?}");
+}
+
+#[test]
+fn a_result_claiming_the_largest_size_is_a_miss_said_once() {
+    let server = HostileCache::start(Plan {
+        result: Some(result_with("out/big.bin", lying(i64::MAX))),
+        // A short answer, so a client that trusted the size would go on to allocate it.
+        read: ReadPlan::Fill {
+            fill: 0x41,
+            total: Some(1 << 20),
+        },
+        ..Plan::empty()
+    });
+    let root = workspace("");
+    let run = run(root.path(), &server.url(), &[]);
+    run.ran_locally_warning(
+        "of 9223372036854775807 bytes, over the limit of 1073741824 bytes per blob",
+    );
+    assert!(
+        run.warnings()[0].contains("`--remote-max-blob`"),
+        "{}",
+        run.stderr
+    );
+    eprintln!(
+        "peak RSS against a claim of 2^63-1 bytes: {} KiB",
+        run.peak_kib
+    );
+    // The size alone decided: no blob was asked for.
+    assert!(!server.seen().iter().any(|s| s.path.ends_with("/Read")));
+}
+
+#[test]
+fn a_claim_of_2_gib_streaming_garbage_forever_ends_at_the_timeout_in_bounded_memory() {
+    let server = HostileCache::start(Plan {
+        result: Some(result_with("out/big.bin", lying(2 << 30))),
+        read: ReadPlan::Fill {
+            fill: 0x41,
+            total: None,
+        },
+        ..Plan::empty()
+    });
+    let root = workspace("[cache]\ntimeout = \"1500ms\"\n");
+    // Limits raised past the claim, so the client downloads and the stream itself is tested.
+    let run = run(root.path(), &server.url(), &["--remote-max-blob", "3GiB"]);
+    run.ran_locally_warning("did not answer `Read` within 1500 ms");
+    no_staging_left(root.path());
+}
+
+#[test]
+fn a_gib_of_the_right_length_and_the_wrong_bytes_is_refused_in_bounded_memory() {
+    let server = HostileCache::start(Plan {
+        result: Some(result_with("out/big.bin", lying(1 << 30))),
+        read: ReadPlan::Fill {
+            fill: 0,
+            total: Some(1 << 30),
+        },
+        ..Plan::empty()
+    });
+    let root = workspace("[cache]\ntimeout = \"100s\"\n");
+    let run = run(root.path(), &server.url(), &[]);
+    run.ran_locally_warning("does not match its digest");
+    eprintln!("peak RSS streaming 1 GiB: {} KiB", run.peak_kib);
+    no_staging_left(root.path());
+}
+
+#[test]
+fn a_length_prefix_of_4_gib_is_refused_at_once() {
+    let server = HostileCache::start(Plan {
+        result: Some(result_with("out/big.bin", lying(100 << 20))),
+        read: ReadPlan::Prefix(u32::MAX),
+        ..Plan::empty()
+    });
+    let root = workspace("[cache]\ntimeout = \"100s\"\n");
+    let run = run(root.path(), &server.url(), &[]);
+    run.ran_locally_warning("a message of 4294967295 bytes, over the limit");
+    no_staging_left(root.path());
+}
+
+#[test]
+fn a_batch_answer_with_more_blobs_than_asked_is_refused() {
+    let blob = Bytes::from_static(b"asked for\n");
+    for plan in [
+        BatchPlan::Extra(vec![blob.clone()]),
+        BatchPlan::Twice(vec![blob.clone()]),
+    ] {
+        let server = HostileCache::start(Plan {
+            result: Some(result_with("out/small.txt", digest_of(&blob))),
+            batch: plan,
+            ..Plan::empty()
+        });
+        let root = workspace("");
+        let run = run(root.path(), &server.url(), &[]);
+        run.ran_locally_warning("2 blobs in the answer, 1 asked for");
+        let small = std::fs::read(root.path().join("out/small.txt")).expect("built");
+        assert_eq!(small, b"local\n", "the server's bytes were restored");
+    }
+}
+
+#[test]
+fn an_honest_large_blob_is_streamed_into_place_and_replayed() {
+    let data = Bytes::from(vec![b'x'; 3 << 20]);
+    let server = HostileCache::start(Plan {
+        result: Some(result_with("out/big.bin", digest_of(&data))),
+        read: ReadPlan::Blob(data.clone()),
+        ..Plan::empty()
+    });
+    let root = workspace("");
+    let run = run(root.path(), &server.url(), &[]);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).expect("a report");
+    assert_eq!(report["actions"][0]["remote"], true, "{report}");
+    assert!(run.warnings().is_empty(), "{}", run.stderr);
+    let restored = std::fs::read(root.path().join("out/big.bin")).expect("restored");
+    assert!(restored == data, "the restored output differs");
+    no_staging_left(root.path());
+}
