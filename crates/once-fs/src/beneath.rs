@@ -16,7 +16,7 @@
 //!   last folder's descriptor, so it acts in the folder the walk checked, even if that folder is
 //!   renamed meanwhile; there is no window between a check and a use. A name that only a
 //!   folder which folds names would read as a reserved one (`.GIT`) is put to that folder
-//!   (`beneath/reserved.rs`), so the answer is the file system's, folder by folder.
+//!   (`reserved.rs`), so the answer is the file system's, folder by folder.
 //! - Windows (`beneath/windows.rs`): there is no `openat`, so a folder is held as its path; each
 //!   component is looked at without following it and refused if it is any reparse point
 //!   (symbolic link, junction, mount point), then named by path. This is not race-free: a folder
@@ -26,13 +26,12 @@
 //! Must never follow a symbolic link, never act on a path outside the folder it walked to, and
 //! never write anything its caller did not name.
 
-mod reserved;
 #[cfg(unix)]
 mod unix;
 #[cfg(windows)]
 mod windows;
 
-pub(crate) use reserved::is_reserved;
+use crate::reserved::{self, is_reserved};
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -45,8 +44,7 @@ use windows::{Dir, is_link_error};
 
 use crate::path::{PathError, WorkspacePath};
 
-/// Components no user write may pass: git's folder and our own state.
-pub const RESERVED: [&str; 2] = [".git", ".once"];
+pub use crate::reserved::RESERVED;
 
 /// The workspace root, open as a directory.
 #[derive(Debug)]

@@ -24,6 +24,7 @@ pub mod clock;
 pub mod codec;
 mod owner;
 mod path;
+mod reserved;
 mod slot_lock;
 mod stamp;
 

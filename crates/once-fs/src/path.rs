@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::beneath::is_reserved;
+use crate::reserved::is_reserved;
 
 /// The longest file name (one component) Linux file systems take, in bytes.
 pub const NAME_MAX: usize = 255;

@@ -10,7 +10,8 @@
 //!
 //! Must never call a name harmless that the folder would open as a reserved one.
 
-use super::RESERVED;
+/// Components no user write may pass: git's folder and our own state.
+pub const RESERVED: [&str; 2] = [".git", ".once"];
 
 /// Whether `name` is one of [`RESERVED`], as the platform's file systems compare names.
 #[cfg(not(windows))]
