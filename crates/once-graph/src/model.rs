@@ -192,6 +192,11 @@ pub struct Inference {
     /// Each one orders the dependent's capabilities after the dependency's, except those listed
     /// in `unordered`.
     pub edges: Vec<(String, EdgeKind)>,
+    /// The same edges as discovery found them: each by the folder of the package of this
+    /// ecosystem it reaches. They are what binds: `edges` are named from them once every name
+    /// is final, so no name, given by discovery or by an overlay, can move an edge to another
+    /// package.
+    pub(crate) folder_edges: Vec<(String, EdgeKind)>,
     /// The edges that would close a cycle (a test-only dependency back on a dependent, legal in
     /// Cargo and npm): recorded, but not ordering anything.
     pub unordered: Vec<(String, EdgeKind)>,

@@ -17,7 +17,7 @@ mod deps;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use toml::de::DeTable;
 
@@ -304,18 +304,15 @@ fn package_of(
 fn inferred(reader: &mut Reader, root: &Root, mut packages: Vec<Package>) -> Vec<Inferred> {
     packages.sort_by(|a, b| a.folder.cmp(&b.folder));
     let names = unique_names(reader, &packages);
-    let by_folder: HashMap<&str, &str> = packages
-        .iter()
-        .zip(&names)
-        .map(|(p, n)| (p.folder.as_str(), n.as_str()))
-        .collect();
+    // An edge names the package it reaches by its folder, so members are known by folder.
+    let members: HashSet<&str> = packages.iter().map(|p| p.folder.as_str()).collect();
     let mut out = Vec::with_capacity(packages.len());
     for (package, name) in packages.iter().zip(&names) {
         let mut edges = BTreeSet::new();
         for dep in &package.deps {
             let to = match resolve_dep(root, &package.folder, dep) {
                 Resolved::Path(path) => {
-                    let member = path.as_deref().and_then(|p| by_folder.get(p));
+                    let member = path.as_deref().and_then(|p| members.get(p).copied());
                     if member.is_none() {
                         not_member(reader, package, dep, path.as_deref());
                     }
@@ -325,12 +322,12 @@ fn inferred(reader: &mut Reader, root: &Root, mut packages: Vec<Package>) -> Vec
                     .patches
                     .get(&(registry, name))
                     .and_then(|p| p.as_deref())
-                    .and_then(|p| by_folder.get(p)),
+                    .and_then(|p| members.get(p).copied()),
                 Resolved::Other => None,
             };
-            if let Some(to) = to.filter(|to| **to != name.as_str()) {
+            if let Some(to) = to.filter(|to| *to != package.folder) {
                 edges.insert(Edge {
-                    to: to.to_string(),
+                    folder: to.to_string(),
                     kind: dep.kind,
                 });
             }

@@ -170,7 +170,7 @@ fn infer(
             };
             if let Some(to) = to.filter(|&to| to != i) {
                 edges.push(Edge {
-                    to: names[to].clone(),
+                    folder: modules[to].folder.clone(),
                     kind: EdgeKind::Normal,
                 });
             }

@@ -309,7 +309,7 @@ fn infer(reader: &mut Reader, mut members: Vec<Member>, pm: PackageManager) -> V
         let mut edges: Vec<Edge> = to
             .into_iter()
             .map(|(j, kind)| Edge {
-                to: names[j].clone(),
+                folder: members[j].path.clone(),
                 kind,
             })
             .collect();

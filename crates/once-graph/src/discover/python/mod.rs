@@ -166,7 +166,7 @@ fn infer(
                 };
                 if let Some(to) = to.filter(|&to| to != i) {
                     edges.push(Edge {
-                        to: names[to].clone(),
+                        folder: members[to].folder.clone(),
                         kind: *kind,
                     });
                 }
