@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::discover::{Ecosystem, EdgeKind};
+use crate::ecosystem::{Ecosystem, EdgeKind};
 use crate::template::Template;
 
 /// The type of a capability parameter.
@@ -215,4 +215,14 @@ impl Target {
             .ok()
             .and_then(|i| self.capabilities.get(i))
     }
+}
+
+/// Default deadline of capabilities when neither they nor the workspace declare one.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
+
+/// Whether `name` is a valid target or capability name: `[A-Za-z0-9][A-Za-z0-9._-]*`.
+pub fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }

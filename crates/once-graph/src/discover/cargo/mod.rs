@@ -24,6 +24,7 @@ use toml::de::DeTable;
 use self::commands::{Selection, capabilities, plain_word};
 use self::deps::{Dep, Source, dependencies, source};
 use super::{Ecosystem, Edge, Inferred, Reader, target_name};
+use crate::relpath::join;
 
 /// The addresses of crates.io's index, which a `[patch]` table may use instead of its name.
 const CRATES_IO_GIT: &str = "https://github.com/rust-lang/crates.io-index";
@@ -452,31 +453,4 @@ fn excluded(root: &Root, folder: &str) -> bool {
 /// A manifest path as a root-relative folder: `./a/b/` is `a/b`, and the root is `.`.
 fn normalize(path: &str) -> String {
     join(".", path).unwrap_or_else(|| path.to_string())
-}
-
-/// `rel` (a path as written in a manifest) taken from `folder`, `/`-separated, with `.` and
-/// `..` resolved; `None` when it leaves the workspace root or is absolute.
-fn join(folder: &str, rel: &str) -> Option<String> {
-    let rel = rel.replace('\\', "/");
-    if rel.starts_with('/') || rel.get(1..2) == Some(":") {
-        return None;
-    }
-    let mut parts: Vec<&str> = folder
-        .split('/')
-        .filter(|c| *c != "." && !c.is_empty())
-        .collect();
-    for c in rel.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            c => parts.push(c),
-        }
-    }
-    Some(if parts.is_empty() {
-        ".".to_string()
-    } else {
-        parts.join("/")
-    })
 }

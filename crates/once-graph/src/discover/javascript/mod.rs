@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Map, Value};
 
 use super::{Ecosystem, Edge, EdgeKind, Inferred, Reader, target_name};
-use crate::manifest::join_path;
+use crate::relpath::join_path;
 
 /// The package manager whose `run` the capabilities call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
