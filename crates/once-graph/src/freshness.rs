@@ -7,13 +7,12 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use once_fs::codec::{Decoder, Encoder};
 use once_fs::{FileKind, Lookup, STAMP_BYTES, Stamp};
 
 use crate::discover::Listing;
-use crate::workspace::{expand_members, read_limited};
+use crate::workspace::load::{Listed, Trace, expand_members, read_limited};
 
 /// A loaded workspace's record of what it read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,39 +57,6 @@ impl Lists {
             || self.present.iter().any(|rel| !root.join(rel).is_file())
             || self.listings.iter().any(expanded_again)
             || expand_members(root, &self.member_globs).0 != self.member_dirs
-    }
-}
-
-/// What one folder glob's expansion looked at: each folder it listed, and each file it looked
-/// for with the answer. While every listed folder's stamp proves it holds the same names, the
-/// expansion visits the same folders; while each file looked for is still there or still not,
-/// it matches the same ones.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Trace {
-    pub(crate) listed: Vec<(String, Listed)>,
-    pub(crate) probed: Vec<(String, bool)>,
-}
-
-/// A folder an expansion meant to list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Listed {
-    /// Listed; its stamp taken before (by `stat`, as a listing follows a link).
-    Folder(Stamp),
-    /// Not there.
-    Absent,
-    /// Anything else (unreadable, or a stamp that could not be taken): never proven.
-    Unknown,
-}
-
-impl Listed {
-    /// What to record of a folder whose metadata before listing was `before`, given whether
-    /// the listing worked.
-    pub(crate) fn of(before: std::io::Result<std::fs::Metadata>, listed: bool) -> Listed {
-        match before {
-            Ok(metadata) if listed => Listed::Folder(Stamp::new(&metadata, SystemTime::now())),
-            Err(error) if !listed && error.kind() == std::io::ErrorKind::NotFound => Listed::Absent,
-            _ => Listed::Unknown,
-        }
     }
 }
 
@@ -291,7 +257,7 @@ fn read_strings(input: &mut Decoder<'_>) -> Option<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::time::{Duration, SystemTime};
 
     use super::*;
     use crate::discover::Reader;

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
-use crate::manifest::DEFAULT_DEADLINE;
+use crate::model::DEFAULT_DEADLINE;
 use crate::model::{Capability, Origin, Param, ParamType};
 use crate::template::Template;
 

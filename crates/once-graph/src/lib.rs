@@ -8,6 +8,7 @@
 pub mod diagnostic;
 pub mod discover;
 pub mod duration;
+mod ecosystem;
 mod error;
 mod features;
 mod freshness;
@@ -18,6 +19,7 @@ pub mod kind;
 pub mod manifest;
 pub mod model;
 pub mod query;
+mod relpath;
 pub mod root;
 mod shell;
 pub mod size;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::discover::{Ecosystem, EdgeKind};
+use crate::ecosystem::{Ecosystem, EdgeKind};
 use crate::template::Template;
 
 /// The type of a capability parameter.
@@ -192,6 +192,11 @@ pub struct Inference {
     /// Each one orders the dependent's capabilities after the dependency's, except those listed
     /// in `unordered`.
     pub edges: Vec<(String, EdgeKind)>,
+    /// The same edges as discovery found them: each by the folder of the package of this
+    /// ecosystem it reaches. They are what binds: `edges` are named from them once every name
+    /// is final, so no name, given by discovery or by an overlay, can move an edge to another
+    /// package.
+    pub(crate) folder_edges: Vec<(String, EdgeKind)>,
     /// The edges that would close a cycle (a test-only dependency back on a dependent, legal in
     /// Cargo and npm): recorded, but not ordering anything.
     pub unordered: Vec<(String, EdgeKind)>,
@@ -210,4 +215,14 @@ impl Target {
             .ok()
             .and_then(|i| self.capabilities.get(i))
     }
+}
+
+/// Default deadline of capabilities when neither they nor the workspace declare one.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
+
+/// Whether `name` is a valid target or capability name: `[A-Za-z0-9][A-Za-z0-9._-]*`.
+pub fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }

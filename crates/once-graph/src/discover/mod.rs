@@ -13,6 +13,7 @@
 mod cargo;
 mod go;
 mod javascript;
+mod names;
 mod python;
 mod reader;
 #[cfg(test)]
@@ -21,73 +22,23 @@ mod targets;
 
 use std::collections::BTreeMap;
 
+pub use crate::ecosystem::{Ecosystem, EdgeKind};
+
 pub(crate) use javascript::scripts_of;
+pub(crate) use names::give_names;
 pub(crate) use reader::{Listing, Reader};
-pub(crate) use targets::{exclude, settle_names, to_target, unordered_edges};
+pub(crate) use targets::{exclude, to_target, unordered_edges};
 
-/// An ecosystem whose manifests discovery reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Ecosystem {
-    /// Cargo workspaces and packages.
-    Cargo,
-    /// npm, pnpm, yarn and bun workspaces and packages.
-    JavaScript,
-    /// `pyproject.toml` projects and uv workspaces.
-    Python,
-    /// Go modules and `go.work` workspaces.
-    Go,
-}
-
-impl Ecosystem {
-    /// Every ecosystem, in the order discovery runs them.
-    pub const ALL: [Ecosystem; 4] = [
-        Ecosystem::Cargo,
-        Ecosystem::JavaScript,
-        Ecosystem::Python,
-        Ecosystem::Go,
-    ];
-
-    /// The name a manifest and the JSON answers use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Ecosystem::Cargo => "cargo",
-            Ecosystem::JavaScript => "javascript",
-            Ecosystem::Python => "python",
-            Ecosystem::Go => "go",
-        }
-    }
-}
-
-/// What a dependency edge is for, as the ecosystem's manifest says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum EdgeKind {
-    /// Needed to build and run (`dependencies`, `require`).
-    Normal,
-    /// Needed only by tests, examples and tooling (`dev-dependencies`, `devDependencies`).
-    Dev,
-    /// Needed by the build script (`build-dependencies`).
-    Build,
-    /// Optional or peer dependencies (`optionalDependencies`, `peerDependencies`).
-    Optional,
-}
-
-impl EdgeKind {
-    /// The name the JSON answers use.
-    pub fn name(self) -> &'static str {
-        match self {
-            EdgeKind::Normal => "normal",
-            EdgeKind::Dev => "dev",
-            EdgeKind::Build => "build",
-            EdgeKind::Optional => "optional",
-        }
-    }
-}
-
-/// An edge from an inferred target to another target of its ecosystem.
+/// An edge from an inferred target to another package of its ecosystem.
+///
+/// It names the package by its folder, never by its name: the package is the one of the same
+/// ecosystem in that folder (the ecosystem's own rules found it), so no name given later, by
+/// discovery or by an overlay, can bind the edge to anything else.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Edge {
-    /// The target it depends on, by target name.
-    pub to: String,
+    /// The folder of the package it depends on, relative to the workspace root, as in
+    /// [`Inferred::path`].
+    pub folder: String,
     /// What for.
     pub kind: EdgeKind,
 }
@@ -118,7 +69,7 @@ pub(crate) struct Inferred {
     pub fields: BTreeMap<String, serde_json::Value>,
     /// `None`: the kind's default capabilities. `Some`: exactly these (a package's scripts).
     pub capabilities: Option<Vec<InferredCapability>>,
-    /// Edges to other targets of the same ecosystem, sorted, without duplicates.
+    /// Edges to other packages of the same ecosystem, sorted, without duplicates.
     pub edges: Vec<Edge>,
     /// The manifest it comes from: an index into the reader's files.
     pub file: usize,
@@ -151,6 +102,15 @@ pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferr
         all.extend(found);
     }
     all
+}
+
+/// The name of the package of `found` in `folder`, for tests that read edges by name.
+#[cfg(test)]
+pub(crate) fn name_at<'a>(found: &'a [Inferred], folder: &str) -> &'a str {
+    found
+        .iter()
+        .find(|t| t.path == folder)
+        .map_or_else(|| panic!("no package in `{folder}`"), |t| t.name.as_str())
 }
 
 /// Makes `raw` (a package name like `@scope/web` or `my_crate`) a valid target name:

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
-use crate::freshness::Trace;
-use crate::workspace::{
+use crate::workspace::load::Trace;
+use crate::workspace::load::{
     Expanded, ManifestRecord, decode, expand_folders_traced, glob_too_deep, read_regular,
 };
 

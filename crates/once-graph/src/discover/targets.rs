@@ -1,5 +1,5 @@
-//! Inferred targets made graph targets: names settled across ecosystems,
-//! capabilities built on the kind's, and edges that never close a cycle.
+//! Inferred targets made graph targets: excluded packages left out, capabilities built on the
+//! kind's, and edges that never close a cycle.
 //!
 //! This is where discovery's answers meet the model. It must never invent a
 //! capability the manifest does not support (a package's scripts are exactly its
@@ -8,66 +8,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::{Edge, EdgeKind, Inferred, Reader};
+use super::{Edge, EdgeKind, Inferred};
 use crate::kind::find_kind;
 use crate::manifest::{Settings, Shared};
 use crate::model::{Capability, Inference, Origin, Target};
 use crate::template::Template;
-
-/// Makes target names unique across ecosystems: when two ecosystems infer the same name (a
-/// folder with both a `package.json` and a `pyproject.toml` named `web`), the later one becomes
-/// `NAME-ECOSYSTEM`, its ecosystem's edges follow, and a warning says so.
-pub(crate) fn settle_names(found: &mut [Inferred], reader: &mut Reader) {
-    let mut taken: HashMap<String, usize> = HashMap::with_capacity(found.len());
-    let mut renames: Vec<(super::Ecosystem, String, String)> = Vec::new();
-    for i in 0..found.len() {
-        let name = found[i].name.clone();
-        match taken.get(&name) {
-            None => {
-                taken.insert(name, i);
-            }
-            Some(&first) if found[first].ecosystem == found[i].ecosystem => {
-                // Each ecosystem keeps its own names unique; a repeat is its bug, dropped here.
-                let (file, offset) = (found[i].file, found[i].offset);
-                let first_path = found[first].path.clone();
-                reader.warn(
-                    file,
-                    offset,
-                    "duplicate-inferred-target",
-                    format!("a second package named `{name}` was left out; the one in `{first_path}` is target `{name}`"),
-                );
-                found[i].name.clear();
-            }
-            Some(&first) => {
-                let fresh = format!("{name}-{}", found[i].ecosystem.name());
-                let (file, offset) = (found[i].file, found[i].offset);
-                let first_rel = reader.rel(found[first].file).to_string();
-                reader.warn(
-                    file,
-                    offset,
-                    "inferred-name-taken",
-                    format!("target `{name}` is already inferred from `{first_rel}`; this one is named `{fresh}`"),
-                );
-                renames.push((found[i].ecosystem, name, fresh.clone()));
-                found[i].name = fresh.clone();
-                taken.insert(fresh, i);
-            }
-        }
-    }
-    if renames.is_empty() {
-        return;
-    }
-    for inferred in found.iter_mut() {
-        for edge in &mut inferred.edges {
-            if let Some((_, _, fresh)) = renames
-                .iter()
-                .find(|(e, old, _)| *e == inferred.ecosystem && *old == edge.to)
-            {
-                edge.to = fresh.clone();
-            }
-        }
-    }
-}
 
 /// Leaves out the inferred targets whose names match an `exclude` glob of `[discover]`, and the
 /// edges that lead to them.
@@ -77,9 +22,15 @@ pub(crate) fn exclude(found: &mut Vec<Inferred>, globs: &[String]) {
         return;
     };
     found.retain(|t| !set.is_match(&t.name));
-    let kept: std::collections::HashSet<String> = found.iter().map(|t| t.name.clone()).collect();
+    // A package is its ecosystem and its folder: an edge leads to an excluded one by those.
+    let kept: std::collections::HashSet<(super::Ecosystem, String)> = found
+        .iter()
+        .map(|t| (t.ecosystem, t.path.clone()))
+        .collect();
     for t in found.iter_mut() {
-        t.edges.retain(|e| kept.contains(&e.to));
+        let ecosystem = t.ecosystem;
+        t.edges
+            .retain(|e| kept.contains(&(ecosystem, e.folder.clone())));
     }
 }
 
@@ -168,7 +119,9 @@ pub(crate) fn to_target(
         capabilities,
         inference: Some(Arc::new(Inference {
             ecosystem: inferred.ecosystem,
-            edges: edges.into_iter().map(|e| (e.to, e.kind)).collect(),
+            // Named once every name is final (`workspace::overlay`), from the folders.
+            edges: Vec::new(),
+            folder_edges: edges.into_iter().map(|e| (e.folder, e.kind)).collect(),
             unordered: Vec::new(),
             source: (file, inferred.offset),
             overlay: None,
@@ -286,6 +239,7 @@ mod tests {
             inference: Some(Arc::new(Inference {
                 ecosystem: Ecosystem::Cargo,
                 edges: edges.iter().map(|(t, k)| (t.to_string(), *k)).collect(),
+                folder_edges: Vec::new(),
                 unordered: Vec::new(),
                 source: (0, 0),
                 overlay: None,
@@ -333,7 +287,7 @@ mod tests {
             edges: edges
                 .iter()
                 .map(|t| Edge {
-                    to: t.to_string(),
+                    folder: t.to_string(),
                     kind: EdgeKind::Normal,
                 })
                 .collect(),
@@ -341,22 +295,6 @@ mod tests {
             offset: 0,
             ecosystem,
         }
-    }
-
-    #[test]
-    fn names_taken_by_another_ecosystem_get_its_suffix_and_edges_follow() {
-        let dir = std::env::temp_dir();
-        let mut reader = Reader::new(&dir);
-        let mut found = vec![
-            inferred("web", Ecosystem::Cargo, &[]),
-            inferred("web", Ecosystem::JavaScript, &[]),
-            inferred("app", Ecosystem::JavaScript, &["web"]),
-        ];
-        settle_names(&mut found, &mut reader);
-        let names: Vec<&str> = found.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["web", "web-javascript", "app"]);
-        assert_eq!(found[2].edges[0].to, "web-javascript");
-        assert_eq!(reader.diagnostics.len(), 1);
     }
 
     #[test]
@@ -370,6 +308,6 @@ mod tests {
         let names: Vec<&str> = found.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["app", "lib"]);
         assert_eq!(found[0].edges.len(), 1);
-        assert_eq!(found[0].edges[0].to, "lib");
+        assert_eq!(found[0].edges[0].folder, "lib");
     }
 }

@@ -70,8 +70,8 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
-use crate::discover::Ecosystem;
 use crate::duration::parse_duration;
+use crate::ecosystem::Ecosystem;
 use crate::model::Target;
 use crate::model::{ENV_MODES, EnvMode, valid_env_glob};
 use crate::suggest;
@@ -79,8 +79,8 @@ pub(crate) use target::{DepRef, PendingTarget};
 pub(crate) use value::Shared;
 use value::{Cx, key_name};
 
-/// Default deadline of capabilities when neither they nor the workspace declare one.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
+pub use crate::model::{DEFAULT_DEADLINE, valid_name};
+pub(crate) use crate::relpath::join_path;
 
 /// Settings from the root manifest's `[workspace]` table.
 #[derive(Debug, Clone)]
@@ -565,53 +565,6 @@ pub(crate) fn env_globs(
     Some(globs)
 }
 
-/// Whether `name` is a valid target or capability name: `[A-Za-z0-9][A-Za-z0-9._-]*`.
-pub fn valid_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-}
-
-/// Joins a manifest-relative `path` onto the manifest folder `dir_rel`
-/// (both relative to the workspace root), normalizing `.` and `..`.
-/// Errors when the path is absolute or escapes the root.
-pub(crate) fn join_path(dir_rel: &str, path: &str) -> Result<String, &'static str> {
-    if path.starts_with('/') || path.starts_with('\\') || path.as_bytes().get(1) == Some(&b':') {
-        return Err("absolute-path");
-    }
-    // Common case: a plain relative path already in normal form.
-    let plain = |p: &str| {
-        !p.is_empty() && !p.contains('\\') && p.split('/').all(|c| !matches!(c, "" | "." | ".."))
-    };
-    if plain(path) && (dir_rel.is_empty() || plain(dir_rel)) {
-        return Ok(if dir_rel.is_empty() {
-            path.to_string()
-        } else {
-            format!("{dir_rel}/{path}")
-        });
-    }
-    let mut parts: Vec<&str> = dir_rel
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect();
-    for part in path.split(['/', '\\']) {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.pop().is_none() {
-                    return Err("path-escapes-workspace");
-                }
-            }
-            p => parts.push(p),
-        }
-    }
-    Ok(if parts.is_empty() {
-        ".".to_string()
-    } else {
-        parts.join("/")
-    })
-}
-
 /// A warning at `offset` (kept here so callers need not import `Severity`).
 pub(crate) fn warning(
     src: &SourceFile,
@@ -634,18 +587,5 @@ mod tests {
         assert!(!valid_name("-x"));
         assert!(!valid_name("a b"));
         assert!(!valid_name("a:b"));
-    }
-
-    #[test]
-    fn paths() {
-        assert_eq!(join_path("", "."), Ok(".".into()));
-        assert_eq!(join_path("", "crates/core/"), Ok("crates/core".into()));
-        assert_eq!(join_path("services/a", "../b"), Ok("services/b".into()));
-        assert_eq!(
-            join_path("services", "../.."),
-            Err("path-escapes-workspace")
-        );
-        assert_eq!(join_path("", "/etc"), Err("absolute-path"));
-        assert_eq!(join_path("", "C:/x"), Err("absolute-path"));
     }
 }

@@ -515,3 +515,110 @@ command = "true"
         }],
     );
 }
+
+/// uv's layout in small, in `root`, with its `Cargo.lock`.
+fn uv_layout(root: &Path) -> [(&'static str, String); 3] {
+    write(
+        root,
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"crates/*\"]\nresolver = \"2\"\n",
+    );
+    write(
+        root,
+        "crates/app/Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\napp-python = { path = \"../app-python\" }\n",
+    );
+    write(
+        root,
+        "crates/app/src/lib.rs",
+        "#[test]\nfn finds_python() {\n    assert_eq!(app_python::version(), 3);\n}\n",
+    );
+    write(
+        root,
+        "crates/app-python/Cargo.toml",
+        "[package]\nname = \"app-python\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(
+        root,
+        "crates/app-python/src/lib.rs",
+        "pub fn version() -> i32 {\n    3\n}\n",
+    );
+    write(
+        root,
+        "pyproject.toml",
+        "[tool.uv.workspace]\nmembers = [\"python/app\"]\n",
+    );
+    write(
+        root,
+        "python/app/pyproject.toml",
+        "[project]\nname = \"app\"\nversion = \"0.1.0\"\n",
+    );
+    let env = cargo_env(root);
+    generate_lockfile(root, &env);
+    env
+}
+
+/// uv's layout in small: a Cargo crate `app` with a path dependency on the crate `app-python`,
+/// and a Python project named `app` (a uv workspace member). Discovery's answer must keep the
+/// crate edge on the crate under every overlay: with none, with one that renames the Python
+/// project to a free name (the usual fix for a clash), and with one that tries to rename it to
+/// the crate's own name (refused, so the crate keeps its name and its dependents). A crate edge
+/// that reached the Python project instead would leave the crate's sources out of `app:test`'s
+/// key: broken Rust, replayed as a success.
+#[test]
+fn a_crate_edge_reaches_the_crate_under_every_overlay() {
+    let overlays = [
+        ("no overlay", None),
+        (
+            "python renamed",
+            Some(
+                "[targets.app-py]\nkind = \"python-project\"\npath = \"python/app\"\n\
+                 [targets.app-py.capabilities.test]\ncommand = \"python3 -c pass\"\n",
+            ),
+        ),
+        (
+            "python renamed onto the crate",
+            Some(
+                "[targets.app-python]\nkind = \"python-project\"\npath = \"python/app\"\n\
+                 [targets.app-python.capabilities.test]\ncommand = \"python3 -c pass\"\n",
+            ),
+        ),
+    ];
+    for (what, overlay) in overlays {
+        // A tree of its own per overlay: each table starts from an empty cache.
+        let dir = TempDir::new();
+        let root = dir.path();
+        let env = uv_layout(root);
+        if let Some(text) = overlay {
+            write(root, "once.toml", text);
+        }
+        let check = Command::new(once_binary())
+            .args(["query", "target", "app"])
+            .current_dir(root)
+            .output()
+            .expect("runs once");
+        assert!(check.status.success(), "{what}: {check:?}");
+        let target: Value = serde_json::from_slice(&check.stdout).expect("a target");
+        assert_eq!(target["deps"], serde_json::json!(["app-python"]), "{what}");
+        let dependency = Command::new(once_binary())
+            .args(["query", "target", "app-python"])
+            .current_dir(root)
+            .output()
+            .expect("runs once");
+        let dependency: Value = serde_json::from_slice(&dependency.stdout).expect("a target");
+        assert_eq!(dependency["kind"], "cargo-package", "{what}");
+        assert_eq!(dependency["path"], "crates/app-python", "{what}");
+        table(
+            &format!("identity, {what}"),
+            root,
+            "app:test",
+            &env,
+            &[Change {
+                what: "crate dependency source",
+                path: "crates/app-python/src/lib.rs",
+                edit: &|text| text.replace('3', "\"three\""),
+                fails: Some(true),
+            }],
+        );
+    }
+}

@@ -17,13 +17,14 @@ mod deps;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use toml::de::DeTable;
 
 use self::commands::{Selection, capabilities, plain_word};
 use self::deps::{Dep, Source, dependencies, source};
 use super::{Ecosystem, Edge, Inferred, Reader, target_name};
+use crate::relpath::join;
 
 /// The addresses of crates.io's index, which a `[patch]` table may use instead of its name.
 const CRATES_IO_GIT: &str = "https://github.com/rust-lang/crates.io-index";
@@ -304,18 +305,15 @@ fn package_of(
 fn inferred(reader: &mut Reader, root: &Root, mut packages: Vec<Package>) -> Vec<Inferred> {
     packages.sort_by(|a, b| a.folder.cmp(&b.folder));
     let names = unique_names(reader, &packages);
-    let by_folder: HashMap<&str, &str> = packages
-        .iter()
-        .zip(&names)
-        .map(|(p, n)| (p.folder.as_str(), n.as_str()))
-        .collect();
+    // An edge names the package it reaches by its folder, so members are known by folder.
+    let members: HashSet<&str> = packages.iter().map(|p| p.folder.as_str()).collect();
     let mut out = Vec::with_capacity(packages.len());
     for (package, name) in packages.iter().zip(&names) {
         let mut edges = BTreeSet::new();
         for dep in &package.deps {
             let to = match resolve_dep(root, &package.folder, dep) {
                 Resolved::Path(path) => {
-                    let member = path.as_deref().and_then(|p| by_folder.get(p));
+                    let member = path.as_deref().and_then(|p| members.get(p).copied());
                     if member.is_none() {
                         not_member(reader, package, dep, path.as_deref());
                     }
@@ -325,12 +323,12 @@ fn inferred(reader: &mut Reader, root: &Root, mut packages: Vec<Package>) -> Vec
                     .patches
                     .get(&(registry, name))
                     .and_then(|p| p.as_deref())
-                    .and_then(|p| by_folder.get(p)),
+                    .and_then(|p| members.get(p).copied()),
                 Resolved::Other => None,
             };
-            if let Some(to) = to.filter(|to| **to != name.as_str()) {
+            if let Some(to) = to.filter(|to| *to != package.folder) {
                 edges.insert(Edge {
-                    to: to.to_string(),
+                    folder: to.to_string(),
                     kind: dep.kind,
                 });
             }
@@ -455,31 +453,4 @@ fn excluded(root: &Root, folder: &str) -> bool {
 /// A manifest path as a root-relative folder: `./a/b/` is `a/b`, and the root is `.`.
 fn normalize(path: &str) -> String {
     join(".", path).unwrap_or_else(|| path.to_string())
-}
-
-/// `rel` (a path as written in a manifest) taken from `folder`, `/`-separated, with `.` and
-/// `..` resolved; `None` when it leaves the workspace root or is absolute.
-fn join(folder: &str, rel: &str) -> Option<String> {
-    let rel = rel.replace('\\', "/");
-    if rel.starts_with('/') || rel.get(1..2) == Some(":") {
-        return None;
-    }
-    let mut parts: Vec<&str> = folder
-        .split('/')
-        .filter(|c| *c != "." && !c.is_empty())
-        .collect();
-    for c in rel.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            c => parts.push(c),
-        }
-    }
-    Some(if parts.is_empty() {
-        ".".to_string()
-    } else {
-        parts.join("/")
-    })
 }

@@ -6,6 +6,7 @@ use std::time::Instant;
 use super::super::scratch::Scratch;
 use super::super::{EdgeKind, Inferred, Reader};
 use super::discover;
+use crate::discover::name_at;
 
 /// (target name, folder, edges as `to/kind`): the shape both discovery and Cargo answer in.
 type Graph = Vec<(String, String, Vec<String>)>;
@@ -23,7 +24,7 @@ fn graph(found: &[Inferred]) -> Graph {
             let mut edges: Vec<String> = t
                 .edges
                 .iter()
-                .map(|e| format!("{}/{}", e.to, e.kind.name()))
+                .map(|e| format!("{}/{}", name_at(found, &e.folder), e.kind.name()))
                 .collect();
             edges.sort();
             (t.name.clone(), t.path.clone(), edges)

@@ -16,6 +16,7 @@ mod tests;
 use std::collections::{BTreeMap, HashMap};
 
 use super::{Ecosystem, Edge, EdgeKind, Inferred, InferredCapability, Reader, target_name};
+use crate::relpath::join;
 use syntax::Replace;
 
 /// A module read from its `go.mod`.
@@ -170,7 +171,7 @@ fn infer(
             };
             if let Some(to) = to.filter(|&to| to != i) {
                 edges.push(Edge {
-                    to: names[to].clone(),
+                    folder: modules[to].folder.clone(),
                     kind: EdgeKind::Normal,
                 });
             }
@@ -201,28 +202,6 @@ fn target(folder: &str, r: &Replace) -> Target {
     } else {
         Target::Remote
     }
-}
-
-/// `rel` (a `/`-separated relative path) from `folder`, normalised; `None` when it leaves the root.
-fn join(folder: &str, rel: &str) -> Option<String> {
-    let mut parts: Vec<&str> = folder
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .collect();
-    for c in rel.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            c => parts.push(c),
-        }
-    }
-    Some(if parts.is_empty() {
-        ".".to_string()
-    } else {
-        parts.join("/")
-    })
 }
 
 /// Target names: a module path's last element (`bar/v2` counting as one, `bar-v2`), with more

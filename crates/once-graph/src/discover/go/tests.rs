@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::discover;
+use crate::discover::name_at;
 use crate::discover::scratch::Scratch;
 use crate::discover::{EdgeKind, Inferred, Reader};
 
@@ -16,7 +17,8 @@ fn summary(found: &[Inferred]) -> Vec<String> {
     found
         .iter()
         .map(|t| {
-            let edges: Vec<&str> = t.edges.iter().map(|e| e.to.as_str()).collect();
+            let mut edges: Vec<&str> = t.edges.iter().map(|e| name_at(found, &e.folder)).collect();
+            edges.sort_unstable();
             format!("{} {} -> {}", t.name, t.path, edges.join(", "))
         })
         .collect()

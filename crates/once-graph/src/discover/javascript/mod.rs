@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{Map, Value};
 
 use super::{Ecosystem, Edge, EdgeKind, Inferred, Reader, target_name};
-use crate::manifest::join_path;
+use crate::relpath::join_path;
 
 /// The package manager whose `run` the capabilities call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,7 +309,7 @@ fn infer(reader: &mut Reader, mut members: Vec<Member>, pm: PackageManager) -> V
         let mut edges: Vec<Edge> = to
             .into_iter()
             .map(|(j, kind)| Edge {
-                to: names[j].clone(),
+                folder: members[j].path.clone(),
                 kind,
             })
             .collect();

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::PackageManager;
 use crate::discover::{InferredCapability, Reader};
-use crate::manifest::valid_name;
+use crate::model::valid_name;
 
 /// How much of a script's command its description quotes.
 const DESCRIBED_CHARS: usize = 60;

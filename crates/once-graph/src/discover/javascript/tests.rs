@@ -4,6 +4,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::discover;
+use crate::discover::name_at;
 use crate::discover::scratch::Scratch;
 use crate::discover::{EdgeKind, Inferred, Reader};
 use crate::manifest::valid_name;
@@ -28,8 +29,15 @@ fn target<'a>(found: &'a [Inferred], name: &str) -> &'a Inferred {
         .unwrap_or_else(|| panic!("no target `{name}` in {:?}", names(found)))
 }
 
-fn edges(t: &Inferred) -> Vec<(&str, EdgeKind)> {
-    t.edges.iter().map(|e| (e.to.as_str(), e.kind)).collect()
+/// `t`'s edges as (target name, kind), sorted by name; `t` is one of `found`.
+fn edges<'a>(found: &'a [Inferred], t: &Inferred) -> Vec<(&'a str, EdgeKind)> {
+    let mut edges: Vec<(&str, EdgeKind)> = t
+        .edges
+        .iter()
+        .map(|e| (name_at(found, &e.folder), e.kind))
+        .collect();
+    edges.sort_unstable();
+    edges
 }
 
 fn caps(t: &Inferred) -> Vec<(&str, &str, bool)> {
@@ -131,20 +139,26 @@ fn npm_workspaces_make_members_targets_and_never_the_root() {
         ]
     );
     let a = target(&found, "a");
-    assert_eq!(edges(a), [("b", EdgeKind::Normal), ("s-c", EdgeKind::Dev)]);
+    assert_eq!(
+        edges(&found, a),
+        [("b", EdgeKind::Normal), ("s-c", EdgeKind::Dev)]
+    );
     assert_eq!(&reader.text(a.file)[a.offset..a.offset + 9], "\"name\": \"");
     assert_eq!(reader.rel(a.file), "packages/a/package.json");
     let b = target(&found, "b");
     assert_eq!(
-        edges(b),
+        edges(&found, b),
         [("a", EdgeKind::Optional), ("s-c", EdgeKind::Optional)]
     );
     let c = target(&found, "s-c");
-    assert_eq!(edges(c), [("a", EdgeKind::Normal), ("b", EdgeKind::Normal)]);
+    assert_eq!(
+        edges(&found, c),
+        [("a", EdgeKind::Normal), ("b", EdgeKind::Normal)]
+    );
     // Listed as both a dependency and a dev or peer one: the strongest kind wins.
     let web = target(&found, "web");
     assert_eq!(
-        edges(web),
+        edges(&found, web),
         [("a", EdgeKind::Normal), ("b", EdgeKind::Normal)]
     );
     assert_eq!(caps(web), []);
@@ -265,7 +279,7 @@ fn pnpm_workspaces_come_from_pnpm_workspace_yaml() {
         ]
     );
     assert_eq!(
-        edges(target(&found, "site")),
+        edges(&found, target(&found, "site")),
         [("docs", EdgeKind::Normal), ("m-ui", EdgeKind::Normal)]
     );
     assert_eq!(
@@ -298,7 +312,7 @@ fn manifests_that_cannot_be_read_are_warnings_and_the_rest_goes_on() {
     let (found, reader) = run(&t.0);
     // A byte order mark is no reason to skip a package (npm reads it).
     assert_eq!(names(&found), [("bom", "p/bom"), ("good", "p/good")]);
-    assert_eq!(edges(&found[1]), []);
+    assert_eq!(edges(&found, &found[1]), []);
     let bom = &found[0];
     assert_eq!(
         &reader.text(bom.file)[bom.offset..bom.offset + 6],
@@ -440,7 +454,10 @@ fn nameless_and_same_named_packages_get_distinct_targets() {
         ]
     );
     // The first by path keeps the package name for dependents.
-    assert_eq!(edges(target(&found, "b-z")), [("dup", EdgeKind::Normal)]);
+    assert_eq!(
+        edges(&found, target(&found, "b-z")),
+        [("dup", EdgeKind::Normal)]
+    );
     assert!(!target(&found, "b-z").fields.contains_key("package"));
     // A nameless package is named by its folder for targets, never for dependents.
     assert!(target(&found, "dup-2").edges.is_empty());
@@ -541,9 +558,13 @@ fn check_fixture(dir: &str) {
     let got: Vec<(String, String, String)> = found
         .iter()
         .flat_map(|t| {
-            t.edges
-                .iter()
-                .map(|e| (t.name.clone(), e.to.clone(), e.kind.name().to_string()))
+            t.edges.iter().map(|e| {
+                (
+                    t.name.clone(),
+                    name_at(&found, &e.folder).to_string(),
+                    e.kind.name().to_string(),
+                )
+            })
         })
         .collect();
     let missing: Vec<_> = want.iter().filter(|e| !got.contains(e)).collect();

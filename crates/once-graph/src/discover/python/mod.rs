@@ -17,6 +17,7 @@ mod tools;
 use std::collections::{BTreeMap, HashMap};
 
 use super::{Ecosystem, Edge, Inferred, Reader, target_name};
+use crate::relpath::join;
 use pyproject::{Pyproject, Source, normalize, valid_name};
 use tools::Runner;
 
@@ -166,7 +167,7 @@ fn infer(
                 };
                 if let Some(to) = to.filter(|&to| to != i) {
                     edges.push(Edge {
-                        to: names[to].clone(),
+                        folder: members[to].folder.clone(),
                         kind: *kind,
                     });
                 }
@@ -232,29 +233,4 @@ fn names(reader: &mut Reader, members: &[Member]) -> Vec<String> {
         }
     }
     out
-}
-
-/// `rel` from `folder`, normalised; `None` when it leaves the root or is absolute.
-fn join(folder: &str, rel: &str) -> Option<String> {
-    if rel.starts_with('/') {
-        return None;
-    }
-    let mut parts: Vec<&str> = folder
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .collect();
-    for c in rel.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            c => parts.push(c),
-        }
-    }
-    Some(if parts.is_empty() {
-        ".".to_string()
-    } else {
-        parts.join("/")
-    })
 }

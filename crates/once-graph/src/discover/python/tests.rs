@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::discover;
+use crate::discover::name_at;
 use crate::discover::scratch::Scratch;
 use crate::discover::{Inferred, Reader};
 
@@ -15,11 +16,12 @@ fn summary(found: &[Inferred]) -> Vec<String> {
     found
         .iter()
         .map(|t| {
-            let edges: Vec<String> = t
+            let mut edges: Vec<String> = t
                 .edges
                 .iter()
-                .map(|e| format!("{} ({})", e.to, e.kind.name()))
+                .map(|e| format!("{} ({})", name_at(found, &e.folder), e.kind.name()))
                 .collect();
+            edges.sort();
             format!("{} {} -> {}", t.name, t.path, edges.join(", "))
         })
         .collect()

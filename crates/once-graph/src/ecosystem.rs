@@ -1,0 +1,62 @@
+//! The ecosystems discovery reads and the kinds of dependency their manifests state.
+//!
+//! A leaf: the model, the manifests and every discoverer name these, so this module must never
+//! depend on any of them.
+
+/// An ecosystem whose manifests discovery reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Ecosystem {
+    /// Cargo workspaces and packages.
+    Cargo,
+    /// npm, pnpm, yarn and bun workspaces and packages.
+    JavaScript,
+    /// `pyproject.toml` projects and uv workspaces.
+    Python,
+    /// Go modules and `go.work` workspaces.
+    Go,
+}
+
+impl Ecosystem {
+    /// Every ecosystem, in the order discovery runs them.
+    pub const ALL: [Ecosystem; 4] = [
+        Ecosystem::Cargo,
+        Ecosystem::JavaScript,
+        Ecosystem::Python,
+        Ecosystem::Go,
+    ];
+
+    /// The name a manifest and the JSON answers use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ecosystem::Cargo => "cargo",
+            Ecosystem::JavaScript => "javascript",
+            Ecosystem::Python => "python",
+            Ecosystem::Go => "go",
+        }
+    }
+}
+
+/// What a dependency edge is for, as the ecosystem's manifest says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EdgeKind {
+    /// Needed to build and run (`dependencies`, `require`).
+    Normal,
+    /// Needed only by tests, examples and tooling (`dev-dependencies`, `devDependencies`).
+    Dev,
+    /// Needed by the build script (`build-dependencies`).
+    Build,
+    /// Optional or peer dependencies (`optionalDependencies`, `peerDependencies`).
+    Optional,
+}
+
+impl EdgeKind {
+    /// The name the JSON answers use.
+    pub fn name(self) -> &'static str {
+        match self {
+            EdgeKind::Normal => "normal",
+            EdgeKind::Dev => "dev",
+            EdgeKind::Build => "build",
+            EdgeKind::Optional => "optional",
+        }
+    }
+}
