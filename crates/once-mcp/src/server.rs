@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::arguments::check_arguments;
-use crate::codec::{DEFAULT_MAX_LINE_BYTES, Frame, LineReader, decode_line, is_blank};
+use crate::codec::{DEFAULT_MAX_LINE_BYTES, DecodeError, Frame, LineReader, decode_line, is_blank};
 use crate::message::{
     INTERNAL_ERROR, INVALID_REQUEST, Incoming, NOT_INITIALIZED, PARSE_ERROR, RequestId, RpcError,
     classify, error_response, excerpt, result_response,
@@ -300,6 +300,11 @@ impl Session {
             return;
         }
         match decode_line(line) {
+            Err(DecodeError::LoneSurrogate {
+                escape,
+                offset,
+                lenient,
+            }) => self.refuse_lone_surrogate(&escape, offset, *lenient),
             Err(e) => {
                 tracing::debug!(error = %e, "unparseable line");
                 self.outbox.send(&error_response(
@@ -313,6 +318,29 @@ impl Session {
                 self.handle_message(value, &sink);
             }
         }
+    }
+
+    /// A message whose strings are no Unicode text is not served, but it is answered as the
+    /// request it is: read with U+FFFD in place of its lone surrogates, it names its id.
+    fn refuse_lone_surrogate(&mut self, escape: &str, offset: usize, lenient: Value) {
+        let id = match classify(lenient) {
+            Incoming::Request { id, .. } | Incoming::Invalid { id: Some(id), .. } => Some(id),
+            // A notification is never answered, nor is a response.
+            Incoming::Notification { .. } | Incoming::Response => return,
+            Incoming::Invalid { id: None, .. } => None,
+        };
+        tracing::debug!(offset, "a lone surrogate escape");
+        self.outbox.send(&error_response(
+            id.as_ref(),
+            &RpcError::new(
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: the message holds a lone UTF-16 surrogate escape (`{escape}` at \
+                     byte {offset}), which is no Unicode character; send text as UTF-8, or a \
+                     surrogate only as half of a pair"
+                ),
+            ),
+        ));
     }
 
     fn handle_batch(&mut self, items: Vec<Value>) {
@@ -438,6 +466,17 @@ impl Session {
         params: Option<Value>,
         sink: &Sink,
     ) -> Option<Result<Value, RpcError>> {
+        // JSON-RPC lets params be an object or an array; a number, string or boolean is a
+        // method's invalid params (-32602), which is what a client's validation of
+        // `tools/call` params expects, not a malformed message.
+        if let Some(params) = params.as_ref().filter(|p| !(p.is_object() || p.is_array()))
+            && KNOWN_METHODS.contains(&method)
+        {
+            return Some(Err(RpcError::invalid_params(format!(
+                "Invalid params: the params of {method} must be an object, not {}",
+                json_kind(params)
+            ))));
+        }
         Some(match method {
             "initialize" => self.initialize(params),
             "ping" => Ok(json!({})),
@@ -781,6 +820,30 @@ fn needs_initialize(method: &str) -> bool {
             | "resources/templates/list"
             | "prompts/list"
     )
+}
+
+/// The methods [`Session::dispatch`] serves; any other is answered -32601.
+const KNOWN_METHODS: [&str; 8] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
+
+/// What kind of JSON value `value` is, for a message.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 fn params_object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {
