@@ -598,15 +598,18 @@ fn params_that_are_not_an_object_are_invalid_params_of_the_method() {
         .into_iter()
         .enumerate()
     {
-        let reply = client.call(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        let reply = client
+            .call(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
         error(json!(id), -32602)(&reply);
         let message = reply["error"]["message"].as_str().unwrap();
         assert!(message.contains("object"), "{reply}");
     }
-    let reply = client.call(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": 1}));
+    let reply =
+        client.call(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": 1}));
     error(json!(9), -32602)(&reply);
     // An unknown method is unknown whatever its params.
-    let reply = client.call(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/frob", "params": 1}));
+    let reply =
+        client.call(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/frob", "params": 1}));
     error(json!(10), -32601)(&reply);
     client.finish();
 }
@@ -618,9 +621,18 @@ fn a_lone_surrogate_is_answered_under_the_request_id() {
     // serde_json refuses a lone surrogate escape, yet the line is JSON text (RFC 8259 allows the
     // escape), so the request is read far enough to be answered under its own id.
     for (line, id) in [
-        (r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud800"}}}"#, json!(7)),
-        (r#"{"jsonrpc":"2.0","method":"tools/call","id":"s","params":{"name":"\udc00x"}}"#, json!("s")),
-        (r#"{"jsonrpc":"2.0","id":8,"method":"ping","params":{"_meta":{"note":"\ud83d\u0041"}}}"#, json!(8)),
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud800"}}}"#,
+            json!(7),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"tools/call","id":"s","params":{"name":"\udc00x"}}"#,
+            json!("s"),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"ping","params":{"_meta":{"note":"\ud83d\u0041"}}}"#,
+            json!(8),
+        ),
     ] {
         client.send_raw(format!("{line}\n").as_bytes());
         let reply = client.recv();
@@ -630,11 +642,16 @@ fn a_lone_surrogate_is_answered_under_the_request_id() {
         assert!(message.contains("UTF-8"), "{reply}");
     }
     // A pair is one character, served as such; a notification with a lone one gets no reply.
-    client.send_raw(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{\"a\":\"\\ud800\"}}\n");
+    client.send_raw(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{\"a\":\"\\ud800\"}}\n",
+    );
     let reply = client.call(json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}));
     assert_eq!(reply, json!({"jsonrpc": "2.0", "id": 9, "result": {}}));
     client.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\",\"params\":{\"_meta\":{\"a\":\"\\ud83d\\ude00\"}}}\n");
-    assert_eq!(client.recv(), json!({"jsonrpc": "2.0", "id": 10, "result": {}}));
+    assert_eq!(
+        client.recv(),
+        json!({"jsonrpc": "2.0", "id": 10, "result": {}})
+    );
     // A line that is not JSON at all still gets a parse error without an id.
     client.send_raw(b"{\"id\": 11, \"method\": \"\\ud800\n");
     error(Value::Null, -32700)(&client.recv());
@@ -1692,4 +1709,103 @@ fn progress_never_blocks_a_tool_when_the_client_does_not_read() {
     assert!(progress < 10_000, "every progress notification was queued");
     drop(input);
     server.join().unwrap().expect("serve ends cleanly");
+}
+
+// ---------------------------------------------------------------- a real run
+
+/// A workspace in a temporary folder, removed on drop.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let path = std::env::temp_dir().join(format!("once-mcp-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Scratch(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Stops every process of a registry when the test ends, however it ends.
+struct StopAll(once_exec::Registry);
+
+impl Drop for StopAll {
+    fn drop(&mut self) {
+        self.0.stop_all(Duration::from_secs(1));
+    }
+}
+
+/// The next progress notification whose message contains `text`, failing after [`PATIENCE`].
+fn progress_saying(client: &Client, text: &str) -> Value {
+    let end = std::time::Instant::now() + PATIENCE;
+    loop {
+        assert!(std::time::Instant::now() < end, "no progress says {text:?}");
+        let message = client.recv();
+        assert!(message.get("id").is_none(), "answered first: {message}");
+        if message["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(text))
+        {
+            return message;
+        }
+    }
+}
+
+#[test]
+fn progress_of_a_run_carries_the_output_so_far() {
+    let dir = Scratch::new("run-progress");
+    // The command prints a line, then waits until the test has seen it in a progress message.
+    std::fs::write(
+        dir.0.join("once.toml"),
+        "[targets.talk]\nkind = \"command\"\n[targets.talk.capabilities.build]\ncache = false\n\
+         command = \"echo first line; while [ ! -e go ]; do sleep 0.02; done; echo second line; \
+         while [ ! -e end ]; do sleep 0.02; done\"\n",
+    )
+    .unwrap();
+    let workspace = once_graph::Workspace::load(&dir.0).unwrap();
+    let live = Arc::new(once_mcp::LiveWorkspace::new(workspace));
+    let registry = StopAll(once_exec::Registry::new());
+    let mut config = config(once_mcp::run_tools(&live, &registry.0));
+    config.gates = Gates {
+        allow_edit: false,
+        allow_run: true,
+    };
+    let client = Client::start(config);
+    client.initialize("2025-11-25");
+    client.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "once_run", "arguments": {"target": "talk:build"},
+            "_meta": {"progressToken": "p"},
+        }}),
+    );
+    let first = progress_saying(&client, "first line");
+    let message = first["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("output so far of `talk:build`"),
+        "{message}"
+    );
+    std::fs::write(dir.0.join("go"), "").unwrap();
+    let second = progress_saying(&client, "second line");
+    assert!(
+        second["params"]["progress"].as_f64() > first["params"]["progress"].as_f64(),
+        "progress grows: {first} then {second}"
+    );
+    assert_eq!(second["params"]["total"].as_f64(), Some(1.0));
+    std::fs::write(dir.0.join("end"), "").unwrap();
+    let reply = loop {
+        let message = client.recv();
+        if message["id"] == 1 {
+            break message;
+        }
+    };
+    assert_eq!(
+        reply["result"]["structuredContent"]["outcome"], "done",
+        "{reply}"
+    );
+    client.finish();
 }
