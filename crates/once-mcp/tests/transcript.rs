@@ -1109,17 +1109,18 @@ fn tools_list_paging() {
     client.finish();
 }
 
-/// Every answer stays under 40 KB, and a `tools/list` page under its own budget (60 KB, above
-/// the real catalog, so hosts that read one page see every tool) whatever the descriptions
+/// Every answer stays under 40 KB, and a `tools/list` page under its own budget (96 KiB, well
+/// above the real catalog, so hosts that read one page see every tool) whatever the descriptions
 /// weigh; no refusal grows with what the client sent.
 #[test]
 fn answers_stay_small_whatever_the_client_sends() {
     const LIMIT: usize = 40 * 1024;
-    const CATALOG_LIMIT: usize = 64 * 1024;
-    let heavy: Vec<Tool> = (0..6)
+    const CATALOG_LIMIT: usize = once_mcp::TOOLS_PAGE_BYTES + 4 * 1024;
+    const NAMES: [&str; 10] = ["h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9"];
+    let heavy: Vec<Tool> = (0..NAMES.len())
         .map(|i| {
             let mut t = tool(
-                ["h0", "h1", "h2", "h3", "h4", "h5"][i],
+                NAMES[i],
                 Gate::Always,
                 closed_object(json!({"text": {"type": "string"}}), &[]),
                 |_, args| {
@@ -1181,7 +1182,7 @@ fn answers_stay_small_whatever_the_client_sends() {
             break;
         }
     }
-    assert_eq!(listed, ["h0", "h1", "h2", "h3", "h4", "h5"]);
+    assert_eq!(listed, NAMES);
 
     let huge = "x".repeat(100_000);
     let text = tool_error_text(&exchange(call(10, &huge, json!({}))));

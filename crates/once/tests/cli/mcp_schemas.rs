@@ -487,6 +487,11 @@ fn every_answer_of_every_tool_matches_its_output_schema() {
 
     let mut server = Mcp::spawn(&root, &["--allow-edit", "--allow-run"]);
     server.initialize();
+    let first = server.request(1, "tools/list", json!({}));
+    assert!(
+        first["result"]["nextCursor"].is_null(),
+        "`once mcp` lists its tools on more than one page"
+    );
     let tools = server.tools(1);
     answers.learn(&tools);
     let listed = names(&tools);
@@ -517,6 +522,12 @@ fn every_answer_of_every_tool_matches_its_output_schema() {
     let serve = Serve::start(&root, state.path(), &["--allow-edit", "--allow-run"]);
     let mut client = Mcp::attach(state.path(), Some(&root));
     client.initialize();
+    // Many hosts read only the first page: it must hold every tool, the window's too.
+    let first = client.request(1, "tools/list", json!({}));
+    assert!(
+        first["result"]["nextCursor"].is_null(),
+        "`once serve` lists its tools on more than one page"
+    );
     let session_tools = client.tools(1);
     for tool in &tools {
         assert!(
