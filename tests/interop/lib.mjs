@@ -95,6 +95,48 @@ export function resultShapeProblem(result) {
     return null;
 }
 
+/** The server's command line for the stdio clients: the table's `server_flags` open the gates its
+ *  acting calls need. */
+export function serverArgs(table, workspace) {
+    return ['--workspace', workspace, 'mcp', ...(table.server_flags ?? [])];
+}
+
+/** A call's arguments with each string `${name}` replaced by the value an earlier call saved as
+ *  `name` (its type kept: a saved revision stays an integer). */
+export function resolveArgs(args, saved) {
+    const resolve = (value) => {
+        if (typeof value === 'string') {
+            const name = /^\$\{(\w+)\}$/.exec(value)?.[1];
+            return name !== undefined && Object.hasOwn(saved, name) ? saved[name] : value;
+        }
+        if (Array.isArray(value)) return value.map(resolve);
+        if (value !== null && typeof value === 'object') {
+            return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v)]));
+        }
+        return value;
+    };
+    return resolve(args);
+}
+
+/** Records what an entry's `save` asks for: `{name: key}` saves `structuredContent.result[key]`. */
+export function saveFrom(call, result, saved) {
+    for (const [name, key] of Object.entries(call.save ?? {})) {
+        const value = result?.structuredContent?.result?.[key];
+        if (value !== undefined) saved[name] = value;
+    }
+}
+
+/** The outcomes an entry accepts: `expect_outcome` is one word or a list of them. */
+export function expectedOutcomes(call) {
+    return Array.isArray(call.expect_outcome) ? call.expect_outcome : [call.expect_outcome];
+}
+
+/** Whether an `outcomes` entry is made: a call of a tool the server does not list is skipped when
+ *  the entry says `when_listed` (a tool only some servers have, as the window tool of `once serve`). */
+export function isMade(call, toolNames) {
+    return !call.when_listed || toolNames.includes(call.tool);
+}
+
 /** The words of a tool that acts, and the ones that come with isError. */
 const OUTCOMES = ['done', 'refused', 'busy', 'problem', 'none'];
 const ERROR_OUTCOMES = ['refused', 'busy', 'problem'];
@@ -110,7 +152,7 @@ export function outcomeProblem(result, call) {
     const extra = Object.keys(sc).filter((key) => !['outcome', 'message', 'result'].includes(key));
     if (extra.length > 0) return `structuredContent has keys beyond outcome, message and result: ${extra.join(', ')}`;
     if (!OUTCOMES.includes(sc.outcome)) return `outcome ${JSON.stringify(sc.outcome)} is not one of the five words`;
-    if (sc.outcome !== call.expect_outcome) return `outcome ${sc.outcome}, expected ${call.expect_outcome}: ${sc.message}`;
+    if (!expectedOutcomes(call).includes(sc.outcome)) return `outcome ${sc.outcome}, expected ${expectedOutcomes(call).join(' or ')}: ${sc.message}`;
     if (typeof sc.message !== 'string' || sc.message.length === 0) return 'no message';
     if (Boolean(result.isError) !== ERROR_OUTCOMES.includes(sc.outcome)) return `isError ${result.isError} with outcome ${sc.outcome}`;
     if (!textOf(result).startsWith(`${sc.outcome}: ${sc.message}`)) return `the text does not start with "${sc.outcome}: <message>": ${textOf(result).slice(0, 200)}`;
@@ -118,18 +160,22 @@ export function outcomeProblem(result, call) {
     return null;
 }
 
-/** Every query tool has at least one call in the table, and every tool in the table is listed. */
+/** Every listed tool has at least one call in the table (acting tools in `outcomes`), and every tool
+ *  the table names is listed, except where an entry says it is not (`unlisted`) or may not be
+ *  (`when_listed`). */
 export function coverageProblems(table, toolNames) {
     const problems = [];
-    const queryTools = toolNames.filter((name) => name.startsWith(table.query_tool_prefix));
-    const called = new Set([...table.calls, ...table.errors].map((c) => c.tool));
-    for (const name of queryTools) {
-        if (!called.has(name)) problems.push(`listed tool ${name} has no call in calls.json`);
+    const entries = [...table.calls, ...table.errors, ...(table.outcomes ?? [])];
+    const called = new Set(entries.map((c) => c.tool));
+    for (const name of toolNames) {
+        if (!called.has(name)) problems.push(`listed tool ${name} has no call in the table`);
     }
-    for (const name of called) {
-        if (!toolNames.includes(name)) problems.push(`calls.json names ${name}, which the server does not list`);
+    for (const entry of entries) {
+        if (!entry.unlisted && !entry.when_listed && !toolNames.includes(entry.tool)) {
+            problems.push(`the table names ${entry.tool}, which the server does not list`);
+        }
     }
-    return problems;
+    return [...new Set(problems)];
 }
 
 /** Rejects after `ms` so that a hung server fails the check instead of hanging the run. */

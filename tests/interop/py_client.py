@@ -8,9 +8,11 @@ Several connections, each spawning the server over stdio the way a real host doe
 child only a whitelist of environment variables, mcp/client/stdio.py DEFAULT_INHERITED_ENV_VARS):
 
 1. `ClientSession` over `stdio_client` with the classic `initialize` handshake, running every check of
-   calls.json. `ClientSession.call_tool` validates structuredContent against the tool's outputSchema
-   (mcp/client/session.py, `validate_tool_result`, with jsonschema) for every result that is not
-   isError, from the schemas that `list_tools` cached; cursor pages only ever add to that cache.
+   calls.json, with the server started with the table's server_flags. `ClientSession.call_tool`
+   validates structuredContent against the tool's outputSchema (mcp/client/session.py,
+   `validate_tool_result`, with jsonschema) for every result that is not isError, from the schemas that
+   `list_tools` cached; cursor pages only ever add to that cache. The answers of tools that act are
+   checked again with the same jsonschema package, isError or not.
 2. The same, offering each older protocol version of calls.json in turn.
 3. The high-level `mcp.Client`, whose default `mode="auto"` first probes `server/discover` (the
    2026-07-28 era; mcp/client/_probe.py `negotiate_auto`) and falls back to `initialize` on any
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -117,6 +120,32 @@ def shape_problem(result: types.CallToolResult) -> str | None:
 
 
 OUTCOMES = ("done", "refused", "busy", "problem", "none")
+
+
+def expected_outcomes(entry: dict[str, Any]) -> list[str]:
+    """`expect_outcome` is one word or a list of the words a race allows."""
+    want = entry["expect_outcome"]
+    return want if isinstance(want, list) else [want]
+
+
+def resolve_args(args: Any, saved: dict[str, Any]) -> Any:
+    """The arguments with each string `${name}` replaced by the value an earlier call saved (its type kept)."""
+    if isinstance(args, str):
+        name = args[2:-1] if args.startswith("${") and args.endswith("}") else None
+        return saved[name] if name in saved else args
+    if isinstance(args, list):
+        return [resolve_args(v, saved) for v in args]
+    if isinstance(args, dict):
+        return {k: resolve_args(v, saved) for k, v in args.items()}
+    return args
+
+
+def save_from(entry: dict[str, Any], result: types.CallToolResult, saved: dict[str, Any]) -> None:
+    """Keeps structuredContent.result[key] under each name of the entry's `save`."""
+    value = (result.structured_content or {}).get("result")
+    for name, key in entry.get("save", {}).items():
+        if isinstance(value, dict) and key in value:
+            saved[name] = value[key]
 ERROR_OUTCOMES = ("refused", "busy", "problem")
 
 
@@ -132,8 +161,8 @@ def outcome_problem(result: types.CallToolResult, entry: dict[str, Any]) -> str 
     word, message = sc.get("outcome"), sc.get("message")
     if word not in OUTCOMES:
         return f"outcome {word!r} is not one of the five words"
-    if word != entry["expect_outcome"]:
-        return f"outcome {word}, expected {entry['expect_outcome']}: {message}"
+    if word not in expected_outcomes(entry):
+        return f"outcome {word}, expected {' or '.join(expected_outcomes(entry))}: {message}"
     if not isinstance(message, str) or not message:
         return "no message"
     if bool(result.is_error) != (word in ERROR_OUTCOMES):
@@ -168,7 +197,7 @@ def mismatch(expected: Any, actual: Any, path: str = "result") -> str | None:
 
 
 def server_params(binary: str, workspace: str) -> StdioServerParameters:
-    return StdioServerParameters(command=binary, args=["--workspace", workspace, "mcp"])
+    return StdioServerParameters(command=binary, args=["--workspace", workspace, "mcp", *TABLE.get("server_flags", [])])
 
 
 async def call(session: ClientSession, name: str, tool: str, args: dict[str, Any]) -> types.CallToolResult | None:
@@ -261,11 +290,19 @@ async def call_table(session: ClientSession) -> None:
     prefix = TABLE["query_tool_prefix"]
     query_tools = [t for t in tools if t.name.startswith(prefix)]
     checks.check("the server lists query tools", query_tools, f"no tool starts with {prefix}")
-    called = {c["tool"] for c in TABLE["calls"] + TABLE["errors"]}
-    gaps = [f"listed tool {t.name} has no call in calls.json" for t in query_tools if t.name not in called]
-    gaps += [f"calls.json names {n}, which the server does not list" for n in sorted(called) if n not in names]
-    checks.check("calls.json covers exactly the listed query tools", not gaps, lambda: "; ".join(gaps))
-    for tool in query_tools:
+    entries = TABLE["calls"] + TABLE["errors"] + TABLE.get("outcomes", [])
+    called = {c["tool"] for c in entries}
+    gaps = [f"listed tool {n} has no call in the table" for n in names if n not in called]
+    gaps += sorted(
+        {
+            f"the table names {e['tool']}, which the server does not list"
+            for e in entries
+            if not e.get("unlisted") and not e.get("when_listed") and e["tool"] not in names
+        }
+    )
+    checks.check("the table calls every listed tool, and only those", not gaps, lambda: "; ".join(gaps))
+    schemas = {t.name: t.output_schema for t in tools}
+    for tool in tools:
         checks.check(
             f"{tool.name} has an outputSchema the SDK validates with",
             isinstance(tool.output_schema, dict),
@@ -318,12 +355,25 @@ async def call_table(session: ClientSession) -> None:
                 lambda: f"isError: {result.is_error}, text: {text[:300]}",
             )
 
+    saved: dict[str, Any] = {}
     for entry in TABLE.get("outcomes", []):
-        name = f"{describe(entry['tool'], entry['args'])} answers {entry['expect_outcome']}"
-        result = await call(session, name, entry["tool"], entry["args"])
+        if entry.get("when_listed") and entry["tool"] not in names:
+            continue
+        args = resolve_args(entry["args"], saved)
+        name = f"{describe(entry['tool'], args)} answers {' or '.join(expected_outcomes(entry))}"
+        result = await call(session, name, entry["tool"], args)
         if result is not None:
+            save_from(entry, result, saved)
             problem = outcome_problem(result, entry)
             checks.check(name, problem is None, problem)
+            # The SDK validates only answers that are not isError; a refusal must match as well.
+            schema = schemas.get(entry["tool"])
+            if isinstance(schema, dict):
+                try:
+                    jsonschema.validate(result.structured_content, schema)
+                    checks.ok(f"{name}: structuredContent matches the outputSchema")
+                except jsonschema.ValidationError as err:
+                    checks.fail(f"{name}: structuredContent matches the outputSchema", err.message)
 
     unknown = TABLE["unknown_tool"]
     name = f"unknown tool {unknown} is a tool error"

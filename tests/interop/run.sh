@@ -5,14 +5,18 @@
 #
 # Each client reads the same table of calls (calls.json) and prints one line per check, ending with
 # `N passed, N failed`:
-#   ts_client.mjs   the TypeScript SDK's Client over StdioClientTransport
-#   py_client.py    the Python SDK's ClientSession over stdio_client, then mcp.Client in "auto" mode
-#   inspector.mjs   the MCP Inspector v2's CLI, one invocation per call
-# against the workspace examples/starter (with a once.toml), then with calls-discovered.json against
-# examples/discovered, which has none: its graph is what its Cargo.toml and package.json files say.
+#   ts_client.mjs            the TypeScript SDK 1.x's Client over StdioClientTransport
+#   ts_client.mjs --sdk v2   the same with the @modelcontextprotocol/client 2.x line
+#   py_client.py             the Python SDK's ClientSession over stdio_client, then mcp.Client in "auto" mode
+#   inspector.mjs            the MCP Inspector v2's CLI, one invocation per call
+# against a copy of the workspace examples/starter (with a once.toml), with the gates of calls.json's
+# server_flags open, so every tool is called, those that run, write and evaluate included; then
+# with calls-discovered.json against examples/discovered, which has none: its graph is what its
+# Cargo.toml and package.json files say. Every client keeps its SDK's validation of
+# structuredContent against each tool's outputSchema on.
 # Then manifest_schema.py checks `once query schema --manifest` with the Python `jsonschema` package.
 # Then MCP over HTTP, against a `once serve` of examples/starter:
-#   ts_client.mjs --http   the same table through the SDK's StreamableHTTPClientTransport
+#   ts_client.mjs --http   the same table through the SDK's StreamableHTTPClientTransport (v1 and v2)
 #   py_client.py --http    the same table through the Python SDK's streamable_http_client
 #   inspector.mjs --http   the Inspector's CLI over HTTP, each call a new client that never DELETEs
 #   conformance            the official suite's server scenarios (@modelcontextprotocol/conformance),
@@ -25,8 +29,6 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 here="$root/tests/interop"
 binary="${1:-$root/target/debug/once}"
-# Pairs of call table and workspace.
-tables=("calls.json:$root/examples/starter" "calls-discovered.json:$root/examples/discovered")
 python="$root/target/interop/venv/bin/python"
 
 # The clients hand the server only a few environment variables and their own working directory, so
@@ -43,6 +45,15 @@ if [ ! -d "$here/node_modules" ] || [ ! -x "$python" ]; then
     exit 1
 fi
 
+# The acting calls write runs, memory and change sets: they get a copy of the starter, never the
+# checkout's own folder; once serve below serves another copy, with the same gates open.
+scratch="$(mktemp -d)"
+cp -R "$root/examples/starter" "$scratch/starter"
+cp -R "$root/examples/starter" "$scratch/served"
+# Pairs of call table and workspace.
+tables=("calls.json:$scratch/starter" "calls-discovered.json:$root/examples/discovered")
+trap 'rm -rf "$scratch"' EXIT
+
 passed=0
 failed=0
 summary=()
@@ -50,10 +61,13 @@ for pair in "${tables[@]}"; do
 table="${pair%%:*}"
 workspace="${pair#*:}"
 echo "interop: $binary --workspace $workspace mcp, calls from $table"
-for client in ts_client.mjs py_client.py inspector.mjs; do
-    case "$client" in
-        *.py) cmd=("$python" "$here/$client") ;;
-        *) cmd=(node "$here/$client") ;;
+for client in ts_client.mjs "ts_client.mjs --sdk v2" py_client.py inspector.mjs; do
+    file="${client%% *}"
+    flags=()
+    [ "$file" != "$client" ] && read -r -a flags <<<"${client#* }"
+    case "$file" in
+        *.py) cmd=("$python" "$here/$file" "${flags[@]}") ;;
+        *) cmd=(node "$here/$file" "${flags[@]}") ;;
     esac
     echo "--- $client"
     out="$(mktemp)"
@@ -110,7 +124,7 @@ stop_http() {
     [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
     proxy_pid=""
     serve_pid=""
-    rm -rf "$http_state"
+    rm -rf "$http_state" "$scratch"
 }
 trap stop_http EXIT
 
@@ -125,8 +139,8 @@ port_from() {
     printf '%s' "$port"
 }
 
-echo "interop: $binary -C $root/examples/starter serve, MCP over HTTP"
-XDG_STATE_HOME="$http_state" "$binary" -C "$root/examples/starter" serve </dev/null 2>"$http_state/serve.log" &
+echo "interop: $binary -C $scratch/served serve --allow-edit --allow-run, MCP over HTTP"
+XDG_STATE_HOME="$http_state" "$binary" -C "$scratch/served" serve --allow-edit --allow-run </dev/null 2>"$http_state/serve.log" &
 serve_pid=$!
 port="$(port_from "$http_state/serve.log" 'listening on')"
 token=""
@@ -141,14 +155,17 @@ if [ -z "$port" ] || [ -z "$token" ]; then
     failed=$((failed + 1))
     summary+=("once serve: did not start")
 else
-    for client in ts_client.mjs py_client.py inspector.mjs; do
+    for client in ts_client.mjs "ts_client.mjs --sdk v2" py_client.py inspector.mjs; do
         echo "--- $client --http"
         out="$(mktemp)"
-        case "$client" in
-        ts_client.mjs | inspector.mjs) runner=(node) ;;
-        py_client.py) runner=("$python") ;;
+        file="${client%% *}"
+        flags=()
+        [ "$file" != "$client" ] && read -r -a flags <<<"${client#* }"
+        case "$file" in
+        *.mjs) runner=(node) ;;
+        *.py) runner=("$python") ;;
         esac
-        ONCE_INTEROP_BEARER="$token" "${runner[@]}" "$here/$client" --http "http://127.0.0.1:$port/mcp" </dev/null 2>&1 | tee "$out"
+        ONCE_INTEROP_BEARER="$token" "${runner[@]}" "$here/$file" "${flags[@]}" --http "http://127.0.0.1:$port/mcp" </dev/null 2>&1 | tee "$out"
         status="${PIPESTATUS[0]}"
         last="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)"
         rm -f "$out"

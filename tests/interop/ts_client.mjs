@@ -1,37 +1,58 @@
 #!/usr/bin/env node
-// Interop test of `once mcp` with the official TypeScript SDK client (@modelcontextprotocol/sdk 1.x).
+// Interop test of `once mcp` with the official TypeScript SDK clients: @modelcontextprotocol/sdk 1.x
+// (the default), or with --sdk v2 the @modelcontextprotocol/client 2.x line.
 //
-//   node ts_client.mjs <absolute path to once> <workspace dir>
-//   ONCE_INTEROP_BEARER=<token> node ts_client.mjs --http http://127.0.0.1:PORT/mcp
+//   node ts_client.mjs [--sdk v2] <absolute path to once> <workspace dir>
+//   ONCE_INTEROP_BEARER=<token> node ts_client.mjs [--sdk v2] --http http://127.0.0.1:PORT/mcp
 //
 // Spawns the server the way a real host does (StdioClientTransport, which hands the child only a small
-// whitelist of environment variables), or, with --http, reaches a running `once serve` through the
-// SDK's StreamableHTTPClientTransport with the session token as a bearer; then runs the checks of
-// calls.json. The SDK's own Client does the
-// protocol work: its callTool() validates structuredContent against the tool's outputSchema with Ajv
-// (dist/esm/client/index.js, Client.callTool -> getToolOutputValidator), using validators that
-// listTools() caches. listTools() replaces that cache with each page it reads, so after following
-// every nextCursor this script hands the whole list to cacheToolMetadata() and asserts that every query
-// tool has a validator: no call below goes unvalidated.
+// whitelist of environment variables), with the table's server_flags, or, with --http, reaches a
+// running `once serve` through the SDK's StreamableHTTPClientTransport with the session token as a
+// bearer; then runs the checks of calls.json. The SDK's own Client does the protocol work, with its
+// default validation: callTool() validates structuredContent against the tool's outputSchema (v1:
+// Client.callTool -> getToolOutputValidator with Ajv, whenever structuredContent is present; v2:
+// the same for results that are not isError), and throws when it does not match. v1's listTools()
+// replaces that cache with each page it reads, so after following every nextCursor this script hands
+// the whole list to cacheToolMetadata() and asserts that every tool has a validator: no call below
+// goes unvalidated. For the answers v2 does not validate itself (isError), this script validates
+// them with the client's own validator.
 //
 // Prints one line per check and ends with `N passed, N failed`; exits 1 on any failure.
 
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import { Checks, coverageProblems, describeCall, loadTable, mismatch, outcomeProblem, resultShapeProblem, textOf, withTimeout } from './lib.mjs';
+import {
+    Checks, coverageProblems, describeCall, isMade, loadTable, mismatch, outcomeProblem, resolveArgs, resultShapeProblem, saveFrom,
+    serverArgs, textOf, withTimeout,
+} from './lib.mjs';
 
-const [first, second] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const v2 = argv[0] === '--sdk' && argv[1] === 'v2';
+if (argv[0] === '--sdk') argv.splice(0, 2);
+const [first, second] = argv;
 const http = first === '--http';
 if (!first || !second || (http && !process.env.ONCE_INTEROP_BEARER)) {
-    console.error('usage: node ts_client.mjs <absolute path to once> <workspace dir>');
-    console.error('       ONCE_INTEROP_BEARER=<token> node ts_client.mjs --http <url of /mcp>');
+    console.error('usage: node ts_client.mjs [--sdk v2] <absolute path to once> <workspace dir>');
+    console.error('       ONCE_INTEROP_BEARER=<token> node ts_client.mjs [--sdk v2] --http <url of /mcp>');
     process.exit(2);
 }
 
+// The two SDK lines name their modules differently, and v2's callTool has no result-schema argument.
+const sdk = v2
+    ? {
+          ...(await import('@modelcontextprotocol/client')),
+          StdioClientTransport: (await import('@modelcontextprotocol/client/stdio')).StdioClientTransport,
+          callTool: (client, params, options) => client.callTool(params, options),
+      }
+    : {
+          Client: (await import('@modelcontextprotocol/sdk/client/index.js')).Client,
+          StdioClientTransport: (await import('@modelcontextprotocol/sdk/client/stdio.js')).StdioClientTransport,
+          StreamableHTTPClientTransport: (await import('@modelcontextprotocol/sdk/client/streamableHttp.js')).StreamableHTTPClientTransport,
+          LATEST_PROTOCOL_VERSION: (await import('@modelcontextprotocol/sdk/types.js')).LATEST_PROTOCOL_VERSION,
+          callTool: (client, params, options) => client.callTool(params, undefined, options),
+      };
+const { Client, StdioClientTransport, StreamableHTTPClientTransport, LATEST_PROTOCOL_VERSION } = sdk;
+
 const table = loadTable();
-const checks = new Checks(http ? '[ts-http]' : '[ts]');
+const checks = new Checks(`[${v2 ? 'ts2' : 'ts'}${http ? '-http' : ''}]`);
 const REQUEST_MS = 30_000;
 
 const transport = http
@@ -40,7 +61,7 @@ const transport = http
       })
     : new StdioClientTransport({
           command: first,
-          args: ['--workspace', second, 'mcp'],
+          args: serverArgs(table, second),
           stderr: 'pipe',
       });
 let serverStderr = '';
@@ -58,7 +79,14 @@ transport.setProtocolVersion = (version) => {
     ownSetProtocolVersion?.(version);
 };
 
-const client = new Client({ name: 'once-interop-ts', version: '0.0.0' }, { capabilities: {} });
+const client = new Client({ name: v2 ? 'once-interop-ts2' : 'once-interop-ts', version: '0.0.0' }, { capabilities: {} });
+
+/** The validator of a tool's outputSchema that the client itself uses. */
+function outputValidator(tool) {
+    if (!v2) return client.getToolOutputValidator(tool.name);
+    // v2 keeps its validator provider (Ajv by default) on the client and compiles per tool.
+    return tool.outputSchema ? client._jsonSchemaValidator.getValidator(tool.outputSchema) : undefined;
+}
 
 async function main() {
     const connected = await checks.attempt('connect and initialize', async () => {
@@ -111,16 +139,17 @@ async function main() {
     const queryTools = tools.filter((t) => t.name.startsWith(table.query_tool_prefix));
     checks.check('the server lists query tools', queryTools.length > 0, `no tool starts with ${table.query_tool_prefix}`);
     const gaps = coverageProblems(table, names);
-    checks.check('calls.json covers exactly the listed query tools', gaps.length === 0, () => gaps.join('; '));
+    checks.check('the table calls every listed tool, and only those', gaps.length === 0, () => gaps.join('; '));
 
-    client.cacheToolMetadata(tools);
-    for (const tool of queryTools) {
-        const validator = client.getToolOutputValidator(tool.name);
+    if (!v2) client.cacheToolMetadata(tools);
+    const validators = new Map(tools.map((tool) => [tool.name, outputValidator(tool)]));
+    for (const tool of tools) {
+        const validator = validators.get(tool.name);
         checks.check(`${tool.name} has an outputSchema the SDK validates with`, Boolean(tool.outputSchema && validator), () =>
             `outputSchema: ${JSON.stringify(tool.outputSchema)}`);
         if (validator) {
             const bare = validator({});
-            checks.check(`${tool.name} outputSchema requires "result"`, !bare.valid, 'the validator accepts {}');
+            checks.check(`${tool.name} outputSchema rejects {}`, !bare.valid, 'the validator accepts {}');
         }
     }
 
@@ -131,7 +160,7 @@ async function main() {
         const seenCursors = new Set();
         for (;;) {
             const name = describeCall(call.tool, args);
-            const result = await checks.attempt(name, () => client.callTool({ name: call.tool, arguments: args }, undefined, { timeout: REQUEST_MS }));
+            const result = await checks.attempt(name, () => sdk.callTool(client, { name: call.tool, arguments: args }, { timeout: REQUEST_MS }));
             if (result === undefined) break;
             const problem = resultShapeProblem(result);
             if (!checks.check(name, problem === null, problem)) break;
@@ -160,23 +189,27 @@ async function main() {
     // Calls that must fail as a tool error, with a message for the model.
     for (const call of table.errors) {
         const name = `${describeCall(call.tool, call.args)} is a tool error`;
-        const result = await checks.attempt(name, () => client.callTool({ name: call.tool, arguments: call.args }, undefined, { timeout: REQUEST_MS }));
+        const result = await checks.attempt(name, () => sdk.callTool(client, { name: call.tool, arguments: call.args }, { timeout: REQUEST_MS }));
         if (result === undefined) continue;
         const text = textOf(result);
         checks.check(name, result.isError === true && text.includes(call.expect_text), () =>
             `isError: ${result.isError}, text: ${text.slice(0, 300)}`);
     }
 
-    // Tools that act: the outcome word, also on an error. This SDK validates structuredContent against
-    // the outputSchema whenever it is present, isError or not (callTool in client/index.js), so even a
-    // refusal must match the schema; callTool would throw otherwise, and the check says so again.
-    for (const call of table.outcomes ?? []) {
-        const name = `${describeCall(call.tool, call.args)} answers ${call.expect_outcome}`;
-        const result = await checks.attempt(name, () => client.callTool({ name: call.tool, arguments: call.args }, undefined, { timeout: REQUEST_MS }));
+    // Tools that act: the outcome word, also on an error. v1 validates structuredContent against the
+    // outputSchema whenever it is present, isError or not (callTool in client/index.js), so even a
+    // refusal must match the schema; callTool would throw otherwise, and the check says so again with
+    // the client's own validator (which is the only check of an isError answer under v2).
+    const saved = {};
+    for (const call of (table.outcomes ?? []).filter((c) => isMade(c, names))) {
+        const args = resolveArgs(call.args, saved);
+        const name = `${describeCall(call.tool, args)} answers ${[call.expect_outcome].flat().join(' or ')}`;
+        const result = await checks.attempt(name, () => sdk.callTool(client, { name: call.tool, arguments: args }, { timeout: REQUEST_MS }));
         if (result === undefined) continue;
+        saveFrom(call, result, saved);
         const problem = outcomeProblem(result, call);
         checks.check(name, problem === null, problem);
-        const validator = client.getToolOutputValidator(call.tool);
+        const validator = validators.get(call.tool);
         if (validator) {
             const verdict = validator(result.structuredContent);
             checks.check(`${name}: structuredContent matches the outputSchema`, verdict.valid, () => verdict.errorMessage);
@@ -186,7 +219,7 @@ async function main() {
     // An unknown tool: a tool error (isError) the model can read, not a crash of the session.
     {
         const name = `unknown tool ${table.unknown_tool} is a tool error`;
-        const result = await checks.attempt(name, () => client.callTool({ name: table.unknown_tool, arguments: {} }, undefined, { timeout: REQUEST_MS }));
+        const result = await checks.attempt(name, () => sdk.callTool(client, { name: table.unknown_tool, arguments: {} }, { timeout: REQUEST_MS }));
         if (result !== undefined) {
             checks.check(name, result.isError === true && textOf(result).length > 0, () => `got ${JSON.stringify(result).slice(0, 300)}`);
         }

@@ -19,10 +19,20 @@ pub enum DecodeError {
     /// The bytes are not UTF-8; JSON text must be (RFC 8259 §8.1).
     #[error("the message is not valid UTF-8 (first bad byte at offset {0})")]
     InvalidUtf8(usize),
-    /// The text is not one JSON value (this includes lone surrogate escapes,
-    /// which serde_json refuses because they cannot become a Rust `String`).
+    /// The text is not one JSON value.
     #[error("the message is not valid JSON: {0}")]
     InvalidJson(String),
+    /// The text is JSON (RFC 8259 lets a string escape a lone UTF-16 surrogate), but such a
+    /// string is no Unicode text, which every value we hand on must be. `lenient` is the value
+    /// with each lone surrogate read as U+FFFD, so the caller can tell whose message it was.
+    #[error(
+        "the message holds a lone UTF-16 surrogate escape (`{escape}` at byte {offset}), which is no Unicode character"
+    )]
+    LoneSurrogate {
+        escape: String,
+        offset: usize,
+        lenient: Box<Value>,
+    },
 }
 
 /// Whether a line carries nothing but whitespace; such lines are skipped so a
@@ -34,10 +44,68 @@ pub fn is_blank(line: &[u8]) -> bool {
 /// Decodes one line (without or with its trailing `\n` / `\r\n`) into a value.
 ///
 /// serde_json joins UTF-16 surrogate-pair escapes into the real character and
-/// rejects lone surrogates, so every decoded string is valid Unicode.
+/// rejects lone surrogates, so every decoded string is valid Unicode. A line that
+/// fails only because of lone surrogates is read a second time with each of them
+/// as U+FFFD, and comes back as [`DecodeError::LoneSurrogate`] carrying that value.
 pub fn decode_line(line: &[u8]) -> Result<Value, DecodeError> {
     let text = std::str::from_utf8(line).map_err(|e| DecodeError::InvalidUtf8(e.valid_up_to()))?;
-    serde_json::from_str(text).map_err(|e| DecodeError::InvalidJson(e.to_string()))
+    serde_json::from_str(text).map_err(|error| {
+        let invalid = DecodeError::InvalidJson(error.to_string());
+        let Some((replaced, offset)) = replace_lone_surrogates(text) else {
+            return invalid;
+        };
+        match serde_json::from_str(&replaced) {
+            Ok(lenient) => DecodeError::LoneSurrogate {
+                escape: text[offset..offset + 6].to_owned(),
+                offset,
+                lenient: Box::new(lenient),
+            },
+            Err(_) => invalid,
+        }
+    })
+}
+
+/// `text` with every `\uXXXX` escape of a surrogate that is not half of a pair replaced by
+/// `\ufffd`, and the byte offset of the first; `None` when there is none. Backslashes occur
+/// only inside strings in JSON, so no string state is needed: an escaped backslash is skipped
+/// as a pair, so `\\ud800` (a backslash, then the letters) is left as it is.
+fn replace_lone_surrogates(text: &str) -> Option<(String, usize)> {
+    let bytes = text.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        let digits = bytes.get(at..at + 6)?;
+        if digits[0] != b'\\' || digits[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&digits[2..]).ok()?, 16).ok()
+    };
+    let (mut out, mut first, mut copied, mut i) = (String::new(), None, 0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(code) = unit(i) else {
+            // Some other escape: skip it whole, so its second byte is never read as a start.
+            i += 2;
+            continue;
+        };
+        let high = (0xD800..0xDC00).contains(&code);
+        let low_follows = unit(i + 6).is_some_and(|next| (0xDC00..0xE000).contains(&next));
+        if high && low_follows {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&code) {
+            out.push_str(&text[copied..i]);
+            out.push_str("\\ufffd");
+            first.get_or_insert(i);
+            i += 6;
+            copied = i;
+        } else {
+            i += 6;
+        }
+    }
+    let first = first?;
+    out.push_str(&text[copied..]);
+    Some((out, first))
 }
 
 /// Encodes one value as one line, `\n` included.
@@ -141,13 +209,35 @@ mod tests {
     }
 
     #[test]
-    fn lone_surrogates_are_rejected() {
+    fn lone_surrogates_are_rejected_with_the_value_read_leniently() {
+        let lone = |line: &[u8]| match decode_line(line) {
+            Err(DecodeError::LoneSurrogate {
+                escape,
+                offset,
+                lenient,
+            }) => (escape, offset, *lenient),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            lone(br#"{"s":"\ud83d"}"#),
+            ("\\ud83d".to_owned(), 6, json!({"s": "\u{fffd}"}))
+        );
+        assert_eq!(
+            lone(br#"{"id":1,"s":"\ude00x\ud83d\ude00\ud800\u0041"}"#),
+            (
+                "\\ude00".to_owned(),
+                13,
+                json!({"id": 1, "s": "\u{fffd}x😀\u{fffd}A"})
+            )
+        );
+        // An escaped backslash before `ud800` is no escape of a surrogate.
+        assert_eq!(
+            decode_line(br#"{"s":"\\ud800"}"#).unwrap(),
+            json!({"s": "\\ud800"})
+        );
+        // Broken JSON stays a parse error, lone surrogate or not.
         assert!(matches!(
-            decode_line(br#"{"s":"\ud83d"}"#),
-            Err(DecodeError::InvalidJson(_))
-        ));
-        assert!(matches!(
-            decode_line(br#"{"s":"\ude00x"}"#),
+            decode_line(br#"{"s":"\ud800"#),
             Err(DecodeError::InvalidJson(_))
         ));
     }

@@ -156,16 +156,14 @@ pub fn classify(value: Value) -> Incoming {
     if object.get("jsonrpc").and_then(Value::as_str) != Some(JSONRPC_VERSION) {
         return invalid(id, "\"jsonrpc\" must be \"2.0\"");
     }
-    // JSON-RPC allows params to be an object or an array; a primitive makes
-    // the whole message invalid. `null` is read as "absent" to be lenient with
-    // clients that serialise an empty optional that way.
+    // `null` is read as "absent" to be lenient with clients that serialise an
+    // empty optional that way. Params of another kind than JSON-RPC allows (an
+    // object or an array) are kept: they are the method's invalid params
+    // (-32602, answered by dispatch), and a notification's handler ignores
+    // what it cannot read.
     let params = match object.remove("params") {
         None | Some(Value::Null) => None,
-        Some(p @ (Value::Object(_) | Value::Array(_))) => Some(p),
-        // A notification is never answered, so bad params only matter for
-        // requests; the notification handler ignores what it cannot read.
-        Some(p) if id.is_none() => Some(p),
-        Some(_) => return invalid(id, "\"params\" must be an object or an array"),
+        Some(p) => Some(p),
     };
     match id {
         Some(id) => Incoming::Request { id, method, params },

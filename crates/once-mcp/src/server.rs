@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::arguments::check_arguments;
-use crate::codec::{DEFAULT_MAX_LINE_BYTES, Frame, LineReader, decode_line, is_blank};
+use crate::codec::{DEFAULT_MAX_LINE_BYTES, DecodeError, Frame, LineReader, decode_line, is_blank};
 use crate::message::{
     INTERNAL_ERROR, INVALID_REQUEST, Incoming, NOT_INITIALIZED, PARSE_ERROR, RequestId, RpcError,
     classify, error_response, excerpt, result_response,
@@ -34,11 +34,12 @@ use crate::version::ProtocolVersion;
 /// (reverse-DNS prefix, as the spec's `_meta` key rules ask).
 pub const WORKSPACE_META_KEY: &str = "dev.once/workspace";
 
-/// The size at which a `tools/list` page ends. It is above the whole catalog with every tool
-/// enabled (about 41 KB): many hosts read only the first page, and a tool the person enabled must
-/// never be hidden on a second one. The catalog does not grow with the workspace; the limit is a
-/// guard against a catalog that one day would.
-const TOOLS_PAGE_BYTES: usize = 60 * 1024;
+/// The size at which a `tools/list` page ends. It is well above the whole catalog with every tool
+/// enabled, in `once serve` too (`once query tools --markdown` prints the figure, and the README
+/// quotes it): many hosts read only the first page, and a tool the person enabled must never be
+/// hidden on a second one. The catalog does not grow with the workspace; the limit is a guard
+/// against a catalog that one day would.
+pub const TOOLS_PAGE_BYTES: usize = 96 * 1024;
 /// The longest text of a tool error; what is longer is cut (see [`error_result`]).
 const ERROR_TEXT_BYTES: usize = 4 * 1024;
 
@@ -300,6 +301,11 @@ impl Session {
             return;
         }
         match decode_line(line) {
+            Err(DecodeError::LoneSurrogate {
+                escape,
+                offset,
+                lenient,
+            }) => self.refuse_lone_surrogate(&escape, offset, *lenient),
             Err(e) => {
                 tracing::debug!(error = %e, "unparseable line");
                 self.outbox.send(&error_response(
@@ -313,6 +319,29 @@ impl Session {
                 self.handle_message(value, &sink);
             }
         }
+    }
+
+    /// A message whose strings are no Unicode text is not served, but it is answered as the
+    /// request it is: read with U+FFFD in place of its lone surrogates, it names its id.
+    fn refuse_lone_surrogate(&mut self, escape: &str, offset: usize, lenient: Value) {
+        let id = match classify(lenient) {
+            Incoming::Request { id, .. } | Incoming::Invalid { id: Some(id), .. } => Some(id),
+            // A notification is never answered, nor is a response.
+            Incoming::Notification { .. } | Incoming::Response => return,
+            Incoming::Invalid { id: None, .. } => None,
+        };
+        tracing::debug!(offset, "a lone surrogate escape");
+        self.outbox.send(&error_response(
+            id.as_ref(),
+            &RpcError::new(
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: the message holds a lone UTF-16 surrogate escape (`{escape}` at \
+                     byte {offset}), which is no Unicode character; send text as UTF-8, or a \
+                     surrogate only as half of a pair"
+                ),
+            ),
+        ));
     }
 
     fn handle_batch(&mut self, items: Vec<Value>) {
@@ -438,6 +467,17 @@ impl Session {
         params: Option<Value>,
         sink: &Sink,
     ) -> Option<Result<Value, RpcError>> {
+        // JSON-RPC lets params be an object or an array; a number, string or boolean is a
+        // method's invalid params (-32602), which is what a client's validation of
+        // `tools/call` params expects, not a malformed message.
+        if let Some(params) = params.as_ref().filter(|p| !(p.is_object() || p.is_array()))
+            && KNOWN_METHODS.contains(&method)
+        {
+            return Some(Err(RpcError::invalid_params(format!(
+                "Invalid params: the params of {method} must be an object, not {}",
+                json_kind(params)
+            ))));
+        }
         Some(match method {
             "initialize" => self.initialize(params),
             "ping" => Ok(json!({})),
@@ -514,7 +554,6 @@ impl Session {
     fn list_tools(&self, params: Option<Value>) -> Result<Value, RpcError> {
         let params = params_object(params)?;
         let listed: Vec<&Tool> = self.listed_tools().collect();
-        let page_size = self.config.page_size.max(1);
         let start = match params.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(Value::String(cursor)) => cursor
@@ -533,27 +572,12 @@ impl Session {
                 ));
             }
         };
-        // A page ends at `page_size` tools or once it holds `TOOLS_PAGE_BYTES`, whichever comes
-        // first, so the answer stays small however long the descriptions and schemas grow.
-        let mut tools: Vec<Value> = Vec::new();
-        let mut bytes = 0;
-        for tool in listed.iter().skip(start).take(page_size) {
-            let entry = describe_tool(tool, self.version);
-            let size = entry.to_string().len();
-            if !tools.is_empty() && bytes + size > TOOLS_PAGE_BYTES {
-                break;
-            }
-            bytes += size;
-            tools.push(entry);
-        }
-        let end = start + tools.len();
-        let mut result = Map::new();
-        result.insert("tools".into(), Value::Array(tools));
-        if end < listed.len() {
-            // The cursor is the offset of the next page; opaque to clients.
-            result.insert("nextCursor".into(), json!(end.to_string()));
-        }
-        Ok(Value::Object(result))
+        Ok(Value::Object(tools_page(
+            &listed,
+            start,
+            self.config.page_size,
+            self.version,
+        )))
     }
 
     fn call_tool(
@@ -781,6 +805,74 @@ fn needs_initialize(method: &str) -> bool {
             | "resources/templates/list"
             | "prompts/list"
     )
+}
+
+/// The `tools/list` result from the tool at `start` on: a page ends at `page_size` tools or once
+/// it holds [`TOOLS_PAGE_BYTES`], whichever comes first, so the answer stays small however long
+/// the descriptions and schemas grow.
+fn tools_page(
+    listed: &[&Tool],
+    start: usize,
+    page_size: usize,
+    version: ProtocolVersion,
+) -> Map<String, Value> {
+    let mut tools: Vec<Value> = Vec::new();
+    let mut bytes = 0;
+    for tool in listed.iter().skip(start).take(page_size.max(1)) {
+        let entry = describe_tool(tool, version);
+        let size = entry.to_string().len();
+        if !tools.is_empty() && bytes + size > TOOLS_PAGE_BYTES {
+            break;
+        }
+        bytes += size;
+        tools.push(entry);
+    }
+    let end = start + tools.len();
+    let mut result = Map::new();
+    result.insert("tools".into(), Value::Array(tools));
+    if end < listed.len() {
+        // The cursor is the offset of the next page; opaque to clients.
+        result.insert("nextCursor".into(), json!(end.to_string()));
+    }
+    result
+}
+
+/// The size in bytes of the first `tools/list` result a client of the newest protocol version
+/// gets from `config` (the tools its gates open), and whether that page holds every one of them.
+pub fn first_tools_page(config: &ServerConfig) -> (usize, bool) {
+    let gates = config.gates;
+    let listed: Vec<&Tool> = config
+        .tools
+        .iter()
+        .filter(|t| gates.allows(t.gate))
+        .collect();
+    let page = tools_page(&listed, 0, config.page_size, ProtocolVersion::LATEST);
+    let whole = !page.contains_key("nextCursor");
+    (Value::Object(page).to_string().len(), whole)
+}
+
+/// The methods [`Session::dispatch`] serves; any other is answered -32601.
+const KNOWN_METHODS: [&str; 8] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+];
+
+/// What kind of JSON value `value` is, for a message.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 fn params_object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {

@@ -591,6 +591,74 @@ fn ping_discover_and_workspace_less_initialize() {
 }
 
 #[test]
+fn params_that_are_not_an_object_are_invalid_params_of_the_method() {
+    let client = Client::start(config(basic_tools()));
+    client.initialize("2025-11-25");
+    for (id, params) in [json!(5), json!("x"), json!(true), json!([1])]
+        .into_iter()
+        .enumerate()
+    {
+        let reply = client
+            .call(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        error(json!(id), -32602)(&reply);
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.contains("object"), "{reply}");
+    }
+    let reply =
+        client.call(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": 1}));
+    error(json!(9), -32602)(&reply);
+    // An unknown method is unknown whatever its params.
+    let reply =
+        client.call(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/frob", "params": 1}));
+    error(json!(10), -32601)(&reply);
+    client.finish();
+}
+
+#[test]
+fn a_lone_surrogate_is_answered_under_the_request_id() {
+    let client = Client::start(config(basic_tools()));
+    client.initialize("2025-11-25");
+    // serde_json refuses a lone surrogate escape, yet the line is JSON text (RFC 8259 allows the
+    // escape), so the request is read far enough to be answered under its own id.
+    for (line, id) in [
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud800"}}}"#,
+            json!(7),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"tools/call","id":"s","params":{"name":"\udc00x"}}"#,
+            json!("s"),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"ping","params":{"_meta":{"note":"\ud83d\u0041"}}}"#,
+            json!(8),
+        ),
+    ] {
+        client.send_raw(format!("{line}\n").as_bytes());
+        let reply = client.recv();
+        error(id, -32600)(&reply);
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.contains("surrogate"), "{reply}");
+        assert!(message.contains("UTF-8"), "{reply}");
+    }
+    // A pair is one character, served as such; a notification with a lone one gets no reply.
+    client.send_raw(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{\"a\":\"\\ud800\"}}\n",
+    );
+    let reply = client.call(json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}));
+    assert_eq!(reply, json!({"jsonrpc": "2.0", "id": 9, "result": {}}));
+    client.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\",\"params\":{\"_meta\":{\"a\":\"\\ud83d\\ude00\"}}}\n");
+    assert_eq!(
+        client.recv(),
+        json!({"jsonrpc": "2.0", "id": 10, "result": {}})
+    );
+    // A line that is not JSON at all still gets a parse error without an id.
+    client.send_raw(b"{\"id\": 11, \"method\": \"\\ud800\n");
+    error(Value::Null, -32700)(&client.recv());
+    client.finish();
+}
+
+#[test]
 fn error_model() {
     let client = Client::start(config(basic_tools()));
     client.initialize("2025-11-25");
@@ -618,10 +686,6 @@ fn error_model() {
         (
             json!({"jsonrpc": "2.0", "id": null, "method": "ping"}),
             Value::Null,
-        ),
-        (
-            json!({"jsonrpc": "2.0", "id": 8, "method": "ping", "params": "x"}),
-            json!(8),
         ),
         (json!({"jsonrpc": "2.0", "id": 9}), json!(9)),
         (json!({}), Value::Null),
@@ -929,10 +993,10 @@ fn unicode_and_framing() {
         reply["result"]["content"][0]["text"],
         "{\"text\":\"😀 café\"}"
     );
-    // A lone surrogate and invalid UTF-8 are parse errors.
+    // A lone surrogate is refused under the request's id; invalid UTF-8 is a parse error.
     client.send_raw(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"\ud83d"}}}"#);
     client.send_raw(b"\n");
-    error(Value::Null, -32700)(&client.recv());
+    error(json!(2), -32600)(&client.recv());
     client.send_raw(
         b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"x\":\"\xc3\x28\"}}\n",
     );
@@ -1045,17 +1109,18 @@ fn tools_list_paging() {
     client.finish();
 }
 
-/// Every answer stays under 40 KB, and a `tools/list` page under its own budget (60 KB, above
-/// the real catalog, so hosts that read one page see every tool) whatever the descriptions
+/// Every answer stays under 40 KB, and a `tools/list` page under its own budget (96 KiB, well
+/// above the real catalog, so hosts that read one page see every tool) whatever the descriptions
 /// weigh; no refusal grows with what the client sent.
 #[test]
 fn answers_stay_small_whatever_the_client_sends() {
     const LIMIT: usize = 40 * 1024;
-    const CATALOG_LIMIT: usize = 64 * 1024;
-    let heavy: Vec<Tool> = (0..6)
+    const CATALOG_LIMIT: usize = once_mcp::TOOLS_PAGE_BYTES + 4 * 1024;
+    const NAMES: [&str; 10] = ["h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9"];
+    let heavy: Vec<Tool> = (0..NAMES.len())
         .map(|i| {
             let mut t = tool(
-                ["h0", "h1", "h2", "h3", "h4", "h5"][i],
+                NAMES[i],
                 Gate::Always,
                 closed_object(json!({"text": {"type": "string"}}), &[]),
                 |_, args| {
@@ -1117,7 +1182,7 @@ fn answers_stay_small_whatever_the_client_sends() {
             break;
         }
     }
-    assert_eq!(listed, ["h0", "h1", "h2", "h3", "h4", "h5"]);
+    assert_eq!(listed, NAMES);
 
     let huge = "x".repeat(100_000);
     let text = tool_error_text(&exchange(call(10, &huge, json!({}))));
@@ -1645,4 +1710,103 @@ fn progress_never_blocks_a_tool_when_the_client_does_not_read() {
     assert!(progress < 10_000, "every progress notification was queued");
     drop(input);
     server.join().unwrap().expect("serve ends cleanly");
+}
+
+// ---------------------------------------------------------------- a real run
+
+/// A workspace in a temporary folder, removed on drop.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let path = std::env::temp_dir().join(format!("once-mcp-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Scratch(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Stops every process of a registry when the test ends, however it ends.
+struct StopAll(once_exec::Registry);
+
+impl Drop for StopAll {
+    fn drop(&mut self) {
+        self.0.stop_all(Duration::from_secs(1));
+    }
+}
+
+/// The next progress notification whose message contains `text`, failing after [`PATIENCE`].
+fn progress_saying(client: &Client, text: &str) -> Value {
+    let end = std::time::Instant::now() + PATIENCE;
+    loop {
+        assert!(std::time::Instant::now() < end, "no progress says {text:?}");
+        let message = client.recv();
+        assert!(message.get("id").is_none(), "answered first: {message}");
+        if message["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(text))
+        {
+            return message;
+        }
+    }
+}
+
+#[test]
+fn progress_of_a_run_carries_the_output_so_far() {
+    let dir = Scratch::new("run-progress");
+    // The command prints a line, then waits until the test has seen it in a progress message.
+    std::fs::write(
+        dir.0.join("once.toml"),
+        "[targets.talk]\nkind = \"command\"\n[targets.talk.capabilities.build]\ncache = false\n\
+         command = \"echo first line; while [ ! -e go ]; do sleep 0.02; done; echo second line; \
+         while [ ! -e end ]; do sleep 0.02; done\"\n",
+    )
+    .unwrap();
+    let workspace = once_graph::Workspace::load(&dir.0).unwrap();
+    let live = Arc::new(once_mcp::LiveWorkspace::new(workspace));
+    let registry = StopAll(once_exec::Registry::new());
+    let mut config = config(once_mcp::run_tools(&live, &registry.0));
+    config.gates = Gates {
+        allow_edit: false,
+        allow_run: true,
+    };
+    let client = Client::start(config);
+    client.initialize("2025-11-25");
+    client.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "once_run", "arguments": {"target": "talk:build"},
+            "_meta": {"progressToken": "p"},
+        }}),
+    );
+    let first = progress_saying(&client, "first line");
+    let message = first["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("output so far of `talk:build`"),
+        "{message}"
+    );
+    std::fs::write(dir.0.join("go"), "").unwrap();
+    let second = progress_saying(&client, "second line");
+    assert!(
+        second["params"]["progress"].as_f64() > first["params"]["progress"].as_f64(),
+        "progress grows: {first} then {second}"
+    );
+    assert_eq!(second["params"]["total"].as_f64(), Some(1.0));
+    std::fs::write(dir.0.join("end"), "").unwrap();
+    let reply = loop {
+        let message = client.recv();
+        if message["id"] == 1 {
+            break message;
+        }
+    };
+    assert_eq!(
+        reply["result"]["structuredContent"]["outcome"], "done",
+        "{reply}"
+    );
+    client.finish();
 }

@@ -397,6 +397,7 @@ pub fn summary_schema() -> Value {
             "started_at": {"type": "integer", "description": "Milliseconds since the Unix epoch"},
             "duration_ms": {"type": "integer"},
             "counts": counts_schema(),
+            "containment": containment_schema(),
             "actions": {"type": "array", "items": action_schema(), "description": "At most 20: failed, timed out, cancelled and skipped first, then those that ran, then cached ones"},
             "omitted": {"type": "integer", "description": "Actions not listed; once_query_runs with run_id pages through all of them"},
             "hint": {"type": "string"},
@@ -404,6 +405,17 @@ pub fn summary_schema() -> Value {
         },
         "required": ["run_id", "status"],
         "additionalProperties": false,
+    })
+}
+
+/// Every mode a report may name, from any platform: a report read back from another machine's
+/// cache or store carries its own.
+fn containment_schema() -> Value {
+    let names: Vec<&str> = Containment::ALL.iter().map(|mode| mode.name()).collect();
+    json!({
+        "type": "string",
+        "enum": names,
+        "description": "How the run's processes were kept from outliving it (the modes strongest first)",
     })
 }
 

@@ -11,6 +11,7 @@ mod examples;
 mod memory;
 mod query;
 mod run;
+mod tail;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};

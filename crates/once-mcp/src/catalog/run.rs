@@ -14,6 +14,10 @@
 //! never compute or reshape that value, nor put a whole log, or every action of a run, into an
 //! answer.
 //!
+//! While it waits, a call with a progress token hears of every action that starts and ends, and
+//! about once a second the last lines each running action has printed so far (read from the end
+//! of its log, a bounded read).
+//!
 //! Both acting tools answer an outcome: a run whose actions all succeeded (ran or replayed from
 //! the cache) is `done`, one with a failed, timed-out or cancelled action `problem`, a request
 //! the plan refuses `refused`; cancelling a run that has ended is `none`.
@@ -52,6 +56,12 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 /// How long a stop waits for the runs in flight to record their end: their groups get SIGKILL
 /// after `once_exec::DEFAULT_GRACE`, so this is ample.
 const STOP_WAIT: Duration = Duration::from_secs(10);
+/// How often the waiting call wakes to see whether a heartbeat is due.
+const HEARTBEAT_TICK: Duration = Duration::from_millis(200);
+/// How often a progress notification carries the output so far of the running actions.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+/// How many running actions a heartbeat shows the output of; the rest are counted.
+const HEARTBEAT_ACTIONS: usize = 8;
 
 /// A run this server started and that has not ended yet.
 #[derive(Debug, Clone)]
@@ -281,6 +291,9 @@ fn start(
         .create()
         .map_err(|e| Answer::problem(format!("cannot create the run's folder: {e}")))?;
     let run_id = run_dir.id.clone();
+    // Where the running actions' logs are, for the heartbeats; the run itself owns `run_dir`.
+    let logs = run_dir.clone();
+    let total = plan.steps.len();
     // Readable before this call answers, however soon that is.
     once_run::announce(&plan, &run_dir);
     let handle = Live {
@@ -298,7 +311,6 @@ fn start(
         thread::Builder::new()
             .name(format!("once-run-{run_id}"))
             .spawn(move || {
-                let total = plan.steps.len();
                 let options = Options {
                     force,
                     remote,
@@ -344,12 +356,42 @@ fn start(
     }
     let end = Instant::now() + wait;
     let mut progress = 0u64;
+    let mut running: Vec<String> = Vec::new();
+    // Heartbeats since the last event, and when the next is due.
+    let mut beats = 0u32;
+    let mut next_beat = Instant::now() + HEARTBEAT_EVERY;
     let answer = loop {
         let left = end.saturating_duration_since(Instant::now());
-        match received.recv_timeout(left) {
-            Ok(Update::Event(Described { text, steps, total })) => {
+        match received.recv_timeout(left.min(HEARTBEAT_TICK)) {
+            Ok(Update::Event(described)) => {
+                let Described {
+                    text,
+                    steps,
+                    total,
+                    started,
+                    finished,
+                } = described;
+                running.extend(started);
+                running.retain(|action| Some(action) != finished.as_ref());
                 progress += steps;
+                beats = 0;
                 ctx.progress(progress as f64 / 2.0, Some(total as f64), Some(&text));
+            }
+            Err(RecvTimeoutError::Timeout) if Instant::now() < end => {
+                if Instant::now() < next_beat || running.is_empty() {
+                    continue;
+                }
+                next_beat = Instant::now() + HEARTBEAT_EVERY;
+                beats += 1;
+                // Progress must grow with every notification (the client drops one that does
+                // not): a heartbeat moves on within the current half step and never reaches the
+                // value of the next event.
+                let value = progress as f64 / 2.0 + 0.5 * f64::from(beats) / f64::from(beats + 1);
+                ctx.progress(
+                    value,
+                    Some(total as f64),
+                    Some(&output_so_far(&logs, &running)),
+                );
             }
             Ok(Update::Warning(message)) => ctx.log(LogLevel::Warning, &message),
             Ok(Update::Done(report)) => break ended(&report.summary()),
@@ -373,6 +415,25 @@ fn start(
     released.store(true, Ordering::SeqCst);
     ctx.cancelled().cancel();
     answer
+}
+
+/// A heartbeat's message: the running actions, and the last lines each has printed so far.
+fn output_so_far(run: &once_run::RunDir, running: &[String]) -> String {
+    let names: Vec<String> = running.iter().map(|a| format!("`{a}`")).collect();
+    let mut message = format!("running {}", names.join(", "));
+    for action in running.iter().take(HEARTBEAT_ACTIONS) {
+        let tail = super::tail::last_lines(&run.log_path(action));
+        if !tail.is_empty() {
+            message.push_str(&format!("\noutput so far of `{action}`:\n{tail}"));
+        }
+    }
+    if running.len() > HEARTBEAT_ACTIONS {
+        message.push_str(&format!(
+            "\n({} more running; once_query_runs with the run id and an action pages its log)",
+            running.len() - HEARTBEAT_ACTIONS
+        ));
+    }
+    message
 }
 
 /// The answer for a run that has ended: `done` when every action succeeded (ran or replayed
@@ -470,11 +531,14 @@ fn remote(settings: &once_graph::CacheSettings) -> Result<Option<Arc<once_run::R
         })
 }
 
-/// A scheduler event as a progress message, with how many half-steps it advances.
+/// A scheduler event as a progress message, with how many half-steps it advances and which
+/// action it started or ended.
 struct Described {
     text: String,
     steps: u64,
     total: usize,
+    started: Option<String>,
+    finished: Option<String>,
 }
 
 fn describe(event: Event<'_>, total: usize) -> Described {
@@ -483,6 +547,8 @@ fn describe(event: Event<'_>, total: usize) -> Described {
             text: format!("{action} started"),
             steps: 1,
             total,
+            started: Some(action.to_owned()),
+            finished: None,
         },
         Event::Finished {
             action,
@@ -510,6 +576,8 @@ fn describe(event: Event<'_>, total: usize) -> Described {
                     1
                 },
                 total,
+                started: None,
+                finished: Some(action.to_owned()),
             }
         }
         // Not progress: `update` sends it as a log message.
@@ -517,6 +585,8 @@ fn describe(event: Event<'_>, total: usize) -> Described {
             text: message.to_owned(),
             steps: 0,
             total,
+            started: None,
+            finished: None,
         },
     }
 }

@@ -1,5 +1,6 @@
 //! `docs/tools.md` is generated from the MCP catalog (`once query tools --markdown`); this test
-//! regenerates it and fails when the committed page is stale. `ONCE_BLESS=1` rewrites it.
+//! regenerates it and fails when the committed page is stale, or when the README's figure of
+//! the size of `tools/list` is not the page's. `ONCE_BLESS=1` rewrites both.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -58,4 +59,36 @@ fn the_tools_page_is_the_catalog_it_documents() {
         }
     }
     assert!(page.contains("`--allow-run`") && page.contains("`--allow-edit`"));
+}
+
+const SIZE_START: &str = "<!-- tools/list size -->";
+const SIZE_END: &str = "<!-- /tools/list size -->";
+
+/// The figure between the size markers of `text`, markers included, and where it starts.
+fn size_figure(text: &str) -> Option<(usize, &str)> {
+    let start = text.find(SIZE_START)?;
+    let end = start + text[start..].find(SIZE_END)? + SIZE_END.len();
+    Some((start, &text[start..end]))
+}
+
+#[test]
+fn the_readme_quotes_the_size_of_tools_list_that_the_catalog_has() {
+    let dir = TempDir::new();
+    std::fs::write(dir.path().join("once.toml"), "").unwrap();
+    let page = generate(dir.path(), &["--markdown"]);
+    let (_, figure) = size_figure(&page).expect("the page gives the size of tools/list");
+    assert!(figure.contains(" KB in `once mcp` and "), "{figure}");
+    let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme = std::fs::read_to_string(&readme_path).unwrap();
+    let (at, quoted) = size_figure(&readme).expect("the README quotes the size of tools/list");
+    if quoted != figure && std::env::var_os("ONCE_BLESS").is_some() {
+        let blessed = format!("{}{figure}{}", &readme[..at], &readme[at + quoted.len()..]);
+        std::fs::write(&readme_path, blessed).unwrap();
+        return;
+    }
+    assert_eq!(
+        quoted, figure,
+        "the README's size of `tools/list` is stale: copy the figure from \
+         `once query tools --markdown` (or run this test with ONCE_BLESS=1)"
+    );
 }

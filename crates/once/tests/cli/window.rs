@@ -436,12 +436,12 @@ fn the_person_applies_and_rejects_change_sets_with_the_rules_of_once_changes() {
 }
 
 /// An open event stream: reads `event:`/`data:` pairs with a deadline.
-struct Events {
+pub struct Events {
     reader: BufReader<TcpStream>,
 }
 
 impl Events {
-    fn open(page: &Page) -> Events {
+    pub fn open(page: &Page) -> Events {
         let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, page.port)).expect("connects");
         stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
         let raw = request(
