@@ -38,3 +38,4 @@ mod support;
 mod tools_page;
 mod window;
 mod window_flood;
+mod window_runs;
