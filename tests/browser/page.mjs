@@ -68,6 +68,14 @@ deps = ["broken"]
 [targets.after-broken.capabilities.build]
 command = "echo never"
 
+[targets.gate]
+kind = "command"
+description = "Needs the web build and proto: an edge that spans layers"
+deps = ["web", "proto"]
+
+[targets.gate.capabilities.build]
+command = "true"
+
 [targets.py]
 kind = "command"
 description = "A Python evaluator"
@@ -162,7 +170,7 @@ try {
         }, WAIT_MS);
         const path = new URL(page.url()).pathname;
         checks.check('the login link opens the page with one node per target',
-            response.ok() && path === '/' && count === total && total === 8,
+            response.ok() && path === '/' && count === total && total === 9,
             `status ${response.status()}, at ${page.url()}, ${count} nodes for ${total} targets`);
         const header = await page.locator('#workspace').textContent();
         checks.check('the header names the workspace', header === ws, `header: ${header}`);
@@ -471,7 +479,7 @@ try {
         // From the top of the page, Tab walks the nav, the filters, the zoom buttons and the nodes.
         await page.evaluate(() => document.activeElement?.blur());
         const reached = new Set();
-        for (let i = 0; i < 30; i++) {
+        for (let i = 0; i < 45; i++) {
             await page.keyboard.press('Tab');
             reached.add(await page.evaluate(() => {
                 const el = document.activeElement;
@@ -485,6 +493,60 @@ try {
         await page.keyboard.press('Enter');
         await until('the details of proto', async () => (await page.locator('#details h2').textContent()) === 'proto', WAIT_MS);
         checks.ok('keyboard: a node opens with Enter');
+    });
+
+    await checks.attempt('no edge passes through a tile it does not touch', async () => {
+        await page.evaluate(() => { location.hash = '#/graph'; });
+        await page.locator('g.node[data-target="gate"]').waitFor();
+        const found = await page.evaluate(() => {
+            // Every tile's box in the drawing's own units, from its transform and its rect.
+            const tiles = [...document.querySelectorAll('g.node')].map((g) => {
+                const m = /translate\(([-\d.e]+),([-\d.e]+)\)/.exec(g.getAttribute('transform'));
+                const rect = g.querySelector('rect');
+                return { name: g.dataset.target, x: Number(m[1]), y: Number(m[2]), w: Number(rect.getAttribute('width')), h: Number(rect.getAttribute('height')) };
+            });
+            const through = [];
+            let longest = 0;
+            for (const path of document.querySelectorAll('path.edge')) {
+                const { from, to } = path.dataset;
+                const length = path.getTotalLength();
+                const a = tiles.find((t) => t.name === from);
+                const b = tiles.find((t) => t.name === to);
+                longest = Math.max(longest, Math.abs(b.y - a.y));
+                for (let at = 0; at <= length; at += 2) {
+                    const p = path.getPointAtLength(at);
+                    for (const t of tiles) {
+                        if (t.name === from || t.name === to) continue;
+                        if (p.x > t.x + 1 && p.x < t.x + t.w - 1 && p.y > t.y + 1 && p.y < t.y + t.h - 1) through.push(`${from}→${to} through ${t.name}`);
+                    }
+                }
+            }
+            return { through: [...new Set(through)], longest, rowStep: Math.min(...tiles.map((t) => t.h)) };
+        });
+        checks.check('no edge passes through a tile it does not touch',
+            found.through.length === 0 && found.longest > 3 * found.rowStep, `${found.through.join('; ')} (longest edge spans ${found.longest})`);
+    });
+
+    await checks.attempt('selecting a target highlights its edges, its dependencies and its dependents', async () => {
+        await page.evaluate(() => { location.hash = '#/target/web'; });
+        await until('web selected', async () => (await page.locator('g.node.selected[data-target="web"]').count()) === 1, WAIT_MS);
+        const marked = await page.evaluate(() => ({
+            upstream: [...document.querySelectorAll('g.node.upstream')].map((g) => g.dataset.target).sort(),
+            downstream: [...document.querySelectorAll('g.node.downstream')].map((g) => g.dataset.target).sort(),
+            touching: [...document.querySelectorAll('path.edge.touching')].map((p) => `${p.dataset.from}→${p.dataset.to}`).sort(),
+            pathUp: document.querySelectorAll('path.edge.upstream').length,
+        }));
+        checks.check('selecting a target highlights its edges, its dependencies and its dependents',
+            JSON.stringify(marked.upstream) === '["core","proto"]' && JSON.stringify(marked.downstream) === '["gate"]'
+                && JSON.stringify(marked.touching) === '["gate→web","web→core"]' && marked.pathUp === 2,
+            JSON.stringify(marked));
+        await page.locator('#focus-depth').selectOption('1');
+        await page.locator('#focus-mode').check();
+        const shown = await page.evaluate(() => [...document.querySelectorAll('g.node:not(.hidden)')].map((g) => g.dataset.target).sort());
+        checks.check('focus mode shows the target and N levels either way', JSON.stringify(shown) === '["core","gate","web"]', JSON.stringify(shown));
+        await page.locator('#focus-mode').uncheck();
+        const all = await page.locator('g.node:not(.hidden)').count();
+        checks.check('leaving focus mode shows every target again', all === 9, `${all} shown`);
     });
 
     checks.check('what MCP calls do shows on the page within a second',

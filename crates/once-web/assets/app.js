@@ -213,7 +213,7 @@ function current(seq) {
 
 /** Layers the graph: longest-path layers from the targets nobody depends on, then a few
  *  barycentre sweeps that order each layer by its neighbours' positions to cut crossings. */
-function layoutGraph(targets, edges) {
+function layoutGraph(targets, edges, aspect = 1.6) {
     const n = targets.length;
     const index = new Map(targets.map((t, i) => [t.name, i]));
     const deps = Array.from({ length: n }, () => []);
@@ -285,27 +285,57 @@ function layoutGraph(targets, edges) {
     }
     // A wide layer wraps onto several rows, so that a large graph fits a screen at a zoom where
     // its nodes are still tiles rather than dust; the rows of one layer stay between the layers
-    // above and below, so every edge still points down.
-    const perRow = Math.max(12, Math.round(Math.sqrt(n) * 1.5));
+    // above and below, so every edge still points down. How many tiles a row holds follows the
+    // canvas's shape, so the drawing fills it rather than a band of it.
+    const widest = Math.max(1, ...layers.map((layer) => layer.length));
+    const perRow = Math.max(4, Math.min(widest, Math.round(Math.sqrt(n * aspect * NODE.wrapDy / NODE.dx) * 1.1)));
+    // Every tile sits on one grid of columns (whole multiples of dx), so the gaps between
+    // columns are free in every row: edges run down those gaps and across the gaps between
+    // rows, and so never pass through a tile they do not touch.
     const x = new Float64Array(n);
     const y = new Float64Array(n);
+    const rowOf = new Int32Array(n);
+    const rowY = [];
     let top = 0;
     for (const layer of layers) {
         if (!layer.length) continue;
         const rows = Math.ceil(layer.length / perRow);
         for (let part = 0; part < rows; part++) {
             const slice = layer.slice(part * perRow, (part + 1) * perRow);
+            const shift = Math.floor((slice.length - 1) / 2);
+            rowY.push(top + part * NODE.wrapDy);
             slice.forEach((i, k) => {
-                x[i] = (k - (slice.length - 1) / 2) * NODE.dx;
+                x[i] = (k - shift) * NODE.dx;
                 y[i] = top + part * NODE.wrapDy;
+                rowOf[i] = rowY.length - 1;
             });
         }
         top += (rows - 1) * NODE.wrapDy + NODE.dy;
     }
-    return { index, x, y, deps, layers: layers.length, key: graphKey(targets, edges) };
+    return { index, x, y, rowOf, rowY, deps, dependents, layers: layers.length, key: graphKey(targets, edges), aspect };
 }
 
-const NODE = { width: 150, height: 28, dx: 170, dy: 90, wrapDy: 44, labelScale: 0.45 };
+/** The orthogonal route of the edge from `a` (above) to `b` (below): down out of `a` into the
+ *  gap under its row, along that gap to a gap between columns beside `b`, down that column gap
+ *  to the gap over `b`'s row, along it to above `b`, and down into `b`. `spread` (-1..1) moves
+ *  the edge within its gaps so that edges sharing a gap stay apart. */
+function routeEdge(layout, a, b, spread) {
+    const half = NODE.height / 2;
+    const x1 = layout.x[a], y1 = layout.y[a] + half;
+    const x2 = layout.x[b], y2 = layout.y[b] - half;
+    const ra = layout.rowOf[a], rb = layout.rowOf[b];
+    const rowGap = (r) => (layout.rowY[r + 1] - layout.rowY[r] - NODE.height);
+    const below = layout.rowY[ra] + half + rowGap(ra) / 2 + spread * Math.min(6, rowGap(ra) / 4);
+    if (rb === ra + 1) {
+        return `M${x1},${y1} V${below} H${x2} V${y2}`;
+    }
+    const above = layout.rowY[rb] - half - rowGap(rb - 1) / 2 + spread * Math.min(6, rowGap(rb - 1) / 4);
+    const side = x1 < x2 ? -1 : 1;
+    const lane = x2 + side * (NODE.dx / 2) + spread * ((NODE.dx - NODE.width) / 2 - 3);
+    return `M${x1},${y1} V${below} H${lane} V${above} H${x2} V${y2}`;
+}
+
+const NODE = { width: 150, height: 28, dx: 172, dy: 76, wrapDy: 48, labelScale: 0.45 };
 
 /** What decides the layout: the names and the edges, not the statuses. */
 function graphKey(targets, edges) {
@@ -331,6 +361,14 @@ async function renderGraphView(container, selected, view) {
     const details = h('aside', { id: 'details', 'aria-live': 'polite', 'aria-label': 'Target details' },
         h('p', { class: 'hint' }, 'Select a target (click it, or Tab to it and press Enter) to see its details.'));
     const counts = h('span', { class: 'graph-counts' });
+    const focusMode = h('input', { type: 'checkbox', id: 'focus-mode' });
+    const focusDepth = h('select', { id: 'focus-depth' }, [1, 2, 3, 5].map((n) => h('option', { value: n }, String(n))));
+    const onFocusChange = () => {
+        highlight(selectedName);
+        fit();
+    };
+    focusMode.addEventListener('change', onFocusChange);
+    focusDepth.addEventListener('change', onFocusChange);
     const zoom = { x: 0, y: 0, k: 1 };
     const toolbar = h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Graph filters and zoom' },
         h('label', {}, 'Name ', filter),
@@ -339,10 +377,13 @@ async function renderGraphView(container, selected, view) {
         h('button', { type: 'button', id: 'zoom-in', 'aria-label': 'Zoom in', onclick: () => zoomBy(1.4) }, '+'),
         h('button', { type: 'button', id: 'zoom-out', 'aria-label': 'Zoom out', onclick: () => zoomBy(1 / 1.4) }, '−'),
         h('button', { type: 'button', id: 'zoom-fit', onclick: () => fit() }, 'Fit'),
+        h('label', { title: 'Show only the selected target and the targets a few levels above and below it' }, focusMode, ' Focus'),
+        h('label', {}, focusDepth, ' levels'),
         counts);
     container.append(h('div', { class: 'graph-view' }, toolbar, legend(), h('div', { class: 'graph-body' }, svgEl, details)));
 
     let nodes = new Map(); // name → g.node
+    let edgePaths = new Map(); // name → the paths of the edges that touch it
     let matched = new Set(); // names the filters match, empty when no filter is set
 
     function applyZoom() {
@@ -364,7 +405,10 @@ async function renderGraphView(container, selected, view) {
         const layout = state.layout;
         const box = svgEl.getBoundingClientRect();
         if (!layout || !box.width || !layout.x.length) return;
-        const shown = matched.size ? [...matched].map((name) => layout.index.get(name)) : layout.x.keys();
+        const hidden = new Set([...viewport.querySelectorAll('g.node.hidden')].map((g) => g.dataset.target));
+        const visible = hidden.size ? [...nodes.keys()].filter((name) => !hidden.has(name)) : null;
+        const names = matched.size ? [...matched] : visible;
+        const shown = names ? names.map((name) => layout.index.get(name)) : layout.x.keys();
         let minX = Infinity, maxX = -Infinity, minY = Infinity, maxY = -Infinity;
         for (const i of shown) {
             minX = Math.min(minX, layout.x[i]);
@@ -468,25 +512,30 @@ async function renderGraphView(container, selected, view) {
         const key = graphKey(targets, edges);
         if (state.layout?.key !== key) {
             const started = performance.now();
-            state.layout = layoutGraph(targets, edges);
+            const box = svgEl.getBoundingClientRect();
+            state.layout = layoutGraph(targets, edges, box.width && box.height ? box.width / box.height : 1.6);
             state.layout.ms = performance.now() - started;
         }
         const layout = state.layout;
         const edgeLayer = s('g', { class: 'edges' });
         const nodeLayer = s('g', { class: 'nodes' });
         const half = NODE.height / 2;
-        for (const edge of edges) {
+        edgePaths = new Map();
+        edges.forEach((edge, k) => {
             const a = layout.index.get(edge.from);
             const b = layout.index.get(edge.to);
-            if (a === undefined || b === undefined) continue;
-            const x1 = layout.x[a], y1 = layout.y[a] + half;
-            const x2 = layout.x[b], y2 = layout.y[b] - half;
-            const bend = (y2 - y1) / 2;
-            edgeLayer.append(s('path', {
+            if (a === undefined || b === undefined) return;
+            const spread = (((k * 7919) % 5) - 2) / 2;
+            const path = s('path', {
                 class: 'edge', 'data-from': edge.from, 'data-to': edge.to,
-                d: `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`,
-            }));
-        }
+                d: routeEdge(layout, a, b, spread),
+            });
+            for (const end of [edge.from, edge.to]) {
+                if (!edgePaths.has(end)) edgePaths.set(end, []);
+                edgePaths.get(end).push(path);
+            }
+            edgeLayer.append(path);
+        });
         nodes = new Map();
         for (const target of targets) {
             const i = layout.index.get(target.name);
@@ -522,8 +571,54 @@ async function renderGraphView(container, selected, view) {
     }
 
     /** Marks the selected node and shows its details. */
+    /** The targets within `levels` steps of `name` along `next` (every one when levels is
+     *  Infinity), without `name` itself. */
+    function reach(name, next, levels) {
+        const layout = state.layout;
+        const start = layout.index.get(name);
+        const seen = new Set([start]);
+        let frontier = [start];
+        for (let level = 0; level < levels && frontier.length; level++) {
+            const nextFrontier = [];
+            for (const i of frontier) for (const j of next[i]) if (!seen.has(j)) { seen.add(j); nextFrontier.push(j); }
+            frontier = nextFrontier;
+        }
+        seen.delete(start);
+        return new Set([...seen].map((i) => state.graph.targets[i]?.name ?? null).filter(Boolean));
+    }
+
+    /** Marks the selected target's edges, everything it depends on (transitively) and
+     *  everything that depends on it; in focus mode, hides what is more than N levels away. */
+    function highlight(name) {
+        for (const el of viewport.querySelectorAll('.upstream, .downstream, .touching, .hidden')) {
+            el.classList.remove('upstream', 'downstream', 'touching', 'hidden');
+        }
+        svgEl.classList.toggle('has-selection', Boolean(name) && nodes.has(name));
+        if (!name || !nodes.has(name) || !state.layout) return;
+        const layout = state.layout;
+        const deps = reach(name, layout.deps, Infinity);
+        const users = reach(name, layout.dependents, Infinity);
+        for (const dep of deps) nodes.get(dep)?.classList.add('upstream');
+        for (const user of users) nodes.get(user)?.classList.add('downstream');
+        for (const path of viewport.querySelectorAll('path.edge')) {
+            const { from, to } = path.dataset;
+            if (from === name || to === name) path.classList.add('touching');
+            if ((from === name || deps.has(from)) && deps.has(to)) path.classList.add('upstream');
+            if ((to === name || users.has(to)) && users.has(from)) path.classList.add('downstream');
+        }
+        if (focusMode.checked) {
+            const levels = Number(focusDepth.value);
+            const keep = new Set([name, ...reach(name, layout.deps, levels), ...reach(name, layout.dependents, levels)]);
+            for (const [target, g] of nodes) if (!keep.has(target)) g.classList.add('hidden');
+            for (const path of viewport.querySelectorAll('path.edge')) {
+                if (!keep.has(path.dataset.from) || !keep.has(path.dataset.to)) path.classList.add('hidden');
+            }
+        }
+    }
+
     async function select(name) {
         for (const g of viewport.querySelectorAll('g.node.selected')) g.classList.remove('selected');
+        highlight(name);
         if (!name) {
             fill(details, h('p', { class: 'hint' }, 'Select a target (click it, or Tab to it and press Enter) to see its details.'));
             return;
