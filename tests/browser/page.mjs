@@ -60,6 +60,22 @@ description = "Always fails"
 [targets.broken.capabilities.build]
 command = "echo about to fail; exit 3"
 
+[targets.after-broken]
+kind = "command"
+description = "Never starts: it needs broken"
+deps = ["broken"]
+
+[targets.after-broken.capabilities.build]
+command = "echo never"
+
+[targets.gate]
+kind = "command"
+description = "Needs the web build and proto: an edge that spans layers"
+deps = ["web", "proto"]
+
+[targets.gate.capabilities.build]
+command = "true"
+
 [targets.py]
 kind = "command"
 description = "A Python evaluator"
@@ -154,7 +170,7 @@ try {
         }, WAIT_MS);
         const path = new URL(page.url()).pathname;
         checks.check('the login link opens the page with one node per target',
-            response.ok() && path === '/' && count === total && total === 7,
+            response.ok() && path === '/' && count === total && total === 9,
             `status ${response.status()}, at ${page.url()}, ${count} nodes for ${total} targets`);
         const header = await page.locator('#workspace').textContent();
         checks.check('the header names the workspace', header === ws, `header: ${header}`);
@@ -263,6 +279,37 @@ try {
         await page.evaluate((id) => { location.hash = `#/runs/${id}`; }, runId);
         const bar = page.locator('#timeline .action[data-action="slow:build"]');
         await bar.waitFor();
+        // Named by what was asked and who asked, in the list and the header.
+        const item = page.locator(`#runs li[data-run="${runId}"]`);
+        await item.waitFor();
+        const itemText = await item.textContent();
+        const request = await page.locator('#run-request').textContent();
+        const asker = await page.locator('#run-asker').textContent();
+        checks.check('a run is named by its request and who asked',
+            itemText.includes('slow:build') && itemText.includes('by once-browser-tests/0.0.0') && !itemText.includes(runId)
+                && request === 'slow:build --force' && asker === 'asked by once-browser-tests/0.0.0',
+            `list ${JSON.stringify(itemText)}, header ${JSON.stringify(request)} ${JSON.stringify(asker)}`);
+        // Opened with no action picked, it shows the running one's log by itself.
+        await until('the running action picked by itself', async () => (await page.locator('pre#log').getAttribute('data-action')) === 'slow:build', WAIT_MS);
+        const listed = page.locator('#run-actions li.run-action[data-action="slow:build"]');
+        await until('slow:build listed as running', async () => (await listed.getAttribute('data-status')) === 'running', WAIT_MS);
+        checks.check('the run\'s actions are listed by name with their state, the running one picked',
+            (await listed.getAttribute('aria-current')) === 'true'
+                && (await page.locator('#run-actions li.group[data-group="running"]').count()) === 1,
+            await page.locator('#run-actions').textContent());
+        const durations = [await page.locator('#run-duration').textContent()];
+        await until('the live duration to move on', async () => {
+            const now = await page.locator('#run-duration').textContent();
+            if (now !== durations[durations.length - 1]) durations.push(now);
+            return durations.length >= 3;
+        }, WAIT_MS, 100);
+        checks.check('a running run\'s duration counts up live', !existsSync(release) && durations.length >= 3, durations.join(' → '));
+        const liveCounts = await page.locator('#run-counts').textContent();
+        checks.check('a running run\'s counts say how far it got', liveCounts.includes('0 of 1 done') && liveCounts.includes('1 running'), liveCounts);
+        const startedAt = page.locator(`#runs li[data-run="${runId}"] time`);
+        const [relative, absolute] = [await startedAt.textContent(), await startedAt.getAttribute('title')];
+        checks.check('dates read relative, with the absolute one on hover',
+            /^(just now|\d+ s ago)$/.test(relative) && /\d{4}/.test(absolute ?? ''), `${relative} / ${absolute}`);
         await bar.click();
         await until('the first line in pre#log', async () => (await page.locator('pre#log[data-action="slow:build"]').textContent())?.includes('first line'), WAIT_MS);
         const during = await call(client, 'once_query_runs', { run_id: runId });
@@ -310,6 +357,15 @@ try {
         checks.check('Apply changes the file on disk', readFileSync(packageJson, 'utf8') === applied, readFileSync(packageJson, 'utf8'));
         await until('the set listed as applied', async () => (await item.getAttribute('data-status')) === 'applied', WAIT_MS);
         checks.check('an applied set has no buttons', (await page.locator('button#apply').count()) === 0, 'Apply still shown');
+        await page.locator('#change-decision').waitFor();
+        const decision = await page.locator('#change-decision').textContent();
+        const appliedDiff = await page.locator('pre.diff').textContent();
+        checks.check('an applied set says it was applied, when and by whom, and not that applying would be refused',
+            decision.startsWith('Applied just now by a person') && (await page.locator('#change-decision time[title]').count()) === 1
+                && !appliedDiff.includes('would be refused') && appliedDiff.includes('applied; the file holds the proposed content'),
+            `${decision} | ${appliedDiff.slice(0, 300)}`);
+        const author = await page.locator('#change-detail .asker').first().textContent();
+        checks.check('the author reads as the client gave its name', author === 'once-browser-tests/0.0.0', author);
 
         const other = await call(client, 'once_change_set_propose', {
             title: 'Add notes', rationale: 'A place for notes',
@@ -386,13 +442,21 @@ try {
         const node = page.locator('g.node[data-target="broken"]');
         await node.waitFor();
         const before = await node.getAttribute('data-status');
-        const ended = await act(client, 'once_run', { target: 'broken:build', wait_seconds: 60 });
+        const ended = await act(client, 'once_run', { target: 'after-broken:build', wait_seconds: 60 });
         const answered = Date.now();
         await until('the node to turn failed', async () => (await node.getAttribute('data-status')) === 'failed', WAIT_MS, 10);
         figures.push(['run ended over MCP → its node failed on the open graph', Date.now() - answered]);
         checks.check('a run from MCP recolours its node on the open graph',
             before === 'none' && ended.outcome === 'problem' && ended.result.status === 'failed',
             `before ${before}, run ${JSON.stringify(ended).slice(0, 200)}`);
+        const skipped = page.locator('g.node[data-target="after-broken"]');
+        await until('its dependent to show skipped', async () => (await skipped.getAttribute('data-status')) === 'skipped', WAIT_MS);
+        await page.evaluate(() => { location.hash = '#/target/after-broken'; });
+        await until('the skipped target\'s panel', async () => (await page.locator('#target-status').textContent().catch(() => '')) === 'skipped', WAIT_MS);
+        const reason = await page.locator('#target-reason').textContent();
+        checks.check('a target skipped in its last run shows as skipped with the reason, on the graph and in its panel',
+            reason.includes('`broken:build` failed') && (await skipped.locator('title').textContent()).includes('broken:build'),
+            reason);
     });
 
     await checks.attempt('an evaluation over MCP shows in the evaluators view', async () => {
@@ -415,7 +479,7 @@ try {
         // From the top of the page, Tab walks the nav, the filters, the zoom buttons and the nodes.
         await page.evaluate(() => document.activeElement?.blur());
         const reached = new Set();
-        for (let i = 0; i < 30; i++) {
+        for (let i = 0; i < 45; i++) {
             await page.keyboard.press('Tab');
             reached.add(await page.evaluate(() => {
                 const el = document.activeElement;
@@ -429,6 +493,60 @@ try {
         await page.keyboard.press('Enter');
         await until('the details of proto', async () => (await page.locator('#details h2').textContent()) === 'proto', WAIT_MS);
         checks.ok('keyboard: a node opens with Enter');
+    });
+
+    await checks.attempt('no edge passes through a tile it does not touch', async () => {
+        await page.evaluate(() => { location.hash = '#/graph'; });
+        await page.locator('g.node[data-target="gate"]').waitFor();
+        const found = await page.evaluate(() => {
+            // Every tile's box in the drawing's own units, from its transform and its rect.
+            const tiles = [...document.querySelectorAll('g.node')].map((g) => {
+                const m = /translate\(([-\d.e]+),([-\d.e]+)\)/.exec(g.getAttribute('transform'));
+                const rect = g.querySelector('rect');
+                return { name: g.dataset.target, x: Number(m[1]), y: Number(m[2]), w: Number(rect.getAttribute('width')), h: Number(rect.getAttribute('height')) };
+            });
+            const through = [];
+            let longest = 0;
+            for (const path of document.querySelectorAll('path.edge')) {
+                const { from, to } = path.dataset;
+                const length = path.getTotalLength();
+                const a = tiles.find((t) => t.name === from);
+                const b = tiles.find((t) => t.name === to);
+                longest = Math.max(longest, Math.abs(b.y - a.y));
+                for (let at = 0; at <= length; at += 2) {
+                    const p = path.getPointAtLength(at);
+                    for (const t of tiles) {
+                        if (t.name === from || t.name === to) continue;
+                        if (p.x > t.x + 1 && p.x < t.x + t.w - 1 && p.y > t.y + 1 && p.y < t.y + t.h - 1) through.push(`${from}→${to} through ${t.name}`);
+                    }
+                }
+            }
+            return { through: [...new Set(through)], longest, rowStep: Math.min(...tiles.map((t) => t.h)) };
+        });
+        checks.check('no edge passes through a tile it does not touch',
+            found.through.length === 0 && found.longest > 3 * found.rowStep, `${found.through.join('; ')} (longest edge spans ${found.longest})`);
+    });
+
+    await checks.attempt('selecting a target highlights its edges, its dependencies and its dependents', async () => {
+        await page.evaluate(() => { location.hash = '#/target/web'; });
+        await until('web selected', async () => (await page.locator('g.node.selected[data-target="web"]').count()) === 1, WAIT_MS);
+        const marked = await page.evaluate(() => ({
+            upstream: [...document.querySelectorAll('g.node.upstream')].map((g) => g.dataset.target).sort(),
+            downstream: [...document.querySelectorAll('g.node.downstream')].map((g) => g.dataset.target).sort(),
+            touching: [...document.querySelectorAll('path.edge.touching')].map((p) => `${p.dataset.from}→${p.dataset.to}`).sort(),
+            pathUp: document.querySelectorAll('path.edge.upstream').length,
+        }));
+        checks.check('selecting a target highlights its edges, its dependencies and its dependents',
+            JSON.stringify(marked.upstream) === '["core","proto"]' && JSON.stringify(marked.downstream) === '["gate"]'
+                && JSON.stringify(marked.touching) === '["gate→web","web→core"]' && marked.pathUp === 2,
+            JSON.stringify(marked));
+        await page.locator('#focus-depth').selectOption('1');
+        await page.locator('#focus-mode').check();
+        const shown = await page.evaluate(() => [...document.querySelectorAll('g.node:not(.hidden)')].map((g) => g.dataset.target).sort());
+        checks.check('focus mode shows the target and N levels either way', JSON.stringify(shown) === '["core","gate","web"]', JSON.stringify(shown));
+        await page.locator('#focus-mode').uncheck();
+        const all = await page.locator('g.node:not(.hidden)').count();
+        checks.check('leaving focus mode shows every target again', all === 9, `${all} shown`);
     });
 
     checks.check('what MCP calls do shows on the page within a second',

@@ -1,14 +1,17 @@
-// Screenshots and figures of the window at 1,000 targets, run by hand (not in CI):
+// Screenshots and figures of the window, run by hand (not in CI):
 //
-//   node tests/browser/shots.mjs [path to once, default target/debug/once]
+//   node tests/browser/shots.mjs [path to once] [--targets N] [--graph-only]
 //
-// Writes a 1,000-target workspace with bench/gen_workspace.py (cheap shell commands, one source
-// file each) into target/screenshots/ws, runs its builds once (one package's source is removed, so
-// that build fails and its dependents are skipped) and its tests once, adds two memory entries
-// (one stale), proposes a change set and evaluates twice in a Python evaluator. Then it starts `once serve` on it, opens the page in
-// headless chromium and saves a PNG of every view into target/screenshots/, and prints the page
-// load time (navigation start to the graph drawn, first load and three reloads without cache),
-// the graph layout time, and the page weight (bytes transferred, by kind).
+// Writes an N-target workspace (default 1,000) with bench/gen_workspace.py (cheap shell commands,
+// one source file each) into target/screenshots/N/ws, runs its builds once (one package's source
+// is removed, so that build fails and its dependents are skipped) and its tests once, adds two
+// memory entries (one stale), proposes and applies a change set, proposes another, and evaluates
+// twice in a Python evaluator. Then it starts `once serve` on it, opens the page in headless
+// chromium (1440×900) and saves a PNG of every view, light and dark, into target/screenshots/N/,
+// and prints the page load time (navigation start to the graph drawn, first load and three
+// reloads without cache), the graph layout time, the page weight (bytes transferred, by kind)
+// and the frame time while panning the graph (requestAnimationFrame intervals during a scripted
+// 60-step drag at Fit). `--graph-only` skips the runs and everything but the graph (for 5,000).
 
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,12 +24,16 @@ const require = createRequire(join(root, 'tests', 'interop', 'package.json'));
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 
-const binary = resolve(process.argv[2] ?? join(root, 'target', 'debug', 'once'));
-const out = join(root, 'target', 'screenshots');
+const argv = process.argv.slice(2);
+const flag = (name) => argv.indexOf(name);
+const TARGETS = flag('--targets') >= 0 ? Number(argv[flag('--targets') + 1]) : 1000;
+const graphOnly = flag('--graph-only') >= 0;
+const positional = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--targets');
+const binary = resolve(positional[0] ?? join(root, 'target', 'debug', 'once'));
+const out = join(root, 'target', 'screenshots', String(TARGETS));
 const ws = join(out, 'ws');
 const state = join(out, 'state');
 const env = { ...process.env, XDG_STATE_HOME: state, NO_COLOR: '1' };
-const TARGETS = 1000;
 
 function once(args, { json = true, check = true } = {}) {
     try {
@@ -46,7 +53,9 @@ function log(text) {
 rmSync(out, { recursive: true, force: true });
 mkdirSync(state, { recursive: true });
 execFileSync('python3', [join(root, 'bench', 'gen_workspace.py'), ws, '--targets', String(TARGETS), '--commands-only', '--files', '1'], { stdio: 'ignore' });
-rmSync(join(ws, 'packages', 'pkg-00700', 'src'), { recursive: true, force: true });
+const broken = `pkg-${String(Math.floor(TARGETS * 0.7)).padStart(5, '0')}`;
+rmSync(join(ws, 'packages', broken, 'src'), { recursive: true, force: true });
+if (!graphOnly) {
 log('running every build, then every test (a minute at most)');
 once(['run', '--all', 'build'], { json: false, check: false });
 once(['run', '--all', 'test'], { json: false, check: false });
@@ -57,6 +66,7 @@ once(['memory', 'add', '--title', 'pkg-00010 reads a fixture', '--kind', 'gotcha
 writeFileSync(join(ws, 'packages', 'pkg-00010', 'src', 'file0.txt'), 'changed after the note was written\n');
 // One target with a Python evaluator, so the evaluators view has a transcript to show.
 appendFileSync(join(ws, 'once.toml'), '\n[targets.analysis]\nkind = "command"\n\n[targets.analysis.evaluator]\nlanguage = "python"\n');
+}
 
 let server = null;
 let browser = null;
@@ -65,23 +75,25 @@ try {
     server = await startServe(binary, ws, ['--allow-run', '--allow-edit'], { env });
     client = new Client({ name: 'once-shots', version: '0.0.0' }, { capabilities: {} });
     await client.connect(new StdioClientTransport({ command: binary, args: ['mcp', '--attach', ws], env, stderr: 'pipe' }), { timeout: 10000 });
-    const manifest = readFileSync(join(ws, 'once.toml'), 'utf8');
-    const base = once(['query', 'workspace']).manifests.find((m) => m.path === 'once.toml').blake3;
-    const proposed = await client.callTool({
-        name: 'once_change_set_propose',
-        arguments: {
-            title: 'Give pkg-00000 a description',
-            rationale: 'The foundation package is used by most others; say what it holds.',
-            changes: [{ action: 'replace', path: 'once.toml', base_blake3: base,
-                content: manifest.replace('[targets.pkg-00000]\nkind = "command"', '[targets.pkg-00000]\nkind = "command"\ndescription = "Shared foundation: types every package uses"') }],
-        },
-    });
-    const changeId = proposed.structuredContent.result.id;
-    for (const code of ['sizes = [len(p) for p in ["pkg-00000", "pkg-00700"]]\nsum(sizes)', 'print("first", sizes[0])\nmax(sizes) / 0']) {
-        await client.callTool({ name: 'once_eval', arguments: { target: 'analysis', code } });
+    let changeId = null;
+    let failedRun = null;
+    if (!graphOnly) {
+        const manifest = readFileSync(join(ws, 'once.toml'), 'utf8');
+        const base = once(['query', 'workspace']).manifests.find((m) => m.path === 'once.toml').blake3;
+        const propose = async (title, content) => (await client.callTool({
+            name: 'once_change_set_propose',
+            arguments: { title, rationale: 'The foundation package is used by most others; say what it holds.',
+                changes: [{ action: 'replace', path: 'once.toml', base_blake3: base, content }] },
+        })).structuredContent.result.id;
+        const applied = await propose('Give pkg-00000 a description', manifest.replace('[targets.pkg-00000]\nkind = "command"', '[targets.pkg-00000]\nkind = "command"\ndescription = "Shared foundation"'));
+        once(['changes', 'apply', applied], { json: false });
+        changeId = applied;
+        for (const code of ['sizes = [len(p) for p in ["pkg-00000", "pkg-00001"]]\nsum(sizes)', 'print("first", sizes[0])\nNone', 'max(sizes) / 0']) {
+            await client.callTool({ name: 'once_eval', arguments: { target: 'analysis', code } });
+        }
+        const runs = once(['query', 'runs']).runs;
+        failedRun = runs.find((r) => r.status === 'failed')?.run_id ?? runs[0].run_id;
     }
-    const runs = once(['query', 'runs']).runs;
-    const failedRun = runs.find((r) => r.status === 'failed')?.run_id ?? runs[0].run_id;
 
     browser = await launchChromium();
     browser.context.setDefaultTimeout(30000);
@@ -124,47 +136,73 @@ try {
     log(`graph layout: ${first.layoutMs} ms (reloads ${reloads.map((r) => r.layoutMs).join(', ')} ms)`);
     log(`page weight (bytes transferred): ${total} in all; ${Object.entries(first.bytes).map(([k, v]) => `${k} ${v}`).join(', ')}`);
 
-    // --- one picture per view -------------------------------------------------------------------
-    const shot = async (name) => {
-        await page.waitForTimeout(400); // the last frame painted; pictures only, nothing asserted
-        await page.screenshot({ path: join(out, `${name}.png`) });
-        log(`wrote target/screenshots/${name}.png`);
-    };
+    // --- frame time while panning ---------------------------------------------------------------
+    await page.goto(`${server.origin}/#/graph`);
+    await until('the graph drawn', () => page.evaluate(() => document.documentElement.dataset.graphDrawnMs), 60000);
+    await page.locator('#zoom-fit').click();
+    const box = await page.locator('#graph').boundingBox();
+    await page.evaluate(() => {
+        window.__frames = [];
+        let last = performance.now();
+        const step = (now) => {
+            window.__frames.push(now - last);
+            last = now;
+            if (window.__frames.length < 100000 && !window.__stop) requestAnimationFrame(step);
+        };
+        requestAnimationFrame(step);
+    });
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    for (let i = 0; i < 60; i++) {
+        await page.mouse.move(box.x + box.width / 2 + Math.sin(i / 6) * 200, box.y + box.height / 2 + Math.cos(i / 6) * 120);
+    }
+    await page.mouse.up();
+    const frames = await page.evaluate(() => {
+        window.__stop = true;
+        const f = window.__frames.slice(2).sort((a, b) => a - b);
+        const at = (q) => f[Math.min(f.length - 1, Math.floor(q * f.length))];
+        return { n: f.length, median: at(0.5), p95: at(0.95), max: f[f.length - 1] };
+    });
+    log(`frame time while panning at ${TARGETS} targets: median ${frames.median.toFixed(1)} ms, p95 ${frames.p95.toFixed(1)} ms, max ${frames.max.toFixed(1)} ms over ${frames.n} frames`);
+
+    // --- one picture per view, light and dark ---------------------------------------------------
     const go = (hash) => page.evaluate((h) => { location.hash = h; }, hash);
-
-    await go('#/graph');
-    await page.locator('#zoom-fit').click();
-    await shot('graph-fit');
-    await go('#/target/pkg-00700');
-    await page.locator('#details h2').filter({ hasText: 'pkg-00700' }).waitFor();
-    await shot('graph-target');
-    await go('#/graph');
-    await page.locator('#graph-tag').selectOption('data');
-    await page.locator('#graph-filter').fill('pkg-009');
-    await page.locator('#zoom-fit').click();
-    await shot('graph-filtered');
-    await page.locator('#graph-filter').fill('');
-    await page.locator('#graph-tag').selectOption('');
-
-    await go(`#/runs/${failedRun}`);
-    await page.locator('#timeline .action[data-action="pkg-00700:build"]').click();
-    await page.locator('pre#log[data-action="pkg-00700:build"]').waitFor();
-    await shot('runs');
-    await go(`#/changes/${changeId}`);
-    await page.locator('pre.diff').waitFor();
-    await shot('changes');
-    await go('#/memory');
-    await page.locator('#memory li[data-stale="true"]').click();
-    await page.locator('#memory-entry h2').waitFor();
-    await shot('memory');
-    await go('#/evaluators');
-    await page.locator('#evaluators').waitFor();
-    await shot('evaluators');
-
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await go('#/target/pkg-00010');
-    await page.locator('#details h2').filter({ hasText: 'pkg-00010' }).waitFor();
-    await shot('graph-dark');
+    for (const scheme of ['light', 'dark']) {
+        await page.emulateMedia({ colorScheme: scheme });
+        const shot = async (name) => {
+            await page.waitForTimeout(400); // the last frame painted; pictures only, nothing asserted
+            await page.screenshot({ path: join(out, `${name}-${scheme}.png`) });
+            log(`wrote target/screenshots/${TARGETS}/${name}-${scheme}.png`);
+        };
+        await go('#/graph');
+        await page.locator('#zoom-fit').click();
+        await shot('graph-fit');
+        await go(`#/target/${broken}`);
+        await page.locator('#details h2').filter({ hasText: broken }).waitFor();
+        await shot('graph-target');
+        if (graphOnly) continue;
+        await page.locator('#focus-mode').check();
+        await shot('graph-focus');
+        await page.locator('#focus-mode').uncheck();
+        await go('#/graph');
+        await page.locator('#graph-filter').fill('pkg-000');
+        await page.locator('#zoom-fit').click();
+        await shot('graph-filtered');
+        await page.locator('#graph-filter').fill('');
+        await go(`#/runs/${failedRun}`);
+        await page.locator(`#timeline .action[data-action="${broken}:build"]`).waitFor();
+        await shot('runs');
+        await go(`#/changes/${changeId}`);
+        await page.locator('pre.diff').waitFor();
+        await shot('changes');
+        await go('#/memory');
+        await page.locator('#memory li[data-stale="true"]').click();
+        await page.locator('#memory-entry h2').waitFor();
+        await shot('memory');
+        await go('#/evaluators');
+        await page.locator('#evaluators').waitFor();
+        await shot('evaluators');
+    }
     if (errors.length) log(`script errors on the page: ${errors.join(' | ')}`);
 } finally {
     await client?.close().catch(() => {});

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use similar::TextDiff;
 
 use crate::Error;
-use crate::model::{Action, Proposal};
+use crate::model::{Action, Proposal, Status};
 use crate::store::ChangeStore;
 
 impl ChangeStore {
@@ -34,8 +34,25 @@ impl ChangeStore {
                 _ => None,
             };
             let _ = writeln!(out, "\n{} {}", change.action.as_str(), change.path);
-            if let Some(moved) = moved {
+            // Only a pending set can still be applied; once decided, the base has moved on by
+            // design, and saying that applying would be refused misleads.
+            if proposal.status == Status::Pending
+                && let Some(moved) = moved
+            {
                 let _ = writeln!(out, "note: {moved}; applying would be refused");
+            }
+            if proposal.status == Status::Applied {
+                let holds = match (&change.new_blake3, &current) {
+                    (Some(new), Some(bytes)) => *new == once_fs::hash_hex(bytes),
+                    (None, None) => true,
+                    _ => false,
+                };
+                let note = if holds {
+                    "applied; the file holds the proposed content"
+                } else {
+                    "applied; the file has changed since"
+                };
+                let _ = writeln!(out, "note: {note}");
             }
             let old = current.unwrap_or_default();
             let (old_name, new_name) = match change.action {

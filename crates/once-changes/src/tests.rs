@@ -486,6 +486,20 @@ fn reject_keeps_the_record_with_the_decision() {
 }
 
 #[test]
+fn an_applied_set_shows_that_it_was_applied_not_that_applying_would_be_refused() {
+    let s = Scratch::new("show-applied");
+    let id = s.store().propose(three_changes()).unwrap().id;
+    s.store().apply(&id).unwrap();
+    let shown = s.store().show(&id).unwrap();
+    assert!(!shown.contains("applying would be refused"), "{shown}");
+    assert!(shown.contains("status: applied"), "{shown}");
+    assert!(
+        shown.contains("note: applied; the file holds the proposed content"),
+        "{shown}"
+    );
+}
+
+#[test]
 fn show_is_a_diff_against_the_current_files() {
     let s = Scratch::new("show");
     let id = s.store().propose(three_changes()).unwrap().id;

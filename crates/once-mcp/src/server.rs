@@ -274,7 +274,7 @@ struct Session {
     outbox: Outbox,
     version: ProtocolVersion,
     initialized: bool,
-    /// `clientInfo` of `initialize` as `name version`, so a tool can say who asked.
+    /// `clientInfo` of `initialize` as `name/version`, so a tool can say who asked.
     client: Option<Arc<str>>,
     log_threshold: Arc<LogThreshold>,
     calls: Arc<Calls>,
@@ -1053,7 +1053,9 @@ fn describe_tool(tool: &Tool, version: ProtocolVersion) -> Value {
     Value::Object(entry)
 }
 
-/// `clientInfo.name` and `clientInfo.version` of an `initialize` request, when the client sent them.
+/// `clientInfo.name` of an `initialize` request as the client gave it, with its version as a
+/// product token (`claude-code/1.2`, as in a `User-Agent`): written as two words, a bare version
+/// read as part of the name (`claude-code 1`).
 fn client_name(params: &Map<String, Value>) -> Option<Arc<str>> {
     let info = params.get("clientInfo")?;
     let name = info.get("name")?.as_str()?.trim();
@@ -1061,7 +1063,7 @@ fn client_name(params: &Map<String, Value>) -> Option<Arc<str>> {
         return None;
     }
     Some(match info.get("version").and_then(Value::as_str) {
-        Some(version) if !version.trim().is_empty() => format!("{name} {}", version.trim()).into(),
+        Some(version) if !version.trim().is_empty() => format!("{name}/{}", version.trim()).into(),
         _ => name.into(),
     })
 }

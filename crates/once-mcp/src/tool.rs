@@ -595,7 +595,7 @@ impl CallContext {
         self
     }
 
-    /// The client's `clientInfo` as `name version`, when it sent one: who is asking, for records
+    /// The client's `clientInfo` as `name/version`, when it sent one: who is asking, for records
     /// such as a change set's author. Clients name themselves; it is not an identity.
     pub fn client(&self) -> Option<&str> {
         self.client.as_deref()

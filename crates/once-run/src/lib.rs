@@ -79,6 +79,7 @@
 //! the store after that process is gone records the run `interrupted`, so a run killed with its
 //! process never stays `running`.
 
+mod asked;
 mod cache;
 mod changed;
 mod describe;
@@ -106,6 +107,7 @@ mod select;
 mod store;
 mod witness;
 
+pub use asked::{Asked, TERMINAL};
 pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
 pub use changed::changed_files;
 pub use describe::{Described, describe, describe_all};

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::asked::Asked;
 use crate::report::{
     ActionsPage, Counts, RunStatus, action_schema, counts_schema, run_status_schema,
 };
@@ -57,6 +58,9 @@ pub struct RunRow {
     pub counts: Counts,
     /// The first few failed actions: bounded, as every action is one query away.
     pub failed_actions: Vec<String>,
+    /// What was asked and by whom, when the record says.
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    pub asked: Option<Asked>,
 }
 
 /// Why there is no answer, said so that an agent knows which call to make instead.
@@ -109,6 +113,7 @@ pub fn query_runs(store: &RunStore, q: &RunsQuery) -> Result<RunsAnswer, QueryRu
                     started_at: r.started_at,
                     duration_ms: r.duration_ms,
                     counts: r.counts,
+                    asked: r.asked,
                 })
                 .collect();
             Ok(RunsAnswer::Runs(RunsList { runs }))
@@ -150,6 +155,8 @@ pub fn runs_output_schema() -> Value {
                     "duration_ms": {"type": "integer"},
                     "counts": counts_schema(),
                     "failed_actions": {"type": "array", "items": {"type": "string"}, "description": "The first few failed actions"},
+                    "request": request_schema(),
+                    "asked_by": asked_by_schema(),
                 },
                 "required": ["run_id", "status", "started_at", "duration_ms", "counts", "failed_actions"],
                 "additionalProperties": false,
@@ -159,6 +166,8 @@ pub fn runs_output_schema() -> Value {
             "counts": counts_schema(),
             "actions": {"type": "array", "items": action_schema()},
             "total_actions": {"type": "integer"},
+            "request": request_schema(),
+            "asked_by": asked_by_schema(),
             "action": {"type": "string"},
             "log": {"type": "string"},
             "lines": {"type": "array", "items": {"type": "string"}},
@@ -169,6 +178,14 @@ pub fn runs_output_schema() -> Value {
         "required": [],
         "additionalProperties": false,
     })
+}
+
+fn request_schema() -> Value {
+    json!({"type": "string", "description": "What was asked, as it would be typed after `once run` (`report:build`, `--all test`); absent in older records"})
+}
+
+fn asked_by_schema() -> Value {
+    json!({"type": "string", "description": "Who asked: `terminal`, or the MCP client's name as it gave it; absent in older records"})
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use once_exec::Containment;
 
+use crate::asked::Asked;
 use crate::remote::RemoteReport;
 
 /// How a whole run ended.
@@ -126,6 +127,9 @@ pub struct ActionReport {
     /// The earlier attempts' logs sit beside `log` as `<name>.attempt-N.log`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retried: usize,
+    /// Only for a skipped action: why it never started (a dependency failed, the run stopped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_because: Option<String>,
 }
 
 /// A whole run.
@@ -149,6 +153,9 @@ pub struct RunReport {
     /// What the run did with the remote cache, when one was configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteReport>,
+    /// What was asked and by whom (see [`Asked`]); absent in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none", flatten)]
+    pub asked: Option<Asked>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -215,7 +222,10 @@ impl RunReport {
         for action in &mut self.actions {
             match action.status {
                 ActionStatus::Running => action.status = ActionStatus::Interrupted,
-                ActionStatus::Pending => action.status = ActionStatus::Skipped,
+                ActionStatus::Pending => {
+                    action.status = ActionStatus::Skipped;
+                    action.skipped_because = Some(INTERRUPTED_FIRST.to_owned());
+                }
                 _ => {}
             }
         }
@@ -226,6 +236,9 @@ impl RunReport {
         self
     }
 }
+
+/// Why an action was skipped when the process that owned its run stopped before it started.
+pub(crate) const INTERRUPTED_FIRST: &str = "the run was interrupted before it started";
 
 /// Most actions a [`RunSummary`] lists.
 pub const SUMMARY_ROWS: usize = 20;
@@ -306,6 +319,9 @@ pub struct ActionsPage {
     /// Pass as `offset` for the next page; absent at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<usize>,
+    /// What was asked and by whom, when the record says.
+    #[serde(default, skip_serializing_if = "Option::is_none", flatten)]
+    pub asked: Option<Asked>,
 }
 
 impl RunReport {
@@ -381,6 +397,7 @@ impl RunReport {
             total_actions: self.actions.len(),
             next_offset: (end < self.actions.len()).then_some(end),
             actions,
+            asked: self.asked.clone(),
         }
     }
 }
@@ -475,6 +492,7 @@ pub(crate) fn action_schema() -> Value {
             "started_ms": {"type": "integer", "description": "When it started, in milliseconds after its run started (absent if it never started)"},
             "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log: written as the command prints, replayed with a cached result; the file is created with the first output, so a command that printed nothing has none"},
             "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
+            "skipped_because": {"type": "string", "description": "Only for a skipped action: why it never started"},
         },
         "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
         "additionalProperties": false,
@@ -498,6 +516,7 @@ mod tests {
             log: None,
             tail: failed.then(|| vec!["boom".to_owned()]),
             retried: 0,
+            skipped_because: None,
         }
     }
 
@@ -513,6 +532,7 @@ mod tests {
             actions,
             owner: None,
             remote: None,
+            asked: None,
         }
     }
 

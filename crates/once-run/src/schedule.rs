@@ -22,6 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use once_exec::{Cancel, CommandSpec, EnvMode, Registry, Status};
 
+use crate::asked::Asked;
 use crate::cache::{ActionResult, Cache, Ran, output_globs};
 use crate::describe::{Described, Describer};
 use crate::environ::Environ;
@@ -48,6 +49,8 @@ pub struct Options {
     /// Where to record every path the run's keys and look-ups read, for a proof that a later
     /// run would be a no-op (`once_run::Proof`).
     pub witness: Option<Arc<Witness>>,
+    /// What was asked and by whom, kept in the run's record.
+    pub asked: Option<Asked>,
 }
 
 /// How many actions run at once by default: the cores, plus two. A command spends part of its
@@ -66,6 +69,7 @@ impl Default for Options {
             force: false,
             remote: None,
             witness: None,
+            asked: None,
         }
     }
 }
@@ -139,6 +143,7 @@ pub fn execute(
         started_at,
         start,
         owner,
+        asked: options.asked.clone(),
         over: Mutex::new(false),
         ended: Condvar::new(),
     };
@@ -189,7 +194,7 @@ pub fn execute(
         .reports
         .into_iter()
         .zip(steps)
-        .map(|(report, step)| report.unwrap_or_else(|| skipped(step)))
+        .map(|(report, step)| report.unwrap_or_else(|| skipped(step, STOPPED_FIRST.to_owned())))
         .collect();
     let unfinished = actions
         .iter()
@@ -219,6 +224,7 @@ pub fn execute(
         actions,
         owner: None,
         remote: remote.map(Remote::report),
+        asked: options.asked.clone(),
     };
     record.write(&report);
     report
@@ -227,15 +233,8 @@ pub fn execute(
 /// Writes the record of a run about to start: `running`, every action pending, owned by this
 /// process. [`execute`] writes it too; a caller that answers before `execute` gets that far (an
 /// MCP `once_run` that does not wait) calls this first, so the run id it hands out can be read.
-pub fn announce(plan: &Plan, run: &RunDir) {
-    let actions: Vec<ActionReport> = plan
-        .steps
-        .iter()
-        .map(|step| ActionReport {
-            status: ActionStatus::Pending,
-            ..skipped(step)
-        })
-        .collect();
+pub fn announce(plan: &Plan, run: &RunDir, asked: Option<&Asked>) {
+    let actions: Vec<ActionReport> = plan.steps.iter().map(not_started).collect();
     let (_, counts) = RunReport::summarise(&actions, Stop::None);
     let report = RunReport {
         run_id: run.id.clone(),
@@ -247,6 +246,7 @@ pub fn announce(plan: &Plan, run: &RunDir) {
         actions,
         owner: crate::owner::current(),
         remote: None,
+        asked: asked.cloned(),
     };
     if let Err(error) = run.write_report(&report) {
         tracing::warn!(%error, "cannot write the run report");
@@ -273,6 +273,7 @@ struct Record<'a> {
     started_at: u64,
     start: Instant,
     owner: Option<Owner>,
+    asked: Option<Asked>,
     over: Mutex<bool>,
     ended: Condvar,
 }
@@ -314,6 +315,7 @@ impl Record<'_> {
         report.started_at = self.started_at;
         report.duration_ms = millis(self.start.elapsed());
         report.owner = self.owner;
+        report.asked.clone_from(&self.asked);
         self.write(&report);
     }
 
@@ -393,7 +395,7 @@ impl<'o> Board<'o> {
                     } else {
                         ActionStatus::Pending
                     },
-                    ..skipped(step)
+                    ..not_started(step)
                 },
             })
             .collect();
@@ -408,6 +410,7 @@ impl<'o> Board<'o> {
             actions,
             owner: None,
             remote: None,
+            asked: None,
         }
     }
 
@@ -470,7 +473,8 @@ impl<'o> Board<'o> {
         let mut blocked: Vec<usize> = self.dependents[i].clone();
         while let Some(j) = blocked.pop() {
             if state.reports[j].is_none() {
-                state.reports[j] = Some(skipped(&steps[j]));
+                let because = format!("`{}` failed", steps[i].action);
+                state.reports[j] = Some(skipped(&steps[j], because));
                 state.done += 1;
                 let done = state.done;
                 (state.observe)(Event::Finished {
@@ -506,10 +510,24 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn skipped(step: &Step) -> ActionReport {
+/// Why an action that no failure blocked never started: the run stopped before it (a failure
+/// elsewhere without `keep_going`, a cancellation, the owner stopping).
+const STOPPED_FIRST: &str = "the run stopped before it started";
+
+/// An action that never started, and why.
+fn skipped(step: &Step, because: String) -> ActionReport {
+    ActionReport {
+        status: ActionStatus::Skipped,
+        skipped_because: Some(because),
+        ..not_started(step)
+    }
+}
+
+/// An action waiting for its turn.
+fn not_started(step: &Step) -> ActionReport {
     ActionReport {
         action: step.action.clone(),
-        status: ActionStatus::Skipped,
+        status: ActionStatus::Pending,
         cached: false,
         remote: false,
         exit_code: None,
@@ -518,6 +536,7 @@ fn skipped(step: &Step) -> ActionReport {
         log: None,
         tail: None,
         retried: 0,
+        skipped_because: None,
     }
 }
 
@@ -674,6 +693,7 @@ impl Worker<'_> {
                 log: None,
                 tail: Some(vec![message]),
                 retried: 0,
+                skipped_because: None,
             },
             key: None,
         };
@@ -698,6 +718,7 @@ impl Worker<'_> {
                         log: self.cache.replay_log(&hit),
                         tail: None,
                         retried: 0,
+                        skipped_because: None,
                     },
                     key: Some(key),
                 }),
@@ -869,6 +890,7 @@ impl Worker<'_> {
                 log: Some(outcome.log_path),
                 tail: failure.then_some(tail),
                 retried,
+                skipped_because: None,
             },
             key: (status == ActionStatus::Succeeded).then_some(key),
         }

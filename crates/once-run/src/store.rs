@@ -309,9 +309,11 @@ mod tests {
                 log: Some(log),
                 tail: None,
                 retried: 0,
+                skipped_because: None,
             }],
             owner: None,
             remote: None,
+            asked: None,
         };
         run.write_report(&report).unwrap();
         let mut offset = 0;
@@ -349,6 +351,7 @@ mod tests {
             log: None,
             tail: None,
             retried: 0,
+            skipped_because: None,
         };
         let me = crate::owner::current().unwrap();
         let mut report = RunReport {
@@ -365,6 +368,7 @@ mod tests {
             ],
             owner: Some(me),
             remote: None,
+            asked: None,
         };
         run.write_report(&report).unwrap();
         // Its owner lives: it is running.

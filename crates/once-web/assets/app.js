@@ -18,7 +18,8 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 const LOG_POLL_MS = 300;
 const LOG_PAGE_LINES = 500;
 const LOG_MAX_LINES = 20000;
-const STATUSES = ['succeeded', 'cached', 'running', 'failed', 'cancelled', 'none'];
+const STATUSES = ['succeeded', 'cached', 'running', 'queued', 'failed', 'skipped', 'cancelled', 'none'];
+const TICK_MS = 1000;
 
 // ---------------------------------------------------------------------------------------------
 // DOM helpers
@@ -212,7 +213,7 @@ function current(seq) {
 
 /** Layers the graph: longest-path layers from the targets nobody depends on, then a few
  *  barycentre sweeps that order each layer by its neighbours' positions to cut crossings. */
-function layoutGraph(targets, edges) {
+function layoutGraph(targets, edges, aspect = 1.6) {
     const n = targets.length;
     const index = new Map(targets.map((t, i) => [t.name, i]));
     const deps = Array.from({ length: n }, () => []);
@@ -284,27 +285,57 @@ function layoutGraph(targets, edges) {
     }
     // A wide layer wraps onto several rows, so that a large graph fits a screen at a zoom where
     // its nodes are still tiles rather than dust; the rows of one layer stay between the layers
-    // above and below, so every edge still points down.
-    const perRow = Math.max(12, Math.round(Math.sqrt(n) * 1.5));
+    // above and below, so every edge still points down. How many tiles a row holds follows the
+    // canvas's shape, so the drawing fills it rather than a band of it.
+    const widest = Math.max(1, ...layers.map((layer) => layer.length));
+    const perRow = Math.max(4, Math.min(widest, Math.round(Math.sqrt(n * aspect * NODE.wrapDy / NODE.dx) * 1.1)));
+    // Every tile sits on one grid of columns (whole multiples of dx), so the gaps between
+    // columns are free in every row: edges run down those gaps and across the gaps between
+    // rows, and so never pass through a tile they do not touch.
     const x = new Float64Array(n);
     const y = new Float64Array(n);
+    const rowOf = new Int32Array(n);
+    const rowY = [];
     let top = 0;
     for (const layer of layers) {
         if (!layer.length) continue;
         const rows = Math.ceil(layer.length / perRow);
         for (let part = 0; part < rows; part++) {
             const slice = layer.slice(part * perRow, (part + 1) * perRow);
+            const shift = Math.floor((slice.length - 1) / 2);
+            rowY.push(top + part * NODE.wrapDy);
             slice.forEach((i, k) => {
-                x[i] = (k - (slice.length - 1) / 2) * NODE.dx;
+                x[i] = (k - shift) * NODE.dx;
                 y[i] = top + part * NODE.wrapDy;
+                rowOf[i] = rowY.length - 1;
             });
         }
         top += (rows - 1) * NODE.wrapDy + NODE.dy;
     }
-    return { index, x, y, deps, layers: layers.length, key: graphKey(targets, edges) };
+    return { index, x, y, rowOf, rowY, deps, dependents, layers: layers.length, key: graphKey(targets, edges), aspect };
 }
 
-const NODE = { width: 150, height: 28, dx: 170, dy: 90, wrapDy: 44, labelScale: 0.45 };
+/** The orthogonal route of the edge from `a` (above) to `b` (below): down out of `a` into the
+ *  gap under its row, along that gap to a gap between columns beside `b`, down that column gap
+ *  to the gap over `b`'s row, along it to above `b`, and down into `b`. `spread` (-1..1) moves
+ *  the edge within its gaps so that edges sharing a gap stay apart. */
+function routeEdge(layout, a, b, spread) {
+    const half = NODE.height / 2;
+    const x1 = layout.x[a], y1 = layout.y[a] + half;
+    const x2 = layout.x[b], y2 = layout.y[b] - half;
+    const ra = layout.rowOf[a], rb = layout.rowOf[b];
+    const rowGap = (r) => (layout.rowY[r + 1] - layout.rowY[r] - NODE.height);
+    const below = layout.rowY[ra] + half + rowGap(ra) / 2 + spread * Math.min(6, rowGap(ra) / 4);
+    if (rb === ra + 1) {
+        return `M${x1},${y1} V${below} H${x2} V${y2}`;
+    }
+    const above = layout.rowY[rb] - half - rowGap(rb - 1) / 2 + spread * Math.min(6, rowGap(rb - 1) / 4);
+    const side = x1 < x2 ? -1 : 1;
+    const lane = x2 + side * (NODE.dx / 2) + spread * ((NODE.dx - NODE.width) / 2 - 3);
+    return `M${x1},${y1} V${below} H${lane} V${above} H${x2} V${y2}`;
+}
+
+const NODE = { width: 150, height: 28, dx: 172, dy: 76, wrapDy: 48, labelScale: 0.45 };
 
 /** What decides the layout: the names and the edges, not the statuses. */
 function graphKey(targets, edges) {
@@ -330,6 +361,14 @@ async function renderGraphView(container, selected, view) {
     const details = h('aside', { id: 'details', 'aria-live': 'polite', 'aria-label': 'Target details' },
         h('p', { class: 'hint' }, 'Select a target (click it, or Tab to it and press Enter) to see its details.'));
     const counts = h('span', { class: 'graph-counts' });
+    const focusMode = h('input', { type: 'checkbox', id: 'focus-mode' });
+    const focusDepth = h('select', { id: 'focus-depth' }, [1, 2, 3, 5].map((n) => h('option', { value: n }, String(n))));
+    const onFocusChange = () => {
+        highlight(selectedName);
+        fit();
+    };
+    focusMode.addEventListener('change', onFocusChange);
+    focusDepth.addEventListener('change', onFocusChange);
     const zoom = { x: 0, y: 0, k: 1 };
     const toolbar = h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Graph filters and zoom' },
         h('label', {}, 'Name ', filter),
@@ -338,10 +377,13 @@ async function renderGraphView(container, selected, view) {
         h('button', { type: 'button', id: 'zoom-in', 'aria-label': 'Zoom in', onclick: () => zoomBy(1.4) }, '+'),
         h('button', { type: 'button', id: 'zoom-out', 'aria-label': 'Zoom out', onclick: () => zoomBy(1 / 1.4) }, '−'),
         h('button', { type: 'button', id: 'zoom-fit', onclick: () => fit() }, 'Fit'),
+        h('label', { title: 'Show only the selected target and the targets a few levels above and below it' }, focusMode, ' Focus'),
+        h('label', {}, focusDepth, ' levels'),
         counts);
     container.append(h('div', { class: 'graph-view' }, toolbar, legend(), h('div', { class: 'graph-body' }, svgEl, details)));
 
     let nodes = new Map(); // name → g.node
+    let edgePaths = new Map(); // name → the paths of the edges that touch it
     let matched = new Set(); // names the filters match, empty when no filter is set
 
     function applyZoom() {
@@ -363,7 +405,10 @@ async function renderGraphView(container, selected, view) {
         const layout = state.layout;
         const box = svgEl.getBoundingClientRect();
         if (!layout || !box.width || !layout.x.length) return;
-        const shown = matched.size ? [...matched].map((name) => layout.index.get(name)) : layout.x.keys();
+        const hidden = new Set([...viewport.querySelectorAll('g.node.hidden')].map((g) => g.dataset.target));
+        const visible = hidden.size ? [...nodes.keys()].filter((name) => !hidden.has(name)) : null;
+        const names = matched.size ? [...matched] : visible;
+        const shown = names ? names.map((name) => layout.index.get(name)) : layout.x.keys();
         let minX = Infinity, maxX = -Infinity, minY = Infinity, maxY = -Infinity;
         for (const i of shown) {
             minX = Math.min(minX, layout.x[i]);
@@ -467,25 +512,30 @@ async function renderGraphView(container, selected, view) {
         const key = graphKey(targets, edges);
         if (state.layout?.key !== key) {
             const started = performance.now();
-            state.layout = layoutGraph(targets, edges);
+            const box = svgEl.getBoundingClientRect();
+            state.layout = layoutGraph(targets, edges, box.width && box.height ? box.width / box.height : 1.6);
             state.layout.ms = performance.now() - started;
         }
         const layout = state.layout;
         const edgeLayer = s('g', { class: 'edges' });
         const nodeLayer = s('g', { class: 'nodes' });
         const half = NODE.height / 2;
-        for (const edge of edges) {
+        edgePaths = new Map();
+        edges.forEach((edge, k) => {
             const a = layout.index.get(edge.from);
             const b = layout.index.get(edge.to);
-            if (a === undefined || b === undefined) continue;
-            const x1 = layout.x[a], y1 = layout.y[a] + half;
-            const x2 = layout.x[b], y2 = layout.y[b] - half;
-            const bend = (y2 - y1) / 2;
-            edgeLayer.append(s('path', {
+            if (a === undefined || b === undefined) return;
+            const spread = (((k * 7919) % 5) - 2) / 2;
+            const path = s('path', {
                 class: 'edge', 'data-from': edge.from, 'data-to': edge.to,
-                d: `M${x1},${y1} C${x1},${y1 + bend} ${x2},${y2 - bend} ${x2},${y2}`,
-            }));
-        }
+                d: routeEdge(layout, a, b, spread),
+            });
+            for (const end of [edge.from, edge.to]) {
+                if (!edgePaths.has(end)) edgePaths.set(end, []);
+                edgePaths.get(end).push(path);
+            }
+            edgeLayer.append(path);
+        });
         nodes = new Map();
         for (const target of targets) {
             const i = layout.index.get(target.name);
@@ -494,7 +544,7 @@ async function renderGraphView(container, selected, view) {
                 transform: `translate(${layout.x[i] - NODE.width / 2},${layout.y[i] - half})`,
                 role: 'button', 'aria-label': nodeLabel(target),
             },
-            s('title', {}, `${target.name} (${target.kind}): ${statusOf(target)}`),
+            s('title', {}, nodeTitle(target)),
             s('rect', { width: NODE.width, height: NODE.height, rx: 6 }),
             s('text', { x: NODE.width / 2, y: half + 4.5, 'text-anchor': 'middle' }, shortLabel(target.name)));
             activatable(g, () => {
@@ -516,13 +566,59 @@ async function renderGraphView(container, selected, view) {
             if (!g) continue;
             g.dataset.status = statusOf(target);
             g.setAttribute('aria-label', nodeLabel(target));
-            g.querySelector('title').textContent = `${target.name} (${target.kind}): ${statusOf(target)}`;
+            g.querySelector('title').textContent = nodeTitle(target);
         }
     }
 
     /** Marks the selected node and shows its details. */
+    /** The targets within `levels` steps of `name` along `next` (every one when levels is
+     *  Infinity), without `name` itself. */
+    function reach(name, next, levels) {
+        const layout = state.layout;
+        const start = layout.index.get(name);
+        const seen = new Set([start]);
+        let frontier = [start];
+        for (let level = 0; level < levels && frontier.length; level++) {
+            const nextFrontier = [];
+            for (const i of frontier) for (const j of next[i]) if (!seen.has(j)) { seen.add(j); nextFrontier.push(j); }
+            frontier = nextFrontier;
+        }
+        seen.delete(start);
+        return new Set([...seen].map((i) => state.graph.targets[i]?.name ?? null).filter(Boolean));
+    }
+
+    /** Marks the selected target's edges, everything it depends on (transitively) and
+     *  everything that depends on it; in focus mode, hides what is more than N levels away. */
+    function highlight(name) {
+        for (const el of viewport.querySelectorAll('.upstream, .downstream, .touching, .hidden')) {
+            el.classList.remove('upstream', 'downstream', 'touching', 'hidden');
+        }
+        svgEl.classList.toggle('has-selection', Boolean(name) && nodes.has(name));
+        if (!name || !nodes.has(name) || !state.layout) return;
+        const layout = state.layout;
+        const deps = reach(name, layout.deps, Infinity);
+        const users = reach(name, layout.dependents, Infinity);
+        for (const dep of deps) nodes.get(dep)?.classList.add('upstream');
+        for (const user of users) nodes.get(user)?.classList.add('downstream');
+        for (const path of viewport.querySelectorAll('path.edge')) {
+            const { from, to } = path.dataset;
+            if (from === name || to === name) path.classList.add('touching');
+            if ((from === name || deps.has(from)) && deps.has(to)) path.classList.add('upstream');
+            if ((to === name || users.has(to)) && users.has(from)) path.classList.add('downstream');
+        }
+        if (focusMode.checked) {
+            const levels = Number(focusDepth.value);
+            const keep = new Set([name, ...reach(name, layout.deps, levels), ...reach(name, layout.dependents, levels)]);
+            for (const [target, g] of nodes) if (!keep.has(target)) g.classList.add('hidden');
+            for (const path of viewport.querySelectorAll('path.edge')) {
+                if (!keep.has(path.dataset.from) || !keep.has(path.dataset.to)) path.classList.add('hidden');
+            }
+        }
+    }
+
     async function select(name) {
         for (const g of viewport.querySelectorAll('g.node.selected')) g.classList.remove('selected');
+        highlight(name);
         if (!name) {
             fill(details, h('p', { class: 'hint' }, 'Select a target (click it, or Tab to it and press Enter) to see its details.'));
             return;
@@ -572,7 +668,12 @@ async function renderGraphView(container, selected, view) {
 }
 
 function nodeLabel(target) {
-    return `${target.name}, ${target.kind}, ${target.status ?? 'not run yet'}`;
+    return `${target.name}, ${target.kind}, ${target.status ?? 'not run yet'}${target.reason ? ` (${target.reason})` : ''}`;
+}
+
+/** A node's hover text: name, kind, state and why it was skipped. */
+function nodeTitle(target) {
+    return `${target.name} (${target.kind}): ${statusOf(target)}${target.reason ? ` — ${target.reason}` : ''}`;
 }
 
 /** The page load's end for the measurements in tests/browser: the first graph on screen. */
@@ -584,7 +685,7 @@ function markGraphDrawn() {
 
 /** The legend: one swatch per status colour. */
 function legend() {
-    const names = { succeeded: 'succeeded', cached: 'cached', running: 'running', failed: 'failed', cancelled: 'cancelled', none: 'not run' };
+    const names = { succeeded: 'succeeded', cached: 'cached', running: 'running', queued: 'queued', failed: 'failed', skipped: 'skipped', cancelled: 'cancelled', none: 'not run' };
     return h('ul', { class: 'legend', 'aria-label': 'Status colours' },
         STATUSES.map((status) => h('li', { 'data-status': status },
             s('svg', { width: 14, height: 14, 'aria-hidden': 'true' }, s('rect', { width: 14, height: 14, rx: 3 })),
@@ -608,8 +709,9 @@ function targetDetails(value, graphRow) {
         value.description && h('p', {}, value.description),
         h('dl', {},
             h('dt', {}, 'Status'),
-            h('dd', {}, h('span', { class: 'badge', 'data-status': status ?? 'none' }, status ?? 'not run yet'),
-                graphRow?.run ? [' in ', h('a', { href: `#/runs/${encodeURIComponent(graphRow.run)}` }, graphRow.run)] : null),
+            h('dd', {}, h('span', { class: 'badge', id: 'target-status', 'data-status': status ?? 'none' }, status ?? 'not run yet'),
+                graphRow?.run ? [' in ', h('a', { href: `#/runs/${encodeURIComponent(graphRow.run)}` }, 'its last run')] : null,
+                graphRow?.reason ? h('span', { class: 'reason', id: 'target-reason' }, `: ${graphRow.reason}`) : null),
             h('dt', {}, 'Tags'), h('dd', {}, value.tags?.length ? value.tags.join(', ') : h('span', { class: 'muted' }, 'none')),
             h('dt', {}, 'Depends on'), h('dd', {}, list(value.deps ?? []), more(value.deps, value.deps_total)),
             h('dt', {}, 'Used by'), h('dd', {}, list(value.dependents ?? []), more(value.dependents, value.dependents_total)),
@@ -638,11 +740,12 @@ async function renderRunsView(container, runId, view) {
         const runs = value.runs ?? [];
         fill(list, ...runs.map((run) => activatable(h('li', {
             'data-run': run.run_id, 'data-status': run.status, 'aria-current': run.run_id === shown?.id ? 'true' : null,
-            'aria-label': `run ${run.run_id}, ${run.status}`,
+            'aria-label': `run ${runName(run)}${run.asked_by ? ` asked by ${run.asked_by}` : ''}, ${run.status}`,
         },
         h('span', { class: 'badge', 'data-status': run.status }, run.status),
-        h('span', { class: 'title' }, run.run_id),
-        h('span', { class: 'muted' }, `${formatTime(run.started_at)} · ${formatDuration(run.duration_ms)} · ${countsText(run.counts)}`),
+        h('span', { class: 'title mono' }, runName(run)),
+        run.asked_by ? h('span', { class: 'asker' }, `by ${run.asked_by}`) : null,
+        h('span', { class: 'muted' }, timeEl(run.started_at), ' · ', durationEl(run), ' · ', countsText(run.counts, run.status)),
         run.failed_actions?.length ? h('span', { class: 'failed-list' }, `failed: ${run.failed_actions.join(', ')}`) : null),
         () => { location.hash = `#/runs/${encodeURIComponent(run.run_id)}`; })));
         if (!runs.length) list.append(h('li', { class: 'empty' }, 'No runs yet: start one with ', h('code', {}, 'once run'), ' or the once_run tool.'));
@@ -676,12 +779,15 @@ async function renderRunsView(container, runId, view) {
 function runDetail(detail, runId, view) {
     const header = h('div', { class: 'run-header' });
     const timeline = h('div', { id: 'timeline', role: 'list', 'aria-label': 'Actions on a time axis' });
+    const actionList = h('ul', { id: 'run-actions', 'aria-label': 'Actions by state: running, queued, failed, done, skipped' });
     const logTitle = h('h3', { id: 'log-title' }, 'Log');
     const log = h('pre', { id: 'log', tabindex: '0', 'aria-labelledby': 'log-title', 'aria-live': 'off' });
     const pick = h('p', { class: 'hint' }, 'Pick an action to read its log.');
-    fill(detail, header, timeline, pick, logTitle, log);
-    let run = null; // {status, started_at, actions}
-    let logState = null; // {action, lines, committed, ended}
+    fill(detail, header,
+        h('div', { class: 'run-body' }, actionList, h('div', { class: 'run-log' }, pick, logTitle, log)),
+        h('h3', {}, 'Timeline'), timeline);
+    let run = null; // {status, started_at, actions, request, asked_by}
+    let logState = null; // {action, lines, committed, ended, chosen}
     let timer = null;
     let disposed = false;
 
@@ -699,24 +805,85 @@ function runDetail(detail, runId, view) {
         }
         if (disposed || !current(view.seq)) return;
         const row = await runRow(runId);
-        run = { status: first.status, counts: first.counts, started_at: row?.started_at ?? null, duration_ms: row?.duration_ms ?? null, actions };
+        run = {
+            status: first.status, counts: first.counts, started_at: row?.started_at ?? null, duration_ms: row?.duration_ms ?? null,
+            request: first.request ?? null, asked_by: first.asked_by ?? null, run_id: runId, actions,
+        };
         const now = Date.now();
         for (const action of actions) {
             const key = `${runId} ${action.action}`;
             if (action.status === 'running' && !state.firstSeenRunning.has(key)) state.firstSeenRunning.set(key, now);
         }
         drawHeader();
+        drawActionList();
         drawTimeline();
+        // Opened with no action picked (a link, `once_window_show`): show the one that matters.
+        const wanted = autoPick();
+        if (wanted && (!logState || (!logState.chosen && logState.action !== wanted && logState.ended))) openLog(wanted, false);
         schedule();
     }
 
+    /** The action to show when nobody picked one: the first running, else the first failed,
+     *  else the last that ran. */
+    function autoPick() {
+        const actions = run.actions;
+        return (actions.find((a) => a.status === 'running')
+            ?? actions.find((a) => a.status === 'failed' || a.status === 'timed_out')
+            ?? [...actions].reverse().find((a) => a.status !== 'skipped' && a.status !== 'pending')
+            ?? actions[0])?.action ?? null;
+    }
+
     function drawHeader() {
-        fill(header, 
-            h('h2', {}, 'Run ', h('span', { class: 'mono' }, runId)),
+        fill(header,
+            h('h2', {}, h('span', { class: 'mono', id: 'run-request' }, runName(run))),
+            h('p', { class: 'muted' },
+                run.asked_by ? [h('span', { class: 'asker', id: 'run-asker' }, `asked by ${run.asked_by}`), ' · '] : null,
+                h('span', { class: 'mono' }, runId)),
             h('p', {}, h('span', { class: 'badge', 'data-status': run.status }, run.status), ' ',
-                run.started_at ? `started ${formatTime(run.started_at)} · ` : '',
-                run.duration_ms !== null ? `${formatDuration(run.duration_ms)} · ` : '',
-                countsText(run.counts)));
+                run.started_at ? ['started ', timeEl(run.started_at), ' · '] : '',
+                durationEl(run, 'run-duration'), ' · ',
+                h('span', { id: 'run-counts' }, countsText(run.counts, run.status, run.actions))));
+    }
+
+    /** Every action by name, grouped by where it is (like turbo's task list): running ones with
+     *  their time so far, queued ones, then failed, done and skipped with the reason. */
+    function drawActionList() {
+        const groups = [
+            ['running', 'Running', (a) => a.status === 'running'],
+            ['queued', 'Queued', (a) => a.status === 'pending'],
+            ['failed', 'Failed', (a) => a.status === 'failed' || a.status === 'timed_out'],
+            ['stopped', 'Stopped', (a) => a.status === 'cancelled' || a.status === 'interrupted'],
+            ['done', 'Done', (a) => a.status === 'succeeded'],
+            ['skipped', 'Skipped', (a) => a.status === 'skipped'],
+        ];
+        const now = Date.now();
+        const items = [];
+        for (const [key, title, test] of groups) {
+            const members = run.actions.filter(test);
+            if (!members.length) continue;
+            items.push(h('li', { class: 'group', 'data-group': key }, `${title} (${members.length})`));
+            for (const action of members.slice(0, 500)) {
+                const sp = span(action, now);
+                const detailText = action.status === 'running' ? null
+                    : action.status === 'skipped' ? (action.skipped_because ?? 'never started')
+                    : action.status === 'pending' ? 'waiting for its dependencies'
+                    : action.cached ? 'cached' : formatDuration(action.duration_ms);
+                const since = action.status === 'running' && sp ? sp[0] : null;
+                items.push(activatable(h('li', {
+                    class: 'run-action', 'data-action': action.action, 'data-status': action.status,
+                    'aria-current': logState?.action === action.action ? 'true' : null,
+                    title: action.skipped_because ? `skipped: ${action.skipped_because}` : null,
+                },
+                h('span', { class: 'dot', 'aria-hidden': 'true' }),
+                h('span', { class: 'name mono' }, action.action),
+                since !== null
+                    ? h('span', { class: 'when', 'data-live-since': since }, formatDuration(now - since))
+                    : h('span', { class: action.status === 'skipped' ? 'reason' : 'when' }, detailText)),
+                () => openLog(action.action, true)));
+            }
+            if (members.length > 500) items.push(h('li', { class: 'muted' }, `and ${members.length - 500} more, on the timeline`));
+        }
+        fill(actionList, ...items);
     }
 
     /** Each action's [start, end] in ms since the epoch, from its `started_ms` (after the run's
@@ -755,11 +922,11 @@ function runDetail(detail, runId, view) {
                 // Pending or skipped: no time to show, a hollow mark at the start.
                 bar.classList.add('untimed');
             }
-            activatable(bar, () => openLog(action.action));
+            activatable(bar, () => openLog(action.action, true));
             return h('div', { class: 'lane', role: 'listitem' },
                 h('span', { class: 'lane-label' }, action.action),
                 h('div', { class: 'track' }, bar),
-                h('span', { class: 'lane-time muted' }, action.cached ? 'cached' : sp ? formatDuration(sp[1] - sp[0]) : action.status));
+                h('span', { class: 'lane-time muted', title: action.skipped_because ?? null }, action.cached ? 'cached' : sp ? formatDuration(sp[1] - sp[0]) : action.status));
         });
         const axis = h('div', { class: 'axis', 'aria-hidden': 'true' },
             [0, 0.25, 0.5, 0.75, 1].map((f) => {
@@ -774,8 +941,12 @@ function runDetail(detail, runId, view) {
     }
 
     /** Shows an action's log from its first line, then follows it while the action runs. */
-    async function openLog(action) {
-        logState = { action, lines: [], committed: 0, ended: false };
+    async function openLog(action, chosen) {
+        logState = { action, lines: [], committed: 0, ended: false, chosen: Boolean(chosen) };
+        for (const li of actionList.querySelectorAll('li.run-action')) {
+            if (li.dataset.action === action) li.setAttribute('aria-current', 'true');
+            else li.removeAttribute('aria-current');
+        }
         pick.hidden = true;
         log.dataset.action = action;
         log.replaceChildren();
@@ -822,7 +993,10 @@ function runDetail(detail, runId, view) {
         timer = setTimeout(async () => {
             timer = null;
             if (disposed) return;
-            if (run) drawTimeline();
+            if (run) {
+                drawTimeline();
+                drawActionList();
+            }
             if (logState) await pollLog();
             if (live() || (logState && !logState.ended)) schedule();
         }, LOG_POLL_MS);
@@ -854,15 +1028,72 @@ function plural(n, one, many) {
     return `${n} ${n === 1 ? one : many}`;
 }
 
-function countsText(counts) {
+/** What a run's counts say; while it runs, how far it got too (from its actions when known). */
+function countsText(counts, status, actions) {
     if (!counts) return '';
-    return `${counts.ran} ran · ${counts.cached} cached · ${counts.failed} failed · ${counts.skipped} skipped`;
+    const parts = [`${counts.ran} ran`, `${counts.cached} cached`, `${counts.failed} failed`, `${counts.skipped} skipped`];
+    if (status === 'running') {
+        const running = actions ? actions.filter((a) => a.status === 'running').length : null;
+        const queued = actions ? actions.filter((a) => a.status === 'pending').length : null;
+        const done = counts.ran + counts.cached + counts.skipped - (running ?? 0);
+        parts.unshift(`${Math.max(0, done)} of ${counts.total} done`);
+        if (running !== null) parts.push(`${running} running`, `${queued} queued`);
+    }
+    return parts.join(' · ');
 }
 
+/** What a run is called: what was asked (`report:build`, `--all test`), or its id in records
+ *  written before the request was kept. */
+function runName(run) {
+    return run.request || run.run_id;
+}
+
+/** A run's duration: while it runs, counted live from its start (the record is rewritten only
+ *  when an action starts or ends, so its own figure lags). */
+function durationEl(run, id) {
+    if (run.status === 'running' && run.started_at) {
+        return h('span', { id, class: 'duration', 'data-live-since': run.started_at }, formatDuration(Date.now() - run.started_at));
+    }
+    return h('span', { id, class: 'duration' }, formatDuration(run.duration_ms));
+}
+
+/** A moment, as milliseconds since the epoch or an RFC 3339 string, shown one way everywhere:
+ *  relative ("3 min ago"), the absolute date and time on hover. */
+function timeEl(value) {
+    const ms = typeof value === 'number' ? value : Date.parse(value ?? '');
+    if (!Number.isFinite(ms) || ms <= 0) return h('span', { class: 'muted' }, 'unknown time');
+    return h('time', { datetime: new Date(ms).toISOString(), title: formatTime(ms), 'data-at': ms }, relativeTime(ms));
+}
+
+function relativeTime(ms, now = Date.now()) {
+    const seconds = Math.round((now - ms) / 1000);
+    if (seconds < 5) return 'just now';
+    if (seconds < 60) return `${seconds} s ago`;
+    const minutes = Math.round(seconds / 60);
+    if (minutes < 60) return `${minutes} min ago`;
+    const hours = Math.round(minutes / 60);
+    if (hours < 24) return `${hours} h ago`;
+    const days = Math.round(hours / 24);
+    if (days < 30) return days === 1 ? 'yesterday' : `${days} days ago`;
+    return new Date(ms).toLocaleDateString(undefined, { dateStyle: 'medium' });
+}
+
+/** Once a second: every live duration and every relative time on the page moves on. */
+function tick() {
+    const now = Date.now();
+    for (const el of document.querySelectorAll('[data-live-since]')) {
+        el.textContent = formatDuration(now - Number(el.dataset.liveSince));
+    }
+    for (const el of document.querySelectorAll('time[data-at]')) {
+        const text = relativeTime(Number(el.dataset.at), now);
+        if (el.textContent !== text) el.textContent = text;
+    }
+}
+
+/** The absolute form of a moment, in the one format the page uses (shown on hover). */
 function formatTime(ms) {
     if (!ms) return '';
-    const date = new Date(ms);
-    return date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+    return new Date(ms).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 }
 
 function formatDuration(ms) {
@@ -895,7 +1126,7 @@ async function renderChangesView(container, setId, view) {
         },
         h('span', { class: 'badge', 'data-status': set.status }, set.status),
         h('span', { class: 'title' }, set.title),
-        h('span', { class: 'muted' }, `${set.created} · ${fileCounts(set)}${set.author ? ` · ${set.author}` : ''}`)),
+        h('span', { class: 'muted' }, timeEl(set.created), ` · ${fileCounts(set)}`, set.author ? [' · ', h('span', { class: 'asker' }, set.author)] : null)),
         () => { location.hash = `#/changes/${encodeURIComponent(set.id)}`; })));
         if (!sets.length) list.append(h('li', { class: 'empty' }, 'No change sets: they appear here when proposed.'));
         for (const broken of value.broken ?? []) list.append(h('li', { class: 'error' }, `unreadable: ${JSON.stringify(broken)}`));
@@ -967,8 +1198,11 @@ async function renderChangesView(container, setId, view) {
         return [
             h('h2', {}, set.title),
             h('p', {}, h('span', { class: 'badge', 'data-status': set.status }, set.status), ' ',
-                h('span', { class: 'muted' }, `${set.id} · proposed ${set.created}${set.author ? ` by ${set.author}` : ''}`)),
-            set.decided ? h('p', { class: 'decision' }, `Decided ${set.decided}${set.reason ? `: ${set.reason}` : ''}`) : null,
+                h('span', { class: 'muted' }, `${set.id} · proposed `, timeEl(set.created), set.author ? [' by ', h('span', { class: 'asker' }, set.author)] : null)),
+            set.decided ? h('p', { class: 'decision', id: 'change-decision', 'data-status': set.status },
+                `${DECIDED_WORDS[set.status] ?? 'Decided'} `, timeEl(set.decided),
+                set.status === 'applied' ? ' by a person (from this window or `once changes apply`)' : '',
+                set.reason ? `: ${set.reason}` : '') : null,
             !set.decided && set.reason ? h('p', { class: 'decision' }, `Reason: ${set.reason}`) : null,
             set.rationale ? h('p', { class: 'rationale' }, set.rationale) : null,
             h('ul', { class: 'files' }, (set.changes ?? []).map((c) => h('li', {}, h('span', { class: 'file-action' }, c.action), ' ', h('span', { class: 'mono' }, c.path)))),
@@ -986,6 +1220,8 @@ async function renderChangesView(container, setId, view) {
     await loadList();
     await show(setId);
 }
+
+const DECIDED_WORDS = { applied: 'Applied', rejected: 'Rejected', failed: 'Failed' };
 
 function fileCounts(set) {
     const parts = [];
@@ -1106,7 +1342,7 @@ function memoryEntry(entry) {
     const stale = entry.stale ?? [];
     return h('article', { class: 'entry-full' },
         h('h2', {}, entry.title),
-        h('p', { class: 'muted' }, `${entry.kind} · revision ${entry.revision} · updated ${entry.updated} · ${entry.file}`),
+        h('p', { class: 'muted' }, `${entry.kind} · revision ${entry.revision} · updated `, timeEl(entry.updated), ` · ${entry.file}`),
         stale.length ? h('p', { class: 'stale-reason' }, `May be stale: ${staleText(stale)}`) : null,
         h('dl', {},
             h('dt', {}, 'Tags'), h('dd', {}, entry.tags?.length ? entry.tags.join(', ') : h('span', { class: 'muted' }, 'none')),
@@ -1141,14 +1377,24 @@ function evaluatorSection(evaluator) {
             evaluator.evaluating ? ' · evaluating now' : '',
             evaluator.pid ? ` · pid ${evaluator.pid}` : ''),
         entries.length ? h('ol', { class: 'entries' }, entries.map((entry) => h('li', { class: 'entry', 'data-outcome': entry.outcome },
-            h('p', { class: 'muted' }, `${typeof entry.at === 'number' ? new Date(entry.at).toLocaleString() : ''} · ${entry.outcome}`),
-            h('pre', { class: 'code' }, entry.code ?? ''),
-            entry.error !== undefined && entry.error !== null
-                ? h('pre', { class: 'error-value' }, String(entry.error))
-                : h('pre', { class: 'value' }, typeof entry.value === 'string' ? entry.value : JSON.stringify(entry.value)),
-            entry.output ? h('pre', { class: 'output' }, entry.output) : null,
-            entry.truncated ? h('p', { class: 'muted' }, 'output truncated') : null)))
+            h('p', { class: 'entry-head muted' }, timeEl(entry.at), ` · ${entry.outcome}`, entry.truncated ? ' · output truncated' : ''),
+            h('div', { class: 'entry-body' },
+                h('div', {}, h('h4', {}, 'Code'), h('pre', { class: 'code' }, entry.code ?? '')),
+                h('div', {},
+                    entry.output ? [h('h4', {}, 'Printed'), h('pre', { class: 'output' }, entry.output)] : null,
+                    entry.error !== undefined && entry.error !== null
+                        ? [h('h4', {}, 'Error'), h('pre', { class: 'error-value' }, String(entry.error))]
+                        : evaluatedValue(entry.value))))))
             : h('p', { class: 'hint' }, 'Nothing evaluated yet.'));
+}
+
+/** What an evaluation answered: its value, or a plain note when it had none (Python's `None`,
+ *  a statement), never an empty box. */
+function evaluatedValue(value) {
+    if (value === undefined || value === null || value === '' || value === 'None') {
+        return h('p', { class: 'muted no-value' }, 'no value');
+    }
+    return [h('h4', {}, 'Value'), h('pre', { class: 'value' }, typeof value === 'string' ? value : JSON.stringify(value))];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1391,6 +1637,7 @@ async function start() {
     };
     listen(draw);
     setTimeout(draw, 2000);
+    setInterval(tick, TICK_MS);
 }
 
 document.addEventListener('DOMContentLoaded', start);

@@ -39,7 +39,8 @@ pub fn session(shared: &Shared) -> Response {
     )
 }
 
-/// `GET /api/graph`: every target and edge, each target coloured by its last run.
+/// `GET /api/graph`: every target and edge, each target coloured by its last run, with why it
+/// was skipped when it was.
 pub fn graph(shared: &Shared) -> Response {
     let picture = shared.picture();
     let statuses = last_statuses(&shared.root);
@@ -47,35 +48,41 @@ pub fn graph(shared: &Shared) -> Response {
         .targets
         .iter()
         .map(|node| {
-            let (status, run) = statuses
-                .get(&node.name)
-                .map_or((Value::Null, Value::Null), |(status, run)| {
-                    (json!(status), json!(run))
-                });
+            let last = statuses.get(&node.name);
             json!({
                 "name": node.name,
                 "kind": node.kind,
                 "folder": node.folder,
                 "tags": node.tags,
                 "capabilities": node.capabilities,
-                "status": status,
-                "run": run,
+                "status": last.map(|last| last.word),
+                "run": last.map(|last| &last.run),
+                "reason": last.and_then(|last| last.reason.as_deref()),
             })
         })
         .collect();
     Response::json(200, &json!({ "targets": targets, "edges": picture.edges }))
 }
 
+/// A target's state in the newest run that has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LastState {
+    word: &'static str,
+    run: String,
+    /// Why its worst action never started, when it was skipped.
+    reason: Option<String>,
+}
+
 /// The newest state of each target's actions, worst first, with the run it comes from.
-fn last_statuses(root: &Path) -> HashMap<String, (&'static str, String)> {
+fn last_statuses(root: &Path) -> HashMap<String, LastState> {
     let store = RunStore::new(root);
-    let mut statuses: HashMap<String, (&'static str, String)> = HashMap::new();
+    let mut statuses: HashMap<String, LastState> = HashMap::new();
     for id in store.ids().into_iter().take(STATUS_RUNS) {
         let Ok(report) = store.read(&id) else {
             continue;
         };
         // Within one run, a target's worst action decides; a newer run hides an older one.
-        let mut in_this_run: HashMap<&str, &'static str> = HashMap::new();
+        let mut in_this_run: HashMap<&str, (&'static str, Option<&str>)> = HashMap::new();
         for action in &report.actions {
             let Some((target, _)) = action.action.split_once(':') else {
                 continue;
@@ -84,37 +91,47 @@ fn last_statuses(root: &Path) -> HashMap<String, (&'static str, String)> {
                 continue;
             }
             let word = status_word(action.status, action.cached, report.status);
-            let Some(word) = word else { continue };
-            let entry = in_this_run.entry(target).or_insert(word);
-            if severity(word) > severity(entry) {
-                *entry = word;
+            let reason = action.skipped_because.as_deref();
+            let entry = in_this_run.entry(target).or_insert((word, reason));
+            if severity(word) > severity(entry.0) {
+                *entry = (word, reason);
             }
         }
-        for (target, word) in in_this_run {
-            statuses.insert(target.to_owned(), (word, id.clone()));
+        for (target, (word, reason)) in in_this_run {
+            let state = LastState {
+                word,
+                run: id.clone(),
+                reason: reason.map(str::to_owned),
+            };
+            statuses.insert(target.to_owned(), state);
         }
     }
     statuses
 }
 
-/// The word the graph colours by; `None` for an action that never started.
-fn status_word(status: ActionStatus, cached: bool, run: RunStatus) -> Option<&'static str> {
-    Some(match status {
+/// The word the graph colours by: what the run did with the action, or that it is waiting
+/// (`queued`) or never started (`skipped`), never the absence of a word, which reads as "not
+/// run yet".
+fn status_word(status: ActionStatus, cached: bool, run: RunStatus) -> &'static str {
+    match status {
         ActionStatus::Succeeded if cached => "cached",
         ActionStatus::Succeeded => "succeeded",
         ActionStatus::Failed | ActionStatus::TimedOut => "failed",
         ActionStatus::Cancelled | ActionStatus::Interrupted => "cancelled",
         ActionStatus::Running if run == RunStatus::Running => "running",
         ActionStatus::Running => "cancelled",
-        ActionStatus::Pending | ActionStatus::Skipped => return None,
-    })
+        ActionStatus::Pending if run == RunStatus::Running => "queued",
+        ActionStatus::Pending | ActionStatus::Skipped => "skipped",
+    }
 }
 
 fn severity(word: &str) -> u8 {
     match word {
-        "failed" => 4,
-        "cancelled" => 3,
-        "running" => 2,
+        "failed" => 6,
+        "cancelled" => 5,
+        "skipped" => 4,
+        "running" => 3,
+        "queued" => 2,
         "succeeded" => 1,
         _ => 0,
     }
@@ -245,21 +262,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_worst_state_wins_and_unstarted_actions_say_nothing() {
+    fn the_worst_state_wins_and_skipped_actions_say_so() {
         assert_eq!(
             status_word(ActionStatus::Succeeded, true, RunStatus::Succeeded),
-            Some("cached")
+            "cached"
         );
         assert_eq!(
             status_word(ActionStatus::Running, false, RunStatus::Interrupted),
-            Some("cancelled"),
+            "cancelled",
             "a run that ended cannot still be running"
         );
         assert_eq!(
             status_word(ActionStatus::Skipped, false, RunStatus::Failed),
-            None
+            "skipped"
         );
-        assert!(severity("failed") > severity("running"));
+        assert_eq!(
+            status_word(ActionStatus::Pending, false, RunStatus::Running),
+            "queued"
+        );
+        assert!(severity("failed") > severity("skipped"));
+        assert!(severity("skipped") > severity("running"));
         assert!(severity("running") > severity("succeeded"));
         assert!(severity("succeeded") > severity("cached"));
     }

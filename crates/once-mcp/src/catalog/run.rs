@@ -170,6 +170,46 @@ fn run(
     }
 }
 
+/// Who asked, in a run's record, when the client gave no name at `initialize`.
+const UNNAMED_CLIENT: &str = "an MCP client";
+
+/// The call's arguments as the `once run` words that ask the same, for the run's record, so a
+/// run reads the same whoever started it: `web:test`, `--tag backend test`.
+fn request_words(args: &Map<String, Value>) -> Vec<String> {
+    let text = |name: &str| args.get(name).and_then(Value::as_str);
+    let mut words: Vec<String> = Vec::new();
+    if let Some(tag) = text("tag") {
+        words.extend(["--tag".to_owned(), tag.to_owned()]);
+    }
+    if let Some(name) = text("name") {
+        words.extend(["--name".to_owned(), name.to_owned()]);
+    }
+    match (text("target"), text("capability")) {
+        (Some(target), Some(capability)) if !target.contains(':') => {
+            words.push(format!("{target}:{capability}"));
+        }
+        (Some(target), _) => words.push(target.to_owned()),
+        (None, Some(capability)) => words.push(capability.to_owned()),
+        (None, None) => {}
+    }
+    if let Some(Value::Object(params)) = args.get("params") {
+        for (name, value) in params {
+            let value = value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned);
+            words.extend(["--param".to_owned(), format!("{name}={value}")]);
+        }
+    }
+    if args.get("force").and_then(Value::as_bool) == Some(true) {
+        words.push("--force".to_owned());
+    }
+    if let Some(Value::Array(extra)) = args.get("args") {
+        words.push("--".to_owned());
+        words.extend(extra.iter().filter_map(Value::as_str).map(str::to_owned));
+    }
+    words
+}
+
 fn start(
     live: &LiveWorkspace,
     registry: &Registry,
@@ -295,7 +335,9 @@ fn start(
     let logs = run_dir.clone();
     let total = plan.steps.len();
     // Readable before this call answers, however soon that is.
-    once_run::announce(&plan, &run_dir);
+    let who_asked =
+        once_run::Asked::new(&request_words(args), ctx.client().unwrap_or(UNNAMED_CLIENT));
+    once_run::announce(&plan, &run_dir, Some(&who_asked));
     let handle = Live {
         cancel: Cancel::new(),
         ended: Cancel::new(),
@@ -314,6 +356,7 @@ fn start(
                 let options = Options {
                     force,
                     remote,
+                    asked: Some(who_asked),
                     ..Options::default()
                 };
                 let report = once_run::execute(

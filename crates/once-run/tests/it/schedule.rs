@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use once_run::{ActionStatus, Options, Request, RunStatus};
+use once_run::{
+    ActionStatus, Asked, Options, Request, RunReport, RunStatus, RunStore, RunsQuery, query_runs,
+};
 use serde_json::Value;
 
 use super::{Fixture, serial, statuses};
@@ -121,6 +123,67 @@ fn the_first_failure_stops_new_work_and_reports_its_tail() {
     );
     assert!(!ws.root.join("after/ran").exists());
     assert!(ws.root.join("other/ran").exists());
+}
+
+#[test]
+fn a_skipped_action_says_why_and_the_record_says_who_asked_for_what() {
+    let ws = Fixture::new(FAILING);
+    ws.file("after/x", "")
+        .file("other/x", "")
+        .file("bad2/x", "");
+    let options = Options {
+        asked: Some(Asked::new(&["after", "other"], once_run::TERMINAL)),
+        ..serial()
+    };
+    let report = ws.run(&["after", "other"], &options);
+    let because = |name: &str| {
+        report
+            .actions
+            .iter()
+            .find(|a| a.action == name)
+            .and_then(|a| a.skipped_because.clone())
+    };
+    // `after` depends on the failure; `other` only never got its turn.
+    assert_eq!(
+        because("after:build").as_deref(),
+        Some("`bad:build` failed")
+    );
+    assert_eq!(
+        because("other:build").as_deref(),
+        Some("the run stopped before it started")
+    );
+    assert_eq!(because("bad:build"), None);
+
+    // The record on disk, and the list and pages every reader gets, carry the request.
+    let store = RunStore::new(&ws.root);
+    let record = store.read(&report.run_id).unwrap();
+    assert_eq!(record.asked, options.asked);
+    let list = query_runs(&store, &RunsQuery::default()).unwrap();
+    let list = serde_json::to_value(&list).unwrap();
+    assert_eq!(list["runs"][0]["request"], "after other");
+    assert_eq!(list["runs"][0]["asked_by"], "terminal");
+    let page = RunsQuery {
+        run_id: Some(report.run_id.clone()),
+        ..RunsQuery::default()
+    };
+    let page = serde_json::to_value(query_runs(&store, &page).unwrap()).unwrap();
+    assert_eq!(page["request"], "after other");
+    assert_eq!(page["asked_by"], "terminal");
+    let after = page["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["action"] == "after:build")
+        .unwrap();
+    assert_eq!(after["skipped_because"], "`bad:build` failed");
+
+    // A record written before the request was kept reads as asking nothing.
+    let mut old = serde_json::to_value(&record).unwrap();
+    let fields = old.as_object_mut().unwrap();
+    fields.remove("request");
+    fields.remove("asked_by");
+    let old: RunReport = serde_json::from_value(old).unwrap();
+    assert_eq!(old.asked, None);
 }
 
 const PARAMS: &str = r#"

@@ -125,6 +125,10 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
     let mut options = Options {
         keep_going: args.keep_going,
         force: args.force,
+        asked: Some(once_run::Asked::new(
+            &request_words(&args),
+            once_run::TERMINAL,
+        )),
         ..Options::default()
     };
     if let Some(jobs) = args.jobs {
@@ -301,6 +305,38 @@ fn remote(
             Err(Outcome::Failure)
         }
     }
+}
+
+/// The words of the request as a person would type them after `once run`, for the run's
+/// record: what was asked, not how it was run (`--jobs`, `--json` and the remote flags say
+/// nothing about what ran).
+fn request_words(args: &RunArgs) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    if let Some(capability) = &args.all {
+        words.extend(["--all".to_owned(), capability.clone()]);
+    }
+    if let Some(values) = &args.affected {
+        words.push("--affected".to_owned());
+        words.extend(values.iter().cloned());
+    }
+    for tag in &args.tag {
+        words.extend(["--tag".to_owned(), tag.clone()]);
+    }
+    for name in &args.name {
+        words.extend(["--name".to_owned(), name.clone()]);
+    }
+    words.extend(args.actions.iter().cloned());
+    for param in &args.params {
+        words.extend(["--param".to_owned(), param.clone()]);
+    }
+    if args.force {
+        words.push("--force".to_owned());
+    }
+    if !args.args.is_empty() {
+        words.push("--".to_owned());
+        words.extend(args.args.iter().cloned());
+    }
+    words
 }
 
 fn request(args: &RunArgs) -> Result<Request, String> {

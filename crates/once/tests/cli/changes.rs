@@ -107,7 +107,7 @@ fn an_agent_proposes_and_a_person_reads_and_applies() {
     );
     let diff = ok(&once(root, &["changes", "show", &id], &[]));
     assert!(
-        diff.contains("by cli-test 0"),
+        diff.contains("by cli-test/0"),
         "the author is the client: {diff}"
     );
     assert!(

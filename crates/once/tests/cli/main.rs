@@ -44,3 +44,4 @@ mod support;
 mod tools_page;
 mod window;
 mod window_flood;
+mod window_runs;
