@@ -234,7 +234,11 @@ fn a_blob_twice_the_memory_bound_of_the_right_length_and_the_wrong_bytes_is_refu
     let root = workspace("[cache]\ntimeout = \"600s\"\n");
     let run = run(root.path(), &server.url(), &[]);
     run.ran_locally_warning("does not match its digest");
-    eprintln!("peak RSS streaming {} MiB: {} KiB", SIZE >> 20, run.peak_kib);
+    eprintln!(
+        "peak RSS streaming {} MiB: {} KiB",
+        SIZE >> 20,
+        run.peak_kib
+    );
     no_staging_left(root.path());
 }
 

@@ -13,6 +13,11 @@ use crate::support::{Mcp, PATIENCE, once_binary};
 
 /// `once query runs ARGS` in `root`, as JSON.
 pub(crate) fn query_runs(root: &Path, args: &[&str]) -> Value {
+    try_query_runs(root, args).unwrap_or_else(|stderr| panic!("{stderr}"))
+}
+
+/// `once query runs ARGS` in `root`, as JSON, or what it said when it refused.
+fn try_query_runs(root: &Path, args: &[&str]) -> Result<Value, String> {
     let output = Command::new(once_binary())
         .arg("--workspace")
         .arg(root)
@@ -20,12 +25,10 @@ pub(crate) fn query_runs(root: &Path, args: &[&str]) -> Value {
         .args(args)
         .output()
         .expect("runs once");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("json")
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    Ok(serde_json::from_slice(&output.stdout).expect("json"))
 }
 
 /// An action that prints a line, then sleeps as the leader itself (`exec`), so the kernel's
@@ -57,7 +60,13 @@ fn a_run_in_flight_when_mcp_input_closes_is_recorded_interrupted() {
         .as_str()
         .expect("a run id")
         .to_owned();
-    wait_until("the action's process", || count_marked(&mark) >= 1);
+    // The marked process exists from the moment its shell starts, before it prints; the log is
+    // what says the line was written.
+    wait_until("the action's first line in its log", || {
+        try_query_runs(ws.path(), &[&run_id, "--action", "long:build"])
+            .is_ok_and(|log| log["lines"] == json!(["started"]))
+    });
+    assert!(count_marked(&mark) >= 1, "the action is running");
     server.close_stdin();
     let (code, _) = server.wait(PATIENCE);
     assert_eq!(code, Some(0));
