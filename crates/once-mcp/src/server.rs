@@ -490,7 +490,7 @@ impl Session {
                     .workspace_root
                     .as_deref()
                     .map(|root| (WORKSPACE_META_KEY, root)),
-                capabilities(),
+                modern_capabilities(),
             )),
             "tools/list" => self
                 .list_tools(params, envelope.version)
@@ -867,6 +867,12 @@ fn needs_initialize(method: &str) -> bool {
 /// What the server offers, the same in `initialize` and `server/discover`.
 fn capabilities() -> Value {
     json!({"tools": {"listChanged": false}, "logging": {}})
+}
+
+/// What `server/discover` declares: the same, and the resource and prompt lists, which both eras
+/// answer (empty), since a client of the revision may only call what is declared.
+fn modern_capabilities() -> Value {
+    json!({"tools": {"listChanged": false}, "logging": {}, "resources": {}, "prompts": {}})
 }
 
 fn params_object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {

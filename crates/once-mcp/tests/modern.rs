@@ -205,7 +205,8 @@ fn discover_list_and_call_without_a_handshake() {
             json!({"jsonrpc": "2.0", "id": 1, "result": {
                 "resultType": "complete",
                 "supportedVersions": [MODERN],
-                "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+                "capabilities": {"tools": {"listChanged": false}, "logging": {}, "resources": {},
+                                 "prompts": {}},
                 "instructions": "Query the build graph of this workspace.",
                 "ttlMs": 3_600_000,
                 "cacheScope": "private",

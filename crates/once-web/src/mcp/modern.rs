@@ -34,10 +34,11 @@ pub(super) fn headers(request: &Request) -> HttpHeaders<'_> {
 }
 
 /// Whether a POST without a session goes here: see the module's paragraph. An `initialize`
-/// never does: it starts a handshake session.
+/// comes here only when its body carries the revision's fields (which has no `initialize`, and
+/// answers it so); any other starts a handshake session, whatever its headers say.
 pub(super) fn wants(request: &Request, value: &Value) -> bool {
     if value.get("method").and_then(Value::as_str) == Some("initialize") {
-        return false;
+        return era::is_modern_http(&HttpHeaders::default(), value);
     }
     let headers = headers(request);
     let unknown_version = headers

@@ -181,6 +181,19 @@ fn headers_that_disagree_with_the_body_and_bad_envelopes_are_refused() {
         3,
         -32601,
     );
+    // Nor initialize, when it carries the revision's fields: 404, and no session starts.
+    let initialize = post(
+        &serve,
+        &headers(&serve, "initialize", None),
+        &body(
+            4,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+            envelope(json!({})),
+        ),
+    );
+    assert_error(&initialize, 404, 4, -32601);
+    assert_eq!(initialize.header("mcp-session-id"), None, "{initialize:?}");
     // No session to GET a stream of or to DELETE.
     for method in ["GET", "DELETE"] {
         let reply = send(
