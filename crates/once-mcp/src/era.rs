@@ -175,6 +175,20 @@ pub fn not_in_modern(method: &str) -> RpcError {
     )
 }
 
+/// -32602 for `resources/read`: we list no resources, so every uri names none (the revision's
+/// code for a missing resource, with the uri as `data`).
+pub fn no_such_resource(params: Option<&Value>) -> RpcError {
+    let uri = params
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    RpcError::invalid_params(format!(
+        "Invalid params: no resource `{}`: this server offers tools only, and `resources/list` is empty",
+        excerpt(uri)
+    ))
+    .with_data(json!({"uri": excerpt(uri)}))
+}
+
 /// The fields every modern result carries: `resultType` first, `_meta` naming the server last
 /// (merged into a `_meta` the result already has).
 pub fn stamp_result(result: Value, name: &str, version: &str) -> Value {

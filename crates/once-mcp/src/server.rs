@@ -512,6 +512,8 @@ impl Session {
             "resources/list" => Ok(era::cacheable(json!({"resources": []}))),
             "resources/templates/list" => Ok(era::cacheable(json!({"resourceTemplates": []}))),
             "prompts/list" => Ok(era::cacheable(json!({"prompts": []}))),
+            // Declared (empty) in discover, so a read names a resource that does not exist.
+            "resources/read" => Err(era::no_such_resource(params.as_ref())),
             other => Err(era::not_in_modern(other)),
         })
     }

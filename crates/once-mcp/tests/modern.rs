@@ -288,6 +288,7 @@ fn malformed_and_unsupported_envelopes_are_refused_with_the_new_codes() {
             modern(8, "logging/setLevel", json!({"level": "debug"})),
             modern(9, "initialize", json!({"protocolVersion": "2025-11-25"})),
             modern(10, "no/such/method", json!({})),
+            modern(11, "resources/read", json!({"uri": "file:///x"})),
         ],
     );
     let needs = "Invalid params: a request without `initialize` must carry `_meta` with \
@@ -336,6 +337,12 @@ fn malformed_and_unsupported_envelopes_are_refused_with_the_new_codes() {
                  without `_meta` protocol fields to use an older protocol)"
             ),
             error(json!(10), -32601, "Method not found: no/such/method"),
+            json!({"jsonrpc": "2.0", "id": 11, "error": {
+                "code": -32602,
+                "message": "Invalid params: no resource `file:///x`: this server offers tools \
+                            only, and `resources/list` is empty",
+                "data": {"uri": "file:///x"},
+            }}),
         ]
     );
 }
