@@ -173,8 +173,8 @@ for (const tool of tools.filter((t) => t.name.startsWith(table.query_tool_prefix
     checks.check(`${tool.name} has an outputSchema`, Boolean(tool.outputSchema), 'none');
 }
 
-// The same listing after the 2026-era `server/discover` probe: the server must refuse the probe
-// (-32601) at once so that the Inspector falls back to initialize.
+// The same listing after the 2026-era `server/discover` probe, which the server answers at once
+// (so that the Inspector never waits for a silent probe).
 const auto = await inspector(['--method', 'tools/list', '--protocol-era', 'auto']);
 checks.check('tools/list with --protocol-era auto exits 0 within 8 s', auto.status === EXIT.OK && auto.ms < 8000 &&
     auto.json?.result?.tools?.length === tools.length, () => why(auto));

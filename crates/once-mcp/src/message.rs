@@ -22,9 +22,13 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// Internal JSON-RPC error.
 pub const INTERNAL_ERROR: i64 = -32603;
-/// A request other than `initialize` or `ping` came before `initialize` (the code LSP gives
-/// this case, in JSON-RPC's range for implementation-defined server errors).
-pub const NOT_INITIALIZED: i64 = -32002;
+/// The HTTP headers of a 2026-07-28 request do not match its body, or one it needs is missing.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// A 2026-07-28 request names a protocol version we do not serve that way; `data` lists the
+/// ones we do. (A request that needs `initialize` and came before it is [`INVALID_PARAMS`]: it
+/// lacks the `_meta` that would make it valid without one. -32002, which LSP gives that case,
+/// is a code the 2026-07-28 revision forbids.)
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// How many characters of a value the client sent an error message may repeat.
 const ECHO_CHARS: usize = 64;
@@ -185,6 +189,8 @@ pub struct RpcError {
     pub code: i64,
     /// A one-sentence explanation.
     pub message: String,
+    /// What the code's definition says the error carries (the supported versions of -32022).
+    pub data: Option<Value>,
 }
 
 impl RpcError {
@@ -193,7 +199,14 @@ impl RpcError {
         Self {
             code,
             message: message.into(),
+            data: None,
         }
+    }
+
+    /// The same error carrying `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
     }
 
     /// -32602 with a message.
@@ -217,10 +230,14 @@ pub fn result_response(id: &RequestId, result: Value) -> Value {
 
 /// An error reply; `id` is `None` when the request's id could not be known.
 pub fn error_response(id: Option<&RequestId>, error: &RpcError) -> Value {
+    let mut body = json!({"code": error.code, "message": error.message});
+    if let Some(data) = &error.data {
+        body["data"] = data.clone();
+    }
     json!({
         "jsonrpc": JSONRPC_VERSION,
         "id": id.map_or(Value::Null, RequestId::to_value),
-        "error": {"code": error.code, "message": error.message},
+        "error": body,
     })
 }
 

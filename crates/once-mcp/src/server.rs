@@ -19,9 +19,10 @@ use serde_json::{Map, Value, json};
 
 use crate::arguments::check_arguments;
 use crate::codec::{DEFAULT_MAX_LINE_BYTES, DecodeError, Frame, LineReader, decode_line, is_blank};
+use crate::era::{self, Envelope, Era};
 use crate::message::{
-    INTERNAL_ERROR, INVALID_REQUEST, Incoming, NOT_INITIALIZED, PARSE_ERROR, RequestId, RpcError,
-    classify, error_response, excerpt, result_response,
+    INTERNAL_ERROR, INVALID_REQUEST, Incoming, PARSE_ERROR, RequestId, RpcError, classify,
+    error_response, excerpt, result_response,
 };
 use crate::outbox::{self, Outbox, Writer};
 use crate::tool::{
@@ -415,16 +416,20 @@ impl Session {
     }
 
     fn handle_request(&mut self, id: RequestId, method: &str, params: Option<Value>, sink: &Sink) {
-        if !self.initialized && needs_initialize(method) {
+        // The era is the request's own: a modern one is served by what it carries, whatever the
+        // connection negotiated before.
+        let modern = match era::classify(method, params.as_ref()) {
+            Ok(Era::Modern(envelope)) => Some(envelope),
+            Ok(Era::Handshake) => None,
+            Err(error) => {
+                sink.deliver(Some(error_response(Some(&id), &error)));
+                return;
+            }
+        };
+        if modern.is_none() && !self.initialized && needs_initialize(method) {
             sink.deliver(Some(error_response(
                 Some(&id),
-                &RpcError::new(
-                    NOT_INITIALIZED,
-                    format!(
-                        "Server not initialized: send initialize (and wait for its reply) before {}",
-                        excerpt(method)
-                    ),
-                ),
+                &era::not_initialized(method),
             )));
             return;
         }
@@ -438,11 +443,16 @@ impl Session {
             tracing::error!("the before_request hook panicked");
         }
         // A bug in a method handler must cost only this request, under its id.
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.dispatch(&id, method, params, sink)
+        let outcome = catch_unwind(AssertUnwindSafe(|| match &modern {
+            Some(envelope) => self.dispatch_modern(&id, method, params, envelope, sink),
+            None => self.dispatch(&id, method, params, sink),
         }));
         let reply = match outcome {
             Ok(None) => return, // a worker thread owns the reply now
+            Ok(Some(Ok(result))) if modern.is_some() => result_response(
+                &id,
+                era::stamp_result(result, &self.config.name, &self.config.version),
+            ),
             Ok(Some(Ok(result))) => result_response(&id, result),
             Ok(Some(Err(error))) => error_response(Some(&id), &error),
             Err(panic) => error_response(
@@ -482,8 +492,16 @@ impl Session {
             "initialize" => self.initialize(params),
             "ping" => Ok(json!({})),
             "logging/setLevel" => self.set_level(params),
-            "tools/list" => self.list_tools(params),
-            "tools/call" => return self.call_tool(id, params, sink),
+            "tools/list" => self.list_tools(params, self.version),
+            "tools/call" => {
+                let caller = Caller {
+                    version: self.version,
+                    client: self.client.clone(),
+                    log_threshold: Arc::clone(&self.log_threshold),
+                    stamp: None,
+                };
+                return self.call_tool(id, params, sink, caller);
+            }
             // We advertise neither resources nor prompts; answering their
             // lists with empty arrays keeps clients that ask anyway happy.
             "resources/list" => Ok(json!({"resources": []})),
@@ -492,6 +510,51 @@ impl Session {
             // Newer clients probe this first and fall back to initialize on
             // -32601; answer at once so the fallback is immediate.
             _ => Err(RpcError::method_not_found(method)),
+        })
+    }
+
+    /// A request of the 2026-07-28 revision: everything it needs is in `envelope`, nothing comes
+    /// from the connection. `None` when a worker will deliver the reply.
+    fn dispatch_modern(
+        &mut self,
+        id: &RequestId,
+        method: &str,
+        params: Option<Value>,
+        envelope: &Envelope,
+        sink: &Sink,
+    ) -> Option<Result<Value, RpcError>> {
+        Some(match method {
+            "server/discover" => Ok(era::discover_result(
+                &self.config.instructions,
+                self.config
+                    .workspace_root
+                    .as_deref()
+                    .map(|root| (WORKSPACE_META_KEY, root)),
+                modern_capabilities(),
+            )),
+            "tools/list" => self
+                .list_tools(params, envelope.version)
+                .map(era::cacheable),
+            "tools/call" => {
+                // Log messages only at the level this request asks for, none without one.
+                let log_threshold = Arc::new(LogThreshold::off());
+                if let Some(level) = envelope.log_level {
+                    log_threshold.set(level);
+                }
+                let caller = Caller {
+                    version: envelope.version,
+                    client: envelope.client.as_deref().map(Arc::from),
+                    log_threshold,
+                    stamp: Some((self.config.name.clone(), self.config.version.clone())),
+                };
+                return self.call_tool(id, params, sink, caller);
+            }
+            "resources/list" => Ok(era::cacheable(json!({"resources": []}))),
+            "resources/templates/list" => Ok(era::cacheable(json!({"resourceTemplates": []}))),
+            "prompts/list" => Ok(era::cacheable(json!({"prompts": []}))),
+            // Declared (empty) in discover, so a read names a resource that does not exist.
+            "resources/read" => Err(era::no_such_resource(params.as_ref())),
+            other => Err(era::not_in_modern(other)),
         })
     }
 
@@ -514,10 +577,7 @@ impl Session {
         tracing::info!(requested, negotiated = %self.version, "initialized");
         let mut result = Map::new();
         result.insert("protocolVersion".into(), json!(self.version.as_str()));
-        result.insert(
-            "capabilities".into(),
-            json!({"tools": {"listChanged": false}, "logging": {}}),
-        );
+        result.insert("capabilities".into(), capabilities());
         result.insert(
             "serverInfo".into(),
             json!({"name": self.config.name, "version": self.config.version}),
@@ -551,7 +611,11 @@ impl Session {
             .filter(move |t| gates.allows(t.gate))
     }
 
-    fn list_tools(&self, params: Option<Value>) -> Result<Value, RpcError> {
+    fn list_tools(
+        &self,
+        params: Option<Value>,
+        version: ProtocolVersion,
+    ) -> Result<Value, RpcError> {
         let params = params_object(params)?;
         let listed: Vec<&Tool> = self.listed_tools().collect();
         let start = match params.get("cursor") {
@@ -576,7 +640,7 @@ impl Session {
             &listed,
             start,
             self.config.page_size,
-            self.version,
+            version,
         )))
     }
 
@@ -585,6 +649,7 @@ impl Session {
         id: &RequestId,
         params: Option<Value>,
         sink: &Sink,
+        caller: Caller,
     ) -> Option<Result<Value, RpcError>> {
         let params = match params {
             Some(Value::Object(params)) => params,
@@ -625,10 +690,10 @@ impl Session {
                  `{flag}`; ask the person to restart the server as `once mcp {flag}` if they want \
                  to allow it, and until then do not retry this call"
             );
-            return Some(Ok(refusal(tool, text, self.version)));
+            return Some(Ok(refusal(tool, text, caller.version)));
         }
         if let Err(text) = check_arguments(tool, &arguments) {
-            return Some(Ok(refusal(tool, text, self.version)));
+            return Some(Ok(refusal(tool, text, caller.version)));
         }
         let progress_token = params
             .get("_meta")
@@ -667,17 +732,18 @@ impl Session {
             id.clone(),
             token,
             progress_token,
-            self.version,
+            caller.version,
             self.outbox.clone(),
-            Arc::clone(&self.log_threshold),
+            Arc::clone(&caller.log_threshold),
         )
-        .with_client(self.client.clone());
+        .with_client(caller.client.clone());
         let job = Job {
             tool: tool.clone(),
             id: id.clone(),
             context,
             arguments,
-            version: self.version,
+            version: caller.version,
+            stamp: caller.stamp,
             sink: sink.clone(),
             calls: Arc::clone(&self.calls),
         };
@@ -735,6 +801,16 @@ impl Session {
     }
 }
 
+/// Who asks for a tool call, and how its answer is shaped: from the connection's handshake, or
+/// from the request's own envelope.
+struct Caller {
+    version: ProtocolVersion,
+    client: Option<Arc<str>>,
+    log_threshold: Arc<LogThreshold>,
+    /// The server's name and version for a modern result's `_meta` (and its `resultType`).
+    stamp: Option<(String, String)>,
+}
+
 /// Everything a worker thread needs to run one call and deliver its reply.
 struct Job {
     tool: Tool,
@@ -742,6 +818,7 @@ struct Job {
     context: CallContext,
     arguments: Map<String, Value>,
     version: ProtocolVersion,
+    stamp: Option<(String, String)>,
     sink: Sink,
     calls: Arc<Calls>,
 }
@@ -754,6 +831,7 @@ impl Job {
             context,
             arguments,
             version,
+            stamp,
             sink,
             calls,
         } = self;
@@ -763,7 +841,12 @@ impl Job {
         }));
         context.finish();
         let reply = match outcome {
-            Ok(result) => result_response(&id, result),
+            Ok(result) => match &stamp {
+                Some((name, server_version)) => {
+                    result_response(&id, era::stamp_result(result, name, server_version))
+                }
+                None => result_response(&id, result),
+            },
             Err(panic) => {
                 let text = panic_text(&panic);
                 tracing::error!(tool = tool.name, panic = %text, "tool handler panicked");
@@ -873,6 +956,17 @@ fn json_kind(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// What the server offers, the same in `initialize` and `server/discover`.
+fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}, "logging": {}})
+}
+
+/// What `server/discover` declares: the same, and the resource and prompt lists, which both eras
+/// answer (empty), since a client of the revision may only call what is declared.
+fn modern_capabilities() -> Value {
+    json!({"tools": {"listChanged": false}, "logging": {}, "resources": {}, "prompts": {}})
 }
 
 fn params_object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {
@@ -1057,13 +1151,5 @@ fn describe_tool(tool: &Tool, version: ProtocolVersion) -> Value {
 /// product token (`claude-code/1.2`, as in a `User-Agent`): written as two words, a bare version
 /// read as part of the name (`claude-code 1`).
 fn client_name(params: &Map<String, Value>) -> Option<Arc<str>> {
-    let info = params.get("clientInfo")?;
-    let name = info.get("name")?.as_str()?.trim();
-    if name.is_empty() {
-        return None;
-    }
-    Some(match info.get("version").and_then(Value::as_str) {
-        Some(version) if !version.trim().is_empty() => format!("{name}/{}", version.trim()).into(),
-        _ => name.into(),
-    })
+    era::client_name(params.get("clientInfo")).map(Arc::from)
 }

@@ -17,16 +17,31 @@ pub enum ProtocolVersion {
     /// `2025-06-18`: adds tool title, outputSchema and structuredContent;
     /// removes batches.
     V2025_06_18,
-    /// `2025-11-25`: the newest, preferred revision.
+    /// `2025-11-25`: the newest revision with a handshake, preferred by `initialize`.
     V2025_11_25,
+    /// `2026-07-28`: no handshake; each request carries this version in its `_meta` (see
+    /// `era.rs`). Never the answer to `initialize`.
+    V2026_07_28,
 }
 
 impl ProtocolVersion {
-    /// The version a client gets when it asks for one we do not speak.
+    /// The version `initialize` answers when a client asks for one it cannot have.
     pub const LATEST: Self = Self::V2025_11_25;
 
+    /// The versions served per request, without a handshake, newest first.
+    pub const MODERN: [Self; 1] = [Self::V2026_07_28];
+
+    /// The versions served after `initialize`, newest first.
+    pub const HANDSHAKE: [Self; 4] = [
+        Self::V2025_11_25,
+        Self::V2025_06_18,
+        Self::V2025_03_26,
+        Self::V2024_11_05,
+    ];
+
     /// Every version we speak, newest first.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
+        Self::V2026_07_28,
         Self::V2025_11_25,
         Self::V2025_06_18,
         Self::V2025_03_26,
@@ -40,6 +55,7 @@ impl ProtocolVersion {
             Self::V2025_03_26 => "2025-03-26",
             Self::V2025_06_18 => "2025-06-18",
             Self::V2025_11_25 => "2025-11-25",
+            Self::V2026_07_28 => "2026-07-28",
         }
     }
 
@@ -48,10 +64,18 @@ impl ProtocolVersion {
         Self::ALL.into_iter().find(|v| v.as_str() == text)
     }
 
-    /// What we answer to a client asking for `requested`: the same version if
-    /// we speak it, else our latest (the lifecycle spec's rule).
+    /// What `initialize` answers to a client asking for `requested`: the same version if we
+    /// speak it with a handshake, else our latest handshake version (the lifecycle spec's rule;
+    /// a revision without a handshake cannot be the answer to one).
     pub fn negotiate(requested: &str) -> Self {
-        Self::parse(requested).unwrap_or(Self::LATEST)
+        Self::parse(requested)
+            .filter(|v| !v.is_modern())
+            .unwrap_or(Self::LATEST)
+    }
+
+    /// Whether requests of this version carry it in `_meta`, with no handshake.
+    pub fn is_modern(self) -> bool {
+        self >= Self::V2026_07_28
     }
 
     /// Tool `annotations` (hints) exist.
@@ -97,9 +121,15 @@ mod tests {
 
     #[test]
     fn negotiation() {
-        for v in ProtocolVersion::ALL {
+        for v in ProtocolVersion::HANDSHAKE {
             assert_eq!(ProtocolVersion::negotiate(v.as_str()), v);
         }
+        assert_eq!(
+            ProtocolVersion::negotiate("2026-07-28"),
+            ProtocolVersion::V2025_11_25
+        );
+        assert!(ProtocolVersion::MODERN.iter().all(|v| v.is_modern()));
+        assert!(!ProtocolVersion::HANDSHAKE.iter().any(|v| v.is_modern()));
         assert_eq!(
             ProtocolVersion::negotiate("2099-01-01"),
             ProtocolVersion::V2025_11_25

@@ -566,13 +566,15 @@ fn ping_discover_and_workspace_less_initialize() {
     config.instructions.clear();
     let client = Client::start(config);
     client.assert_quiet(1);
+    // A probe without the 2026-07-28 `_meta` is refused at once (a client falls back to
+    // `initialize` on any error that is not a 2026-07-28 one); tests/modern.rs answers it.
     let discover = client.call(request(2, "server/discover", json!({})));
-    error(json!(2), -32601)(&discover);
+    error(json!(2), -32602)(&discover);
     assert!(
         discover["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("server/discover")
+            .contains("io.modelcontextprotocol/protocolVersion")
     );
     let reply = client.initialize("2025-06-18");
     assert_eq!(
@@ -1357,12 +1359,14 @@ fn requests_before_initialize_are_refused_except_ping() {
         (6, "prompts/list", json!({})),
     ] {
         let reply = client.call(request(id, method, params));
-        error(json!(id), -32002)(&reply);
+        // Not -32002, which the 2026-07-28 revision forbids: the request lacks the `_meta` that
+        // would make it valid without `initialize`.
+        error(json!(id), -32602)(&reply);
         let message = reply["error"]["message"].as_str().unwrap();
         assert!(message.contains("initialize"), "{message}");
     }
     // An unknown method is still -32601, so a client probing for a newer method falls back at once.
-    error(json!(7), -32601)(&client.call(request(7, "server/discover", json!({}))));
+    error(json!(7), -32601)(&client.call(request(7, "server/other", json!({}))));
     client.initialize("2025-11-25");
     let listed = client.call(request(8, "tools/list", json!({})));
     assert!(listed["result"]["tools"].is_array(), "{listed}");

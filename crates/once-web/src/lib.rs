@@ -182,7 +182,7 @@ impl Web {
             return;
         };
         // An MCP session whose client's every connection closed may be replaced at once.
-        let _closed = stream
+        let closed = stream
             .peer_addr()
             .ok()
             .map(|peer| Closed(&shared.mcp, peer));
@@ -236,6 +236,9 @@ impl Web {
                 }
             }
         }
+        // Before the peer can see the end of the connection: a client that reads to the end and
+        // at once sends its next request must find this connection already counted as closed.
+        drop(closed);
         let _ = stream.shutdown(Shutdown::Both);
     }
 }

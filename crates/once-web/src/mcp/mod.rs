@@ -1,4 +1,4 @@
-//! MCP over Streamable HTTP (protocol 2025-11-25) at `/mcp`: the same server, tools and gates as
+//! MCP over Streamable HTTP (protocols 2025-11-25 and 2026-07-28) at `/mcp`: the same server, tools and gates as
 //! the socket door, reached by clients that speak HTTP, without a bridge.
 //!
 //! # Theory of operation
@@ -17,12 +17,17 @@
 //! into the loop). `GET` opens the session's one standalone event stream (409 for a second),
 //! which carries the messages tied to no request; `DELETE` ends the session.
 //!
+//! A POST that names no session and is not `initialize` may be of the 2026-07-28 revision, which
+//! has no session: `modern.rs` serves it (one request, one loop, no session id); `GET` and
+//! `DELETE` without a session are that revision's, and answer 405.
+//!
 //! A connection's thread is the only one that writes to its socket, each write bounded by
 //! [`http::WRITE_WAIT`]; it waits for its mailbox in ticks of [`TICK`], looking between ticks for
 //! a peer that left. This module must never let an unauthenticated request reach a session, nor
 //! block the loop on a socket.
 
 mod mailbox;
+mod modern;
 mod pipe;
 mod session;
 
@@ -69,6 +74,9 @@ pub(crate) fn serve(shared: &Shared, request: &Request, stream: &mut TcpStream) 
         )
     } else if let Some(version) = request.header("mcp-protocol-version")
         && ProtocolVersion::parse(version.trim()).is_none()
+        // A POST without a session may be of the 2026-07-28 revision, which answers an unknown
+        // version with the versions it serves (`modern.rs`).
+        && !(request.method == "POST" && request.header(SESSION_HEADER).is_none())
     {
         Some(rpc_error(
             400,
@@ -85,6 +93,18 @@ pub(crate) fn serve(shared: &Shared, request: &Request, stream: &mut TcpStream) 
     }
     match request.method.as_str() {
         "POST" => post(shared, request, stream),
+        // The 2026-07-28 revision has no stream to GET and no session to DELETE: without a
+        // session id these are its requests, answered as it asks.
+        "GET" | "DELETE" if request.header(SESSION_HEADER).is_none() => answer(
+            stream,
+            &rpc_error(
+                405,
+                "protocol 2026-07-28 takes only POST; GET and DELETE need the `Mcp-Session-Id` \
+                 of a session that `initialize` started",
+            )
+            .with("Allow", "POST"),
+            request.keep_alive,
+        ),
         "GET" => get(shared, request, stream),
         "DELETE" => {
             let response = match session_of(shared, request) {
@@ -148,6 +168,9 @@ fn post(shared: &Shared, request: &Request, stream: &mut TcpStream) -> bool {
     // One line for the loop, whatever whitespace the body had.
     let mut line = value.to_string().into_bytes();
     line.push(b'\n');
+    if request.header(SESSION_HEADER).is_none() && modern::wants(request, &value) {
+        return modern::post(shared, request, value, &line, stream, keep_alive);
+    }
     let progress = value.pointer("/params/_meta/progressToken").cloned();
     match classify(value) {
         Incoming::Invalid { id, reason } => {
@@ -158,7 +181,15 @@ fn post(shared: &Shared, request: &Request, stream: &mut TcpStream) -> bool {
             initialize(shared, request, id, &line, stream, keep_alive)
         }
         Incoming::Request { id, .. } => match session_of(shared, request) {
-            Ok(session) => call(&session, id, progress.as_ref(), &line, stream, keep_alive),
+            Ok(session) => call(
+                &session,
+                id,
+                progress.as_ref(),
+                &line,
+                stream,
+                keep_alive,
+                |_| 200,
+            ),
             Err(response) => answer(stream, &response, keep_alive),
         },
         Incoming::Notification { method, params } => {
@@ -284,7 +315,8 @@ fn initialize(
     }
 }
 
-/// Hands request `id` to the session and answers with what comes back for it.
+/// Hands request `id` to the session and answers with what comes back for it; a response that
+/// is the whole answer gets the HTTP status `status` gives it.
 fn call(
     session: &Session,
     id: RequestId,
@@ -292,6 +324,7 @@ fn call(
     line: &[u8],
     stream: &mut TcpStream,
     keep_alive: bool,
+    status: fn(&str) -> u16,
 ) -> bool {
     if let Ok(peer) = stream.peer_addr() {
         session.used_by(peer);
@@ -305,7 +338,8 @@ fn call(
     loop {
         match mailbox.next(TICK) {
             Next::Response(reply) if !streaming => {
-                return answer(stream, &json_text(reply), keep_alive);
+                let response = Response::new(status(&reply), "application/json", reply);
+                return answer(stream, &response, keep_alive);
             }
             Next::Response(reply) => {
                 let _ = http::write_event(stream, None, None, &reply);

@@ -362,9 +362,32 @@ impl Sessions {
         config: Arc<ServerConfig>,
         held: Held,
     ) -> io::Result<Arc<Session>> {
+        let session = self.spawn(id.clone(), config, held)?;
+        lock(&self.live).insert(id, Arc::clone(&session));
+        self.start_reaper();
+        Ok(session)
+    }
+
+    /// Starts the loop of one request of the 2026-07-28 revision, which has no session: the
+    /// loop has no id a client could name, is in no list, holds no client slot, and ends once
+    /// its one answer is out ([`Sessions::end`]). Its router therefore sends every notification
+    /// the loop writes to that one request's answer, and to no other.
+    pub(super) fn start_single(
+        self: &Arc<Self>,
+        config: Arc<ServerConfig>,
+    ) -> io::Result<Arc<Session>> {
+        self.spawn(String::new(), config, Box::new(()))
+    }
+
+    fn spawn(
+        self: &Arc<Self>,
+        id: String,
+        config: Arc<ServerConfig>,
+        held: Held,
+    ) -> io::Result<Arc<Session>> {
         let (input, output) = pipe::pipe();
         let session = Arc::new(Session {
-            id: id.clone(),
+            id,
             input,
             routes: Mutex::new(Routes {
                 pending: HashMap::new(),
@@ -400,8 +423,6 @@ impl Sessions {
                     sessions.end(&session);
                 }
             })?;
-        lock(&self.live).insert(id, Arc::clone(&session));
-        self.start_reaper();
         Ok(session)
     }
 
@@ -414,7 +435,9 @@ impl Sessions {
 
     /// Ends `session` and forgets it.
     pub(super) fn end(&self, session: &Session) {
-        lock(&self.live).remove(&session.id);
+        if !session.id.is_empty() {
+            lock(&self.live).remove(&session.id);
+        }
         session.finish();
     }
 

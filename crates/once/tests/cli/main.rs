@@ -25,6 +25,7 @@ mod key;
 mod manifest_schema;
 mod mcp;
 mod mcp_http;
+mod mcp_http_modern;
 mod mcp_schemas;
 mod memory;
 mod outcomes;

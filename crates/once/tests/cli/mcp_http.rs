@@ -24,7 +24,7 @@ const MANIFEST: &str = "[targets.core]\nkind = \"cargo-package\"\n\n\
 type Reply = HttpReply;
 
 /// The messages of an answer's body: the one JSON value, or each `data:` of an event stream.
-fn messages(reply: &Reply) -> Vec<Value> {
+pub(crate) fn messages(reply: &Reply) -> Vec<Value> {
     if reply
         .header("content-type")
         .is_some_and(|t| t.starts_with("text/event-stream"))
@@ -133,7 +133,7 @@ impl Client {
 }
 
 /// Sends one request on a fresh connection (`Connection: close`) and reads the whole response.
-fn send(port: u16, method: &str, headers: &[(String, String)], body: &[u8]) -> Reply {
+pub(crate) fn send(port: u16, method: &str, headers: &[(String, String)], body: &[u8]) -> Reply {
     let mut stream = open(port, method, headers, body);
     read_reply(&mut stream)
 }
@@ -180,7 +180,7 @@ fn read_reply(stream: &mut TcpStream) -> Reply {
     HttpReply::parse(&String::from_utf8(bytes).expect("UTF-8"))
 }
 
-fn start() -> (Test, TempDir, Serve) {
+pub(crate) fn start() -> (Test, TempDir, Serve) {
     let test = Test::new().manifest(MANIFEST);
     let state = TempDir::new();
     let serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
