@@ -21,7 +21,7 @@ pub use catalog::{
     eval_tools, evaluator_spec, example_tools, instructions, memory_tools, query_tools, run_tools,
 };
 pub use server::{
-    DetachedCallError, ServeOptions, ServerConfig, TOOLS_PAGE_BYTES, WORKSPACE_META_KEY,
+    DetachedCallError, InputEnd, ServeOptions, ServerConfig, TOOLS_PAGE_BYTES, WORKSPACE_META_KEY,
     call_read_only, first_tools_page, serve, serve_with,
 };
 pub use tool::{

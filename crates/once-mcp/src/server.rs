@@ -111,6 +111,20 @@ pub struct ServeOptions {
     /// already blocked cannot be interrupted from here; the binary closes the
     /// input or exits.)
     pub shutdown: CancelToken,
+    /// Called once when the input has ended and every running call has been told to stop,
+    /// before the loop waits for them to return: a door frees its client slot here, so that a
+    /// client which reconnects at once is served instead of told the session is busy.
+    pub on_input_end: Option<InputEnd>,
+}
+
+/// What [`ServeOptions::on_input_end`] calls.
+#[derive(Clone)]
+pub struct InputEnd(pub Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for InputEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InputEnd")
+    }
 }
 
 impl Default for ServeOptions {
@@ -121,6 +135,7 @@ impl Default for ServeOptions {
             outbox_bytes: outbox::DEFAULT_CAPACITY,
             shutdown_grace: Duration::from_millis(500),
             shutdown: CancelToken::new(),
+            on_input_end: None,
         }
     }
 }
@@ -176,7 +191,11 @@ pub fn serve_with<R: BufRead, W: Write + Send + 'static>(
             }
         }
     };
-    session.calls.shut_down(options.shutdown_grace);
+    session.calls.cancel_all();
+    if let Some(InputEnd(hook)) = &options.on_input_end {
+        hook();
+    }
+    session.calls.wait_idle(options.shutdown_grace);
     let write_result = writer.close();
     read_result.and(write_result)
 }
@@ -248,12 +267,17 @@ struct Calls {
 
 impl Calls {
     /// Cancels everything and waits (bounded) for the workers to finish.
-    fn shut_down(&self, grace: Duration) {
-        let deadline = Instant::now() + grace;
-        let mut running = lock(&self.running);
-        for call in running.values() {
+    /// Tells every running call to stop.
+    fn cancel_all(&self) {
+        for call in lock(&self.running).values() {
             call.token.cancel();
         }
+    }
+
+    /// Waits, at most `grace`, for the running calls to return.
+    fn wait_idle(&self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        let mut running = lock(&self.running);
         while !running.is_empty() {
             let now = Instant::now();
             if now >= deadline {

@@ -11,8 +11,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use once_mcp::{
-    Annotations, Answer, CancelToken, Gate, Gates, LogLevel, ServeOptions, ServerConfig, Tool,
-    ToolResult, serve_with,
+    Annotations, Answer, CancelToken, Gate, Gates, InputEnd, LogLevel, ServeOptions, ServerConfig,
+    Tool, ToolResult, serve_with,
 };
 use serde_json::{Value, json};
 
@@ -937,6 +937,49 @@ fn cancellation_suppresses_the_reply() {
     // serve waits for the worker before returning, so a leaked reply would
     // show up here.
     assert_eq!(client.finish(), Vec::<Value>::new());
+}
+
+#[test]
+fn the_end_of_input_is_announced_while_a_stubborn_call_still_runs() {
+    // A call that, told to stop, takes its time: it returns only when the test lets it.
+    let (events_tx, events) = mpsc::channel();
+    let (let_go, held) = mpsc::channel::<()>();
+    let (events_tx, held) = (Mutex::new(events_tx), Mutex::new(held));
+    let stubborn = tool(
+        "stubborn",
+        Gate::Always,
+        closed_object(json!({}), &[]),
+        move |ctx, _| {
+            let _ = events_tx.lock().unwrap().send("started");
+            let cancel: CancelToken = ctx.cancelled().clone();
+            while !cancel.wait_timeout(Duration::from_millis(5)) {}
+            let _ = held.lock().unwrap().recv_timeout(PATIENCE);
+            let _ = events_tx.lock().unwrap().send("returned");
+            ToolResult::Value(json!({"text": "stopped"}))
+        },
+    );
+    let (ended_tx, ended) = mpsc::channel();
+    let ended_tx = Mutex::new(ended_tx);
+    let options = ServeOptions {
+        shutdown_grace: PATIENCE,
+        on_input_end: Some(InputEnd(Arc::new(move || {
+            let _ = ended_tx.lock().unwrap().send(());
+        }))),
+        ..ServeOptions::default()
+    };
+    let mut client = Client::start_with(config(vec![stubborn]), options);
+    client.initialize("2025-11-25");
+    client.send(request(1, "tools/call", json!({"name": "stubborn"})));
+    assert_eq!(events.recv_timeout(PATIENCE).unwrap(), "started");
+    drop(client.input.take());
+    // The door hears that the input ended while the call has not returned yet.
+    ended
+        .recv_timeout(PATIENCE)
+        .expect("the end of input is announced before the calls return");
+    assert!(events.try_recv().is_err(), "the call has not returned yet");
+    let_go.send(()).unwrap();
+    assert_eq!(events.recv_timeout(PATIENCE).unwrap(), "returned");
+    client.finish();
 }
 
 #[test]

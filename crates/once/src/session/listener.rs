@@ -307,12 +307,21 @@ impl Door {
             return;
         };
         tracing::info!("serving {peer}");
-        if let Err(error) = serve(&self.config, reader, &stream) {
+        // The slot is freed as soon as the client's input ends and its calls are told to stop,
+        // not when they have returned: a host that restarts its client at once must get in.
+        // And in any case before the client can see the connection close: a client that waits
+        // for the close (the bridge, `once eval`) and connects again at once must find it free.
+        let slot = Arc::new(Mutex::new(Some(slot)));
+        let release = {
+            let slot = Arc::clone(&slot);
+            once_mcp::InputEnd(Arc::new(move || {
+                slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+            }))
+        };
+        if let Err(error) = serve(&self.config, reader, &stream, release) {
             tracing::warn!("the connection from {peer} failed: {error}");
         }
-        // Free the slot before the client can see the connection close: a client that waits for
-        // the close (the bridge, `once eval`) and connects again at once must find it free.
-        drop(slot);
+        slot.lock().unwrap_or_else(PoisonError::into_inner).take();
         let _ = stream.shutdown(Shutdown::Both);
         tracing::info!("{peer} disconnected");
     }
@@ -364,9 +373,14 @@ fn serve(
     config: &Arc<ServerConfig>,
     reader: BufReader<TcpStream>,
     stream: &TcpStream,
+    on_input_end: once_mcp::InputEnd,
 ) -> io::Result<()> {
     let writer = stream.try_clone()?;
-    once_mcp::serve_with(Arc::clone(config), reader, writer, ServeOptions::default())
+    let options = ServeOptions {
+        on_input_end: Some(on_input_end),
+        ..ServeOptions::default()
+    };
+    once_mcp::serve_with(Arc::clone(config), reader, writer, options)
 }
 
 /// Reads the first line, at most [`FIRST_LINE_LIMIT`] bytes, all of it before `deadline`: the

@@ -513,6 +513,49 @@ fn a_client_that_disconnects_mid_run_has_its_run_stopped() {
     assert_serves(state.path(), test.root());
 }
 
+#[test]
+fn a_client_that_vanishes_mid_run_and_comes_back_at_once_is_served() {
+    // An action that takes its time to stop: it notes the TERM and goes on until the KILL that
+    // follows the grace period, so the cancelled call returns only seconds after the client left.
+    let test = Test::new();
+    let told = test.root().join("told");
+    let armed = test.root().join("armed");
+    let manifest = format!(
+        "[targets.stubborn]\nkind = \"command\"\n\n[targets.stubborn.capabilities.build]\n\
+         command = \"trap 'touch {}' TERM; touch {}; while :; do sleep 0.05; done\"\n",
+        told.display(),
+        armed.display()
+    );
+    let test = test.manifest(&manifest);
+    let state = TempDir::new();
+    let serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
+    let mut client = Mcp::attach(state.path(), None);
+    client.initialize();
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "once_run", "arguments": {"target": "stubborn:build"}}});
+    client.send(&call.to_string());
+    // Its trap is set before it says so: a TERM from now on is noted.
+    wait_until("the action to set its trap", || armed.exists());
+
+    // The host kills its client without a word, and starts a new one as soon as the old run
+    // was told to stop.
+    // SAFETY: a signal to our own child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(client.pid(), libc::SIGKILL) }, 0);
+    wait_until("the run to be told to stop", || told.exists());
+    let mut again = Mcp::attach(state.path(), None);
+    let reply = again.initialize();
+    assert!(
+        reply["result"]["serverInfo"].is_object(),
+        "the slot was freed when the call was cancelled, not when it returned: {reply}"
+    );
+    again.close_stdin();
+    assert_eq!(again.wait(PATIENCE).0, Some(0));
+    let _ = client.wait(PATIENCE);
+    wait_until("the stubborn run to be killed", || {
+        children_of_session(serve.pid()).is_empty()
+    });
+}
+
 /// The processes whose session id is `sid` (field 6 of `/proc/<pid>/stat`).
 fn processes_in_session(sid: i32) -> Vec<i32> {
     std::fs::read_dir("/proc")
