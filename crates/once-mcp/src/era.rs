@@ -432,7 +432,7 @@ mod tests {
         let Ok(Era::Modern(envelope)) = classify("tools/list", Some(&meta)) else {
             panic!("modern");
         };
-        assert_eq!(envelope.client.as_deref(), Some("c 1"));
+        assert_eq!(envelope.client.as_deref(), Some("c/1"));
         assert_eq!(envelope.log_level, None);
     }
 
