@@ -361,9 +361,11 @@ try {
         const decision = await page.locator('#change-decision').textContent();
         const appliedDiff = await page.locator('pre.diff').textContent();
         checks.check('an applied set says it was applied, when and by whom, and not that applying would be refused',
-            decision.startsWith('Applied just now by a person') && (await page.locator('#change-decision time[title]').count()) === 1
+            decision.startsWith('Applied just now by a person in this window') && (await page.locator('#change-decision time[title]').count()) === 1
                 && !appliedDiff.includes('would be refused') && appliedDiff.includes('applied; the file holds the proposed content'),
             `${decision} | ${appliedDiff.slice(0, 300)}`);
+        const record = once('changes', 'show', proposed.id, '--json');
+        checks.check('the change store records that the window applied it', record.decided_by === 'window', JSON.stringify({ decided_by: record.decided_by }));
         const author = await page.locator('#change-detail .asker').first().textContent();
         checks.check('the author reads as the client gave its name', author === 'once-browser-tests/0.0.0', author);
 
@@ -377,7 +379,7 @@ try {
         await until('the outcome of Reject', async () => (await page.locator('#change-result').textContent()).startsWith('Done'), WAIT_MS);
         const rejected = once('changes', 'show', other.id, '--json');
         checks.check('a rejected set keeps its record with the reason',
-            rejected.status === 'rejected' && rejected.reason === 'notes belong in memory' && !existsSync(join(ws, 'NOTES.md')),
+            rejected.status === 'rejected' && rejected.reason === 'notes belong in memory' && rejected.decided_by === 'window' && !existsSync(join(ws, 'NOTES.md')),
             JSON.stringify({ status: rejected.status, reason: rejected.reason }));
         await until('the set listed as rejected', async () =>
             (await page.locator(`#changes li[data-change-set="${other.id}"]`).getAttribute('data-status')) === 'rejected', WAIT_MS);

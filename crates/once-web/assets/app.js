@@ -1201,7 +1201,7 @@ async function renderChangesView(container, setId, view) {
                 h('span', { class: 'muted' }, `${set.id} · proposed `, timeEl(set.created), set.author ? [' by ', h('span', { class: 'asker' }, set.author)] : null)),
             set.decided ? h('p', { class: 'decision', id: 'change-decision', 'data-status': set.status },
                 `${DECIDED_WORDS[set.status] ?? 'Decided'} `, timeEl(set.decided),
-                set.status === 'applied' ? ' by a person (from this window or `once changes apply`)' : '',
+                set.decided_by ? ` ${DECIDER_WORDS[set.decided_by] ?? `by ${set.decided_by}`}` : '',
                 set.reason ? `: ${set.reason}` : '') : null,
             !set.decided && set.reason ? h('p', { class: 'decision' }, `Reason: ${set.reason}`) : null,
             set.rationale ? h('p', { class: 'rationale' }, set.rationale) : null,
@@ -1222,6 +1222,8 @@ async function renderChangesView(container, setId, view) {
 }
 
 const DECIDED_WORDS = { applied: 'Applied', rejected: 'Rejected', failed: 'Failed' };
+/** Who decided, as the change store records it: always a person, through one of two doors. */
+const DECIDER_WORDS = { terminal: 'by a person in the terminal (`once changes`)', window: 'by a person in this window' };
 
 function fileCounts(set) {
     const parts = [];
