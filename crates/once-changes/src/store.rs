@@ -331,12 +331,7 @@ impl ChangeStore {
 
     /// Rejects the change set `id` for the person `by`: nothing is applied, and the record stays
     /// with the decision.
-    pub fn reject(
-        &self,
-        id: &str,
-        reason: Option<String>,
-        by: Decider,
-    ) -> Result<Proposal, Error> {
+    pub fn reject(&self, id: &str, reason: Option<String>, by: Decider) -> Result<Proposal, Error> {
         let _lock = self.lock()?;
         self.recover_locked(&Fault::none())?;
         let mut proposal = self.load(id)?;

@@ -466,7 +466,10 @@ fn reject_keeps_the_record_with_the_decision() {
     let s = Scratch::new("reject");
     let before = tree(&s.root());
     let id = s.store().propose(three_changes()).unwrap().id;
-    let rejected = s.store().reject(&id, Some("not now".into()), Decider::Terminal).unwrap();
+    let rejected = s
+        .store()
+        .reject(&id, Some("not now".into()), Decider::Terminal)
+        .unwrap();
     assert_eq!(rejected.status, Status::Rejected);
     assert_eq!(rejected.reason.as_deref(), Some("not now"));
     assert_eq!(s.store().load(&id).unwrap(), rejected);
@@ -739,7 +742,9 @@ fn a_set_that_can_be_neither_finished_nor_undone_is_marked_failed_and_the_store_
     ] {
         let s = Scratch::new("failed");
         let id = s.store().propose(three_changes()).unwrap().id;
-        s.store().apply_with(&id, Decider::Terminal, &fault).unwrap_err();
+        s.store()
+            .apply_with(&id, Decider::Terminal, &fault)
+            .unwrap_err();
         let folder = s.root().join(".once/changes").join(&id);
         assert!(folder.join("journal.json").exists(), "{fault:?}");
         s.store().recover_with(&fault).unwrap();
@@ -772,7 +777,9 @@ fn a_set_that_can_be_neither_finished_nor_undone_is_marked_failed_and_the_store_
             .propose(draft(vec![create("more.txt", "x\n")]))
             .unwrap()
             .id;
-        s.store().reject(&rejected, None, Decider::Terminal).unwrap();
+        s.store()
+            .reject(&rejected, None, Decider::Terminal)
+            .unwrap();
     }
 }
 
@@ -793,9 +800,15 @@ fn the_person_who_decided_is_recorded_with_the_decision() {
     assert_eq!(set.decided_by, Some(Decider::Window));
     let stored = s.store().load(&applied).unwrap();
     assert_eq!(stored.decided_by, Some(Decider::Window));
-    assert_eq!(serde_json::to_value(&stored).unwrap()["decided_by"], "window");
+    assert_eq!(
+        serde_json::to_value(&stored).unwrap()["decided_by"],
+        "window"
+    );
     assert!(
-        s.store().show(&applied).unwrap().contains("by a person in the window"),
+        s.store()
+            .show(&applied)
+            .unwrap()
+            .contains("by a person in the window"),
         "{}",
         s.store().show(&applied).unwrap()
     );
@@ -805,7 +818,10 @@ fn the_person_who_decided_is_recorded_with_the_decision() {
         .propose(draft(vec![create("notes.md", "notes\n")]))
         .unwrap()
         .id;
-    let set = s.store().reject(&rejected, None, Decider::Terminal).unwrap();
+    let set = s
+        .store()
+        .reject(&rejected, None, Decider::Terminal)
+        .unwrap();
     assert_eq!(set.decided_by, Some(Decider::Terminal));
     assert_eq!(
         serde_json::to_value(s.store().load(&rejected).unwrap()).unwrap()["decided_by"],
@@ -833,7 +849,11 @@ fn an_apply_finished_by_recovery_records_who_applied_it() {
         s.store().recover().unwrap();
         let set = s.store().load(&id).unwrap();
         assert_eq!(set.status, Status::Applied, "after a fault at {point}");
-        assert_eq!(set.decided_by, Some(Decider::Window), "after a fault at {point}");
+        assert_eq!(
+            set.decided_by,
+            Some(Decider::Window),
+            "after a fault at {point}"
+        );
     }
 }
 
@@ -841,7 +861,11 @@ fn an_apply_finished_by_recovery_records_who_applied_it() {
 fn a_record_written_before_the_decider_was_kept_still_loads() {
     let s = Scratch::new("decided-by-old");
     let id = s.store().propose(three_changes()).unwrap().id;
-    let path = s.root().join(".once/changes").join(&id).join("proposal.json");
+    let path = s
+        .root()
+        .join(".once/changes")
+        .join(&id)
+        .join("proposal.json");
     let mut value: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     value.as_object_mut().unwrap().remove("decided_by");
     fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();

@@ -1378,7 +1378,7 @@ async function renderChangesView(container, setId, view) {
 
 const DECIDED_WORDS = { applied: 'Applied', rejected: 'Rejected', failed: 'Failed' };
 /** Who decided, as the change store records it: always a person, through one of two doors. */
-const DECIDER_WORDS = { terminal: 'by a person in the terminal (`once changes`)', window: 'by a person in this window' };
+const DECIDER_WORDS = { terminal: 'by a person in the terminal', window: 'by a person in this window' };
 
 function fileCounts(set) {
     const parts = [];
