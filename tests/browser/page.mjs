@@ -84,6 +84,11 @@ description = "A Python evaluator"
 language = "python"
 `);
 const env = { ...process.env, XDG_STATE_HOME: state, NO_COLOR: '1' };
+// A git repository, so the affected mode has a HEAD to compare the working tree with.
+const git = (...args) => execFileSync('git', ['-C', ws, '-c', 'user.name=t', '-c', 'user.email=t@example.invalid', ...args], { stdio: 'ignore' });
+git('init', '-q');
+git('add', '-A');
+git('commit', '-qm', 'start');
 
 function once(...args) {
     return JSON.parse(execFileSync(binary, ['-C', ws, ...args], { env, encoding: 'utf8' }));
@@ -361,9 +366,11 @@ try {
         const decision = await page.locator('#change-decision').textContent();
         const appliedDiff = await page.locator('pre.diff').textContent();
         checks.check('an applied set says it was applied, when and by whom, and not that applying would be refused',
-            decision.startsWith('Applied just now by a person') && (await page.locator('#change-decision time[title]').count()) === 1
+            decision.startsWith('Applied just now by a person in this window') && (await page.locator('#change-decision time[title]').count()) === 1
                 && !appliedDiff.includes('would be refused') && appliedDiff.includes('applied; the file holds the proposed content'),
             `${decision} | ${appliedDiff.slice(0, 300)}`);
+        const record = once('changes', 'show', proposed.id, '--json');
+        checks.check('the change store records that the window applied it', record.decided_by === 'window', JSON.stringify({ decided_by: record.decided_by }));
         const author = await page.locator('#change-detail .asker').first().textContent();
         checks.check('the author reads as the client gave its name', author === 'once-browser-tests/0.0.0', author);
 
@@ -377,7 +384,7 @@ try {
         await until('the outcome of Reject', async () => (await page.locator('#change-result').textContent()).startsWith('Done'), WAIT_MS);
         const rejected = once('changes', 'show', other.id, '--json');
         checks.check('a rejected set keeps its record with the reason',
-            rejected.status === 'rejected' && rejected.reason === 'notes belong in memory' && !existsSync(join(ws, 'NOTES.md')),
+            rejected.status === 'rejected' && rejected.reason === 'notes belong in memory' && rejected.decided_by === 'window' && !existsSync(join(ws, 'NOTES.md')),
             JSON.stringify({ status: rejected.status, reason: rejected.reason }));
         await until('the set listed as rejected', async () =>
             (await page.locator(`#changes li[data-change-set="${other.id}"]`).getAttribute('data-status')) === 'rejected', WAIT_MS);
@@ -549,6 +556,37 @@ try {
         checks.check('leaving focus mode shows every target again', all === 9, `${all} shown`);
     });
 
+    await checks.attempt('labels read at 11 px or more at Fit', async () => {
+        await page.evaluate(() => { location.hash = '#/graph'; });
+        await page.locator('g.node').first().waitFor();
+        await page.locator('#zoom-fit').click();
+        const smallest = await page.evaluate(smallestLabelPx);
+        checks.check('labels read at 11 px or more at Fit', smallest >= 11, `smallest label ${smallest.toFixed(1)} px`);
+    });
+
+    await checks.attempt('the affected mode marks what the changes since HEAD reach, with the reason on hover', async () => {
+        // By now proto/schema/messages.txt (the memory check) and web/package.json (the change
+        // sets) differ from the commit; the command targets at the root take every file as an
+        // input, so only `py`, which has no capability, is untouched.
+        await page.locator('#affected-mode').check();
+        await until('the affected targets marked', async () => (await page.locator('g.node.affected').count()) > 0, WAIT_MS);
+        const marked = await page.evaluate(() => [...document.querySelectorAll('g.node.affected')].map((g) => g.dataset.target).sort());
+        const proto = await page.locator('g.node[data-target="proto"] title').textContent();
+        const gate = await page.locator('g.node[data-target="gate"] title').textContent();
+        const note = await page.locator('#affected-note').textContent();
+        checks.check('the affected mode marks what the changes since HEAD reach, with the reason on hover',
+            ['core', 'gate', 'proto', 'report', 'web'].every((n) => marked.includes(n)) && !marked.includes('py')
+                && proto.includes('affected: proto/schema/messages.txt: inside folder `proto`') && gate.includes('web/package.json')
+                && note.startsWith(`${marked.length} targets affected by 2 changed files since HEAD`),
+            `${JSON.stringify(marked)}; proto ${JSON.stringify(proto)}; gate ${JSON.stringify(gate)}; ${note}`);
+        await page.locator('#affected-mode').uncheck();
+        checks.check('leaving the affected mode clears the marks', (await page.locator('g.node.affected').count()) === 0, 'marks left');
+    });
+
+    await checks.attempt('a large graph opens grouped by folder, readable and interactive, and a group expands on click', async () => {
+        await largeGraph(browser, pageErrors);
+    });
+
     checks.check('what MCP calls do shows on the page within a second',
         figures.length === 4 && figures.every(([, ms]) => ms < 1000),
         figures.map(([what, ms]) => `${what}: ${ms} ms`).join('; '));
@@ -564,3 +602,63 @@ try {
 
 for (const [what, ms] of figures) console.log(`browser: figure: ${what}: ${ms} ms`);
 process.exit(checks.summary());
+
+/** In the page: the smallest label of a tile on screen, in CSS pixels (font size × zoom). */
+function smallestLabelPx() {
+    let smallest = Infinity;
+    for (const text of document.querySelectorAll('#graph g.node:not(.hidden) text')) {
+        const size = parseFloat(getComputedStyle(text).fontSize) * text.getScreenCTM().a;
+        smallest = Math.min(smallest, size);
+    }
+    return smallest;
+}
+
+/** A 300-target workspace (bench/gen_workspace.py), its own session and page: grouped at Fit
+ *  with labels of 11 px or more, a group tile's edges stand for its members' edges, a click
+ *  expands it into its members, and Collapse folds it again. */
+async function largeGraph(browser, pageErrors) {
+    const big = mkdtempSync(join(tmpdir(), 'once-page-big-'));
+    let bigServer = null;
+    const bigPage = await browser.context.newPage();
+    bigPage.on('pageerror', (error) => pageErrors.push(error.message));
+    try {
+        execFileSync('python3', [join(root, 'bench', 'gen_workspace.py'), join(big, 'ws'), '--targets', '300', '--commands-only'], { stdio: 'ignore' });
+        bigServer = await startServe(binary, join(big, 'ws'), [], { env: { ...env, XDG_STATE_HOME: join(big, 'state') } });
+        await bigPage.goto(bigServer.url);
+        await bigPage.locator('g.node.group').first().waitFor();
+        await bigPage.locator('#zoom-fit').click();
+        const before = await bigPage.evaluate(() => ({
+            groups: [...document.querySelectorAll('g.node.group')].map((g) => ({ id: g.dataset.group, members: Number(g.dataset.members) })),
+            tiles: document.querySelectorAll('g.node').length,
+            many: document.querySelectorAll('path.edge.many').length,
+            mode: document.getElementById('graph-group').value,
+        }));
+        const members = before.groups.reduce((sum, g) => sum + g.members, 0);
+        checks.check('a large graph opens grouped by folder, every target in one group tile',
+            before.mode === 'folder' && before.groups.length >= 2 && before.tiles === before.groups.length && members === 300 && before.many > 0,
+            JSON.stringify(before));
+        const smallest = await bigPage.evaluate(smallestLabelPx);
+        checks.check('grouped, a graph of 300 targets has labels of 11 px or more at Fit', smallest >= 11, `smallest label ${smallest.toFixed(1)} px`);
+        const first = before.groups[0];
+        await bigPage.locator(`g.node.group[data-group="${first.id}"]`).click();
+        await until('the group expanded', async () => (await bigPage.locator('g.node[data-target]').count()) === first.members, WAIT_MS);
+        const after = await bigPage.evaluate((id) => ({
+            gone: document.querySelector(`g.node.group[data-group="${CSS.escape(id)}"]`) === null,
+            groups: document.querySelectorAll('g.node.group').length,
+            collapse: !document.getElementById('collapse-groups').hidden,
+        }), first.id);
+        checks.check('a click expands a group tile into its members',
+            after.gone && after.groups === before.groups.length - 1 && after.collapse, JSON.stringify(after));
+        await bigPage.locator('#collapse-groups').click();
+        const folded = await bigPage.locator('g.node').count();
+        checks.check('Collapse folds the opened groups again', folded === before.tiles, `${folded} tiles`);
+        // A target inside a collapsed group, opened by its address, opens its group.
+        await bigPage.evaluate(() => { location.hash = '#/target/pkg-00150'; });
+        await until('pkg-00150 shown in its group', async () => (await bigPage.locator('g.node.selected[data-target="pkg-00150"]').count()) === 1, WAIT_MS);
+        checks.ok('a target inside a collapsed group, opened by its address, opens its group');
+    } finally {
+        await bigPage.close().catch(() => {});
+        if (bigServer) await stopChild(bigServer.child);
+        rmSync(big, { recursive: true, force: true });
+    }
+}

@@ -43,7 +43,7 @@ use once_fs::{Folder, Kind, Mode, PathError, Root, WorkspacePath, clock};
 use serde::{Deserialize, Serialize};
 
 use crate::hashes::digest;
-use crate::model::{Action, Proposal, Status};
+use crate::model::{Action, Decider, Proposal, Status};
 use crate::store::{ChangeStore, write_proposal};
 use crate::{Error, Fault};
 
@@ -61,6 +61,11 @@ enum State {
 #[derive(Debug, Serialize, Deserialize)]
 struct Journal {
     state: State,
+    /// The person who applied: written with the decision, even when a later command (from
+    /// either door) is the one that rolls the apply forward. Absent in journals written before
+    /// it was kept.
+    #[serde(default)]
+    decided_by: Option<Decider>,
     /// Folders this apply creates, outermost first, relative to the root.
     dirs: Vec<String>,
     steps: Vec<Step>,
@@ -115,7 +120,12 @@ impl Folders {
     }
 }
 
-pub(crate) fn apply(store: &ChangeStore, id: &str, fault: &Fault) -> Result<Proposal, Error> {
+pub(crate) fn apply(
+    store: &ChangeStore,
+    id: &str,
+    by: Decider,
+    fault: &Fault,
+) -> Result<Proposal, Error> {
     let proposal = store.load(id)?;
     if proposal.status != Status::Pending {
         return Err(Error::Decided {
@@ -129,7 +139,7 @@ pub(crate) fn apply(store: &ChangeStore, id: &str, fault: &Fault) -> Result<Prop
     for change in &proposal.changes {
         contents.push(store.content(&proposal, change)?);
     }
-    let journal = plan(&folders.root, &proposal)?;
+    let journal = plan(&folders.root, &proposal, by)?;
     let folder = store.folder(id)?;
     fault
         .at("journal")
@@ -263,7 +273,7 @@ fn verify(root: &Root, proposal: &Proposal) -> Result<(), Error> {
     }
 }
 
-fn plan(root: &Root, proposal: &Proposal) -> Result<Journal, Error> {
+fn plan(root: &Root, proposal: &Proposal, by: Decider) -> Result<Journal, Error> {
     let mut dirs: Vec<String> = Vec::new();
     let mut steps = Vec::new();
     for (index, change) in proposal.changes.iter().enumerate() {
@@ -307,6 +317,7 @@ fn plan(root: &Root, proposal: &Proposal) -> Result<Journal, Error> {
     }
     Ok(Journal {
         state: State::Staging,
+        decided_by: Some(by),
         dirs,
         steps,
     })
@@ -449,6 +460,7 @@ fn roll_forward(
     if proposal.status != Status::Applied {
         proposal.status = Status::Applied;
         proposal.decided = Some(clock::rfc3339(clock::now_seconds()));
+        proposal.decided_by = journal.decided_by;
         write_proposal(folder, &proposal)?;
     }
     fault

@@ -74,7 +74,11 @@ fn header(proposal: &Proposal) -> String {
         proposal.status.as_str()
     );
     if let Some(decided) = &proposal.decided {
-        let _ = write!(out, " ({decided})");
+        let _ = write!(out, " ({decided}");
+        if let Some(by) = proposal.decided_by {
+            let _ = write!(out, " {}", by.phrase());
+        }
+        out.push(')');
     }
     if let Some(reason) = &proposal.reason {
         let _ = write!(out, "; reason: {reason}");

@@ -24,8 +24,8 @@ pub use error::Error;
 pub use fault::{FAULT_ENV, Fault};
 pub use hashes::{FileHashes, Hashes, MAX_PATH_CHARS, MAX_PATHS, hashes};
 pub use model::{
-    Action, Change, ChangeDraft, ChangeSetCounts, ChangeSetList, ChangeSetRow, Draft, Proposal,
-    Status,
+    Action, Change, ChangeDraft, ChangeSetCounts, ChangeSetList, ChangeSetRow, Decider, Draft,
+    Proposal, Status,
 };
 pub use store::ChangeStore;
 

@@ -72,6 +72,35 @@ impl Status {
     }
 }
 
+/// Who decided a change set: always a person, through one of the two doors a person has. An
+/// agent can only propose; nothing it can call applies or rejects, so there is no agent here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decider {
+    /// `once changes apply` or `once changes reject`.
+    Terminal,
+    /// The Apply or Reject button of the window (`once serve`).
+    Window,
+}
+
+impl Decider {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decider::Terminal => "terminal",
+            Decider::Window => "window",
+        }
+    }
+
+    /// How the decision reads in a sentence: "by a person in the terminal".
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Decider::Terminal => "by a person in the terminal",
+            Decider::Window => "by a person in the window",
+        }
+    }
+}
+
 /// One change as an agent proposes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangeDraft {
@@ -138,6 +167,10 @@ pub struct Proposal {
     pub status: Status,
     /// When it was applied, rejected or marked failed (RFC 3339 UTC).
     pub decided: Option<String>,
+    /// Who decided: `terminal` or `window`; null while pending, and in records written before
+    /// it was kept.
+    #[serde(default)]
+    pub decided_by: Option<Decider>,
     /// Why it was rejected, when a reason was given; why it failed.
     pub reason: Option<String>,
     /// The changes, in order.

@@ -14,7 +14,9 @@ use once_fs::{Mode, Root, WorkspacePath, clock};
 
 use crate::apply::{self, JOURNAL};
 use crate::hashes::{Base, digest};
-use crate::model::{Action, Change, ChangeSetCounts, ChangeSetList, ChangeSetRow, Draft, Proposal};
+use crate::model::{
+    Action, Change, ChangeSetCounts, ChangeSetList, ChangeSetRow, Decider, Draft, Proposal,
+};
 use crate::{Error, Fault, Status};
 
 const PROPOSAL: &str = "proposal.json";
@@ -61,6 +63,7 @@ impl ChangeStore {
             created: clock::rfc3339(now),
             status: Status::Pending,
             decided: None,
+            decided_by: None,
             reason: None,
             changes: Vec::new(),
         };
@@ -326,8 +329,9 @@ impl ChangeStore {
         Ok((proposals, broken))
     }
 
-    /// Rejects the change set `id`: nothing is applied, and the record stays with the decision.
-    pub fn reject(&self, id: &str, reason: Option<String>) -> Result<Proposal, Error> {
+    /// Rejects the change set `id` for the person `by`: nothing is applied, and the record stays
+    /// with the decision.
+    pub fn reject(&self, id: &str, reason: Option<String>, by: Decider) -> Result<Proposal, Error> {
         let _lock = self.lock()?;
         self.recover_locked(&Fault::none())?;
         let mut proposal = self.load(id)?;
@@ -340,20 +344,22 @@ impl ChangeStore {
         proposal.status = Status::Rejected;
         proposal.decided = Some(clock::rfc3339(clock::now_seconds()));
         proposal.reason = reason.filter(|r| !r.trim().is_empty());
+        proposal.decided_by = Some(by);
         write_proposal(&self.folder(id)?, &proposal)?;
         Ok(proposal)
     }
 
-    /// Applies the change set `id`; see [`apply`](crate::apply) for how it stays all or nothing.
-    pub fn apply(&self, id: &str) -> Result<Proposal, Error> {
-        self.apply_with(id, &Fault::from_env())
+    /// Applies the change set `id` for the person `by`; see [`apply`](crate::apply) for how it
+    /// stays all or nothing.
+    pub fn apply(&self, id: &str, by: Decider) -> Result<Proposal, Error> {
+        self.apply_with(id, by, &Fault::from_env())
     }
 
     /// [`apply`](Self::apply) with a fault injected at a named point (tests only).
-    pub fn apply_with(&self, id: &str, fault: &Fault) -> Result<Proposal, Error> {
+    pub fn apply_with(&self, id: &str, by: Decider, fault: &Fault) -> Result<Proposal, Error> {
         let _lock = self.lock()?;
         self.recover_locked(&Fault::none())?;
-        apply::apply(self, id, fault)
+        apply::apply(self, id, by, fault)
     }
 
     /// Finishes or undoes every interrupted apply. Every command that touches change sets calls

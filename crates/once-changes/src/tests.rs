@@ -6,7 +6,7 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use crate::{Action, ChangeDraft, ChangeStore, Draft, Error, Fault, Status};
+use crate::{Action, ChangeDraft, ChangeStore, Decider, Draft, Error, Fault, Status};
 
 struct Scratch(PathBuf);
 
@@ -212,7 +212,7 @@ fn a_sha256_base_is_checked_when_proposed_and_again_when_applied() {
     let stored = &proposal.changes[0];
     assert_eq!(stored.base_sha256.as_deref(), Some(&base[7..]));
     assert_eq!(stored.base_blake3, Some(hash("pub fn a() {}\n")));
-    s.store().apply(&proposal.id).unwrap();
+    s.store().apply(&proposal.id, Decider::Terminal).unwrap();
     assert_eq!(
         fs::read_to_string(s.root().join("src/lib.rs")).unwrap(),
         "pub fn b() {}\n"
@@ -248,7 +248,7 @@ fn a_sha256_base_is_checked_when_proposed_and_again_when_applied() {
         .unwrap()
         .id;
     fs::write(s.root().join("src/lib.rs"), "pub fn c() {}\n").unwrap();
-    let error = s.store().apply(&id).unwrap_err();
+    let error = s.store().apply(&id, Decider::Terminal).unwrap_err();
     assert!(matches!(error, Error::Moved { .. }), "{error}");
     assert!(s.root().join("src/lib.rs").exists());
 }
@@ -364,7 +364,7 @@ fn apply_writes_every_change_and_records_the_decision() {
     let s = Scratch::new("apply");
     let before = tree(&s.root());
     let id = s.store().propose(three_changes()).unwrap().id;
-    let applied = s.store().apply(&id).unwrap();
+    let applied = s.store().apply(&id, Decider::Terminal).unwrap();
     assert_eq!(applied.status, Status::Applied);
     assert!(applied.decided.is_some());
     assert_eq!(tree(&s.root()), applied_tree(&before));
@@ -375,7 +375,7 @@ fn apply_writes_every_change_and_records_the_decision() {
             .join("journal.json")
             .exists()
     );
-    let again = s.store().apply(&id).unwrap_err();
+    let again = s.store().apply(&id, Decider::Terminal).unwrap_err();
     assert!(
         matches!(
             again,
@@ -403,7 +403,7 @@ fn a_base_that_moved_on_refuses_the_whole_set() {
     )
     .unwrap();
     let before = tree(&s.root());
-    let error = s.store().apply(&id).unwrap_err();
+    let error = s.store().apply(&id, Decider::Terminal).unwrap_err();
     let Error::Moved { moved } = &error else {
         panic!("{error}");
     };
@@ -421,13 +421,13 @@ fn a_failed_write_before_the_commit_point_leaves_the_tree_as_it_was() {
         let id = s.store().propose(three_changes()).unwrap().id;
         let error = s
             .store()
-            .apply_with(&id, &Fault::fail_at(point))
+            .apply_with(&id, Decider::Terminal, &Fault::fail_at(point))
             .unwrap_err();
         assert!(error.to_string().contains("injected fault"), "{error}");
         assert_eq!(tree(&s.root()), before, "after a fault at {point}");
         assert_eq!(s.store().load(&id).unwrap().status, Status::Pending);
         // Nothing is left to recover, and the set still applies once the disk is fine again.
-        s.store().apply(&id).unwrap();
+        s.store().apply(&id, Decider::Terminal).unwrap();
         assert_eq!(tree(&s.root()), applied_tree(&before));
     }
 }
@@ -439,7 +439,7 @@ fn an_interruption_after_the_commit_point_is_rolled_forward() {
         let before = tree(&s.root());
         let id = s.store().propose(three_changes()).unwrap().id;
         s.store()
-            .apply_with(&id, &Fault::fail_at(point))
+            .apply_with(&id, Decider::Terminal, &Fault::fail_at(point))
             .unwrap_err();
         assert!(
             s.root()
@@ -466,13 +466,16 @@ fn reject_keeps_the_record_with_the_decision() {
     let s = Scratch::new("reject");
     let before = tree(&s.root());
     let id = s.store().propose(three_changes()).unwrap().id;
-    let rejected = s.store().reject(&id, Some("not now".into())).unwrap();
+    let rejected = s
+        .store()
+        .reject(&id, Some("not now".into()), Decider::Terminal)
+        .unwrap();
     assert_eq!(rejected.status, Status::Rejected);
     assert_eq!(rejected.reason.as_deref(), Some("not now"));
     assert_eq!(s.store().load(&id).unwrap(), rejected);
     assert_eq!(tree(&s.root()), before);
     assert!(matches!(
-        s.store().apply(&id),
+        s.store().apply(&id, Decider::Terminal),
         Err(Error::Decided {
             status: "rejected",
             ..
@@ -489,7 +492,7 @@ fn reject_keeps_the_record_with_the_decision() {
 fn an_applied_set_shows_that_it_was_applied_not_that_applying_would_be_refused() {
     let s = Scratch::new("show-applied");
     let id = s.store().propose(three_changes()).unwrap().id;
-    s.store().apply(&id).unwrap();
+    s.store().apply(&id, Decider::Terminal).unwrap();
     let shown = s.store().show(&id).unwrap();
     assert!(!shown.contains("applying would be refused"), "{shown}");
     assert!(shown.contains("status: applied"), "{shown}");
@@ -572,7 +575,7 @@ fn git_and_once_are_out_of_reach_through_links_and_nested_repositories() {
         .id;
     fs::remove_dir(root.join("tools")).unwrap();
     symlink(".git", root.join("tools")).unwrap();
-    let error = s.store().apply(&id).unwrap_err();
+    let error = s.store().apply(&id, Decider::Terminal).unwrap_err();
     assert!(error.to_string().contains("symbolic link"), "{error}");
     assert_eq!(
         fs::read_to_string(root.join(".git/config")).unwrap(),
@@ -591,7 +594,7 @@ fn long_names_are_refused_when_proposed_and_the_longest_name_applies() {
         .propose(draft(vec![create(&format!("src/{longest}"), "x\n")]))
         .unwrap()
         .id;
-    s.store().apply(&id).unwrap();
+    s.store().apply(&id, Decider::Terminal).unwrap();
     assert_eq!(
         fs::read_to_string(s.root().join("src").join(&longest)).unwrap(),
         "x\n"
@@ -626,7 +629,7 @@ fn a_failure_at_any_step_leaves_the_tree_before_or_after_and_the_store_usable() 
         let id = s.store().propose(three_changes()).unwrap().id;
         let error = s
             .store()
-            .apply_with(&id, &Fault::fail_at(point))
+            .apply_with(&id, Decider::Terminal, &Fault::fail_at(point))
             .unwrap_err();
         assert!(
             error.to_string().contains("injected fault"),
@@ -698,7 +701,7 @@ fn a_folder_swapped_for_a_link_during_applies_never_leads_a_write_outside() {
     };
     let mut refused = 0;
     for id in &ids {
-        if s.store().apply(id).is_err() {
+        if s.store().apply(id, Decider::Terminal).is_err() {
             refused += 1;
         }
     }
@@ -739,7 +742,9 @@ fn a_set_that_can_be_neither_finished_nor_undone_is_marked_failed_and_the_store_
     ] {
         let s = Scratch::new("failed");
         let id = s.store().propose(three_changes()).unwrap().id;
-        s.store().apply_with(&id, &fault).unwrap_err();
+        s.store()
+            .apply_with(&id, Decider::Terminal, &fault)
+            .unwrap_err();
         let folder = s.root().join(".once/changes").join(&id);
         assert!(folder.join("journal.json").exists(), "{fault:?}");
         s.store().recover_with(&fault).unwrap();
@@ -755,7 +760,7 @@ fn a_set_that_can_be_neither_finished_nor_undone_is_marked_failed_and_the_store_
         assert_eq!(s.store().counts().unwrap().failed, 1);
         s.store().show(&id).unwrap();
         assert!(matches!(
-            s.store().apply(&id),
+            s.store().apply(&id, Decider::Terminal),
             Err(Error::Decided {
                 status: "failed",
                 ..
@@ -766,13 +771,15 @@ fn a_set_that_can_be_neither_finished_nor_undone_is_marked_failed_and_the_store_
             .propose(draft(vec![create("other.txt", "x\n")]))
             .unwrap()
             .id;
-        s.store().apply(&other).unwrap();
+        s.store().apply(&other, Decider::Terminal).unwrap();
         let rejected = s
             .store()
             .propose(draft(vec![create("more.txt", "x\n")]))
             .unwrap()
             .id;
-        s.store().reject(&rejected, None).unwrap();
+        s.store()
+            .reject(&rejected, None, Decider::Terminal)
+            .unwrap();
     }
 }
 
@@ -783,4 +790,84 @@ fn the_store_never_follows_a_linked_state_folder_out_of_the_workspace() {
     let error = s.store().propose(three_changes()).unwrap_err();
     assert!(error.to_string().contains("symbolic link"), "{error}");
     assert_eq!(fs::read_dir(s.0.join("outside")).unwrap().count(), 0);
+}
+
+#[test]
+fn the_person_who_decided_is_recorded_with_the_decision() {
+    let s = Scratch::new("decided-by");
+    let applied = s.store().propose(three_changes()).unwrap().id;
+    let set = s.store().apply(&applied, Decider::Window).unwrap();
+    assert_eq!(set.decided_by, Some(Decider::Window));
+    let stored = s.store().load(&applied).unwrap();
+    assert_eq!(stored.decided_by, Some(Decider::Window));
+    assert_eq!(
+        serde_json::to_value(&stored).unwrap()["decided_by"],
+        "window"
+    );
+    assert!(
+        s.store()
+            .show(&applied)
+            .unwrap()
+            .contains("by a person in the window"),
+        "{}",
+        s.store().show(&applied).unwrap()
+    );
+
+    let rejected = s
+        .store()
+        .propose(draft(vec![create("notes.md", "notes\n")]))
+        .unwrap()
+        .id;
+    let set = s
+        .store()
+        .reject(&rejected, None, Decider::Terminal)
+        .unwrap();
+    assert_eq!(set.decided_by, Some(Decider::Terminal));
+    assert_eq!(
+        serde_json::to_value(s.store().load(&rejected).unwrap()).unwrap()["decided_by"],
+        "terminal"
+    );
+    // A pending set was decided by nobody yet.
+    let pending = s
+        .store()
+        .propose(draft(vec![create("later.md", "later\n")]))
+        .unwrap();
+    assert_eq!(pending.decided_by, None);
+    assert!(serde_json::to_value(&pending).unwrap()["decided_by"].is_null());
+}
+
+#[test]
+fn an_apply_finished_by_recovery_records_who_applied_it() {
+    // The journal carries the person: the command that rolls the apply forward (any command
+    // that touches change sets, perhaps from another door) is not the one who decided.
+    for point in ["commit", "rename:2"] {
+        let s = Scratch::new(&format!("decided-by-{}", point.replace(':', "-")));
+        let id = s.store().propose(three_changes()).unwrap().id;
+        s.store()
+            .apply_with(&id, Decider::Window, &Fault::fail_at(point))
+            .unwrap_err();
+        s.store().recover().unwrap();
+        let set = s.store().load(&id).unwrap();
+        assert_eq!(set.status, Status::Applied, "after a fault at {point}");
+        assert_eq!(
+            set.decided_by,
+            Some(Decider::Window),
+            "after a fault at {point}"
+        );
+    }
+}
+
+#[test]
+fn a_record_written_before_the_decider_was_kept_still_loads() {
+    let s = Scratch::new("decided-by-old");
+    let id = s.store().propose(three_changes()).unwrap().id;
+    let path = s
+        .root()
+        .join(".once/changes")
+        .join(&id)
+        .join("proposal.json");
+    let mut value: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    value.as_object_mut().unwrap().remove("decided_by");
+    fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
+    assert_eq!(s.store().load(&id).unwrap().decided_by, None);
 }

@@ -312,7 +312,7 @@ function layoutGraph(targets, edges, aspect = 1.6) {
         }
         top += (rows - 1) * NODE.wrapDy + NODE.dy;
     }
-    return { index, x, y, rowOf, rowY, deps, dependents, layers: layers.length, key: graphKey(targets, edges), aspect };
+    return { index, names: targets.map((t) => t.name), x, y, rowOf, rowY, deps, dependents, layers: layers.length, key: graphKey(targets, edges), aspect };
 }
 
 /** The orthogonal route of the edge from `a` (above) to `b` (below): down out of `a` into the
@@ -369,6 +369,27 @@ async function renderGraphView(container, selected, view) {
     };
     focusMode.addEventListener('change', onFocusChange);
     focusDepth.addEventListener('change', onFocusChange);
+    // Grouping: above GROUP_ABOVE targets the graph opens collapsed by folder (see groups.js);
+    // a group tile opens on click, and Collapse closes every opened group again.
+    const groupBy = h('select', { id: 'graph-group' },
+        h('option', { value: 'folder' }, 'folder'), h('option', { value: 'kind' }, 'kind'), h('option', { value: 'none' }, 'nothing'));
+    const collapse = h('button', { type: 'button', id: 'collapse-groups', hidden: true, onclick: () => { expanded.clear(); redraw(); } }, 'Collapse');
+    groupBy.addEventListener('change', () => {
+        expanded.clear();
+        redraw();
+    });
+    // Affected mode: the targets `once query affected` names for the working tree (or since a
+    // revision), marked, with the reason on hover.
+    const affectedMode = h('input', { type: 'checkbox', id: 'affected-mode' });
+    const affectedSince = h('input', { id: 'affected-since', type: 'text', placeholder: 'HEAD', size: 10, autocomplete: 'off', 'aria-label': 'Changes since this revision' });
+    const affectedNote = h('span', { id: 'affected-note', class: 'muted', role: 'status' });
+    affectedMode.addEventListener('change', () => showAffected());
+    affectedSince.addEventListener('keydown', (event) => {
+        if (event.key === 'Enter') {
+            affectedMode.checked = true;
+            showAffected();
+        }
+    });
     const zoom = { x: 0, y: 0, k: 1 };
     const toolbar = h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Graph filters and zoom' },
         h('label', {}, 'Name ', filter),
@@ -379,12 +400,18 @@ async function renderGraphView(container, selected, view) {
         h('button', { type: 'button', id: 'zoom-fit', onclick: () => fit() }, 'Fit'),
         h('label', { title: 'Show only the selected target and the targets a few levels above and below it' }, focusMode, ' Focus'),
         h('label', {}, focusDepth, ' levels'),
+        h('label', { title: 'Collapse the targets of one folder or kind into one tile' }, 'Group by ', groupBy), collapse,
+        h('label', { title: 'Mark what `once query affected` names: the targets whose actions must run again after the changes since a revision (uncommitted ones included)' }, affectedMode, ' Affected since '),
+        affectedSince, affectedNote,
         counts);
     container.append(h('div', { class: 'graph-view' }, toolbar, legend(), h('div', { class: 'graph-body' }, svgEl, details)));
 
-    let nodes = new Map(); // name → g.node
+    let nodes = new Map(); // unit name (a target's name, or a group's id) → g.node
     let edgePaths = new Map(); // name → the paths of the edges that touch it
-    let matched = new Set(); // names the filters match, empty when no filter is set
+    let matched = new Set(); // units the filters match, empty when no filter is set
+    let units = null; // what is drawn: graphUnits(), with `groups`
+    let affected = null; // target name → why `once query affected` names it, while the mode is on
+    const expanded = new Set(); // ids of the groups opened by a click
 
     function applyZoom() {
         viewport.setAttribute('transform', `translate(${zoom.x},${zoom.y}) scale(${zoom.k})`);
@@ -405,7 +432,7 @@ async function renderGraphView(container, selected, view) {
         const layout = state.layout;
         const box = svgEl.getBoundingClientRect();
         if (!layout || !box.width || !layout.x.length) return;
-        const hidden = new Set([...viewport.querySelectorAll('g.node.hidden')].map((g) => g.dataset.target));
+        const hidden = new Set([...viewport.querySelectorAll('g.node.hidden')].map((g) => g.dataset.unit));
         const visible = hidden.size ? [...nodes.keys()].filter((name) => !hidden.has(name)) : null;
         const names = matched.size ? [...matched] : visible;
         const shown = names ? names.map((name) => layout.index.get(name)) : layout.x.keys();
@@ -481,14 +508,21 @@ async function renderGraphView(container, selected, view) {
         let shown = 0;
         const dimmed = new Set();
         matched = new Set();
+        const lit = new Set(); // units with at least one matching target
         for (const target of state.graph.targets) {
             const match = (!text || target.name.toLowerCase().includes(text))
                 && (!wantKind || target.kind === wantKind)
                 && (!wantTag || (target.tags ?? []).includes(wantTag));
-            nodes.get(target.name)?.classList.toggle('dim', !match);
-            if (match) shown++;
-            else dimmed.add(target.name);
-            if (match && (text || wantKind || wantTag)) matched.add(target.name);
+            const unit = units.unitOf.get(target.name);
+            if (match) {
+                shown++;
+                lit.add(unit);
+            }
+            if (match && (text || wantKind || wantTag)) matched.add(unit);
+        }
+        for (const [unit, g] of nodes) {
+            g.classList.toggle('dim', !lit.has(unit));
+            if (!lit.has(unit)) dimmed.add(unit);
         }
         for (const path of viewport.querySelectorAll('path.edge')) {
             path.classList.toggle('dim', dimmed.has(path.dataset.from) || dimmed.has(path.dataset.to));
@@ -506,16 +540,23 @@ async function renderGraphView(container, selected, view) {
         select.value = values.includes(keep) ? keep : '';
     }
 
-    /** Draws every node and edge; statuses alone change in place (see updateStatuses). */
+    /** Draws every unit (target or group tile) and edge; statuses alone change in place (see
+     *  updateStatuses). */
     function draw() {
-        const { targets, edges } = state.graph;
-        const key = graphKey(targets, edges);
+        const { targets } = state.graph;
+        groupBy.value = groupMode;
+        const groups = groupMode === 'none' ? [] : makeGroups(targets, state.graph.edges, groupMode);
+        units = { ...graphUnits(state.graph, groups, expanded), groups };
+        collapse.hidden = expanded.size === 0;
+        const edges = units.edges;
+        const key = graphKey(units.units, edges);
         if (state.layout?.key !== key) {
             const started = performance.now();
             const box = svgEl.getBoundingClientRect();
-            state.layout = layoutGraph(targets, edges, box.width && box.height ? box.width / box.height : 1.6);
+            state.layout = layoutGraph(units.units, edges, box.width && box.height ? box.width / box.height : 1.6);
             state.layout.ms = performance.now() - started;
         }
+        state.graphShape = graphKey(targets, state.graph.edges);
         const layout = state.layout;
         const edgeLayer = s('g', { class: 'edges' });
         const nodeLayer = s('g', { class: 'nodes' });
@@ -527,9 +568,11 @@ async function renderGraphView(container, selected, view) {
             if (a === undefined || b === undefined) return;
             const spread = (((k * 7919) % 5) - 2) / 2;
             const path = s('path', {
-                class: 'edge', 'data-from': edge.from, 'data-to': edge.to,
+                class: edge.count > 1 ? 'edge many' : 'edge', 'data-from': edge.from, 'data-to': edge.to,
+                'data-count': edge.count > 1 ? edge.count : null,
                 d: routeEdge(layout, a, b, spread),
             });
+            if (edge.count > 1) path.append(s('title', {}, `${edge.count} dependencies`));
             for (const end of [edge.from, edge.to]) {
                 if (!edgePaths.has(end)) edgePaths.set(end, []);
                 edgePaths.get(end).push(path);
@@ -537,20 +580,39 @@ async function renderGraphView(container, selected, view) {
             edgeLayer.append(path);
         });
         nodes = new Map();
-        for (const target of targets) {
-            const i = layout.index.get(target.name);
-            const g = s('g', {
-                class: 'node', 'data-target': target.name, 'data-status': statusOf(target),
-                transform: `translate(${layout.x[i] - NODE.width / 2},${layout.y[i] - half})`,
-                role: 'button', 'aria-label': nodeLabel(target),
-            },
-            s('title', {}, nodeTitle(target)),
-            s('rect', { width: NODE.width, height: NODE.height, rx: 6 }),
-            s('text', { x: NODE.width / 2, y: half + 4.5, 'text-anchor': 'middle' }, shortLabel(target.name)));
-            activatable(g, () => {
-                location.hash = `#/target/${encodeURIComponent(target.name)}`;
-            });
-            nodes.set(target.name, g);
+        for (const unit of units.units) {
+            const i = layout.index.get(unit.name);
+            const at = `translate(${layout.x[i] - NODE.width / 2},${layout.y[i] - half})`;
+            let g;
+            if (unit.group) {
+                const group = unit.group;
+                g = s('g', {
+                    class: 'node group', 'data-unit': unit.name, 'data-group': group.id, 'data-status': group.status,
+                    'data-members': group.members.length, transform: at, role: 'button',
+                    'aria-label': `group ${groupLabel(group)}, ${group.status}: expand`,
+                },
+                s('title', {}, groupTitle(group)),
+                s('rect', { class: 'stack', x: 4, y: -4, width: NODE.width, height: NODE.height, rx: 6 }),
+                s('rect', { width: NODE.width, height: NODE.height, rx: 6 }),
+                s('text', { x: NODE.width / 2, y: half + 4.5, 'text-anchor': 'middle' }, shortLabel(groupLabel(group))));
+                activatable(g, () => {
+                    expanded.add(group.id);
+                    redraw();
+                });
+            } else {
+                const target = unit.target;
+                g = s('g', {
+                    class: 'node', 'data-unit': unit.name, 'data-target': target.name, 'data-status': statusOf(target),
+                    transform: at, role: 'button', 'aria-label': nodeLabel(target),
+                },
+                s('title', {}, nodeTitle(target)),
+                s('rect', { width: NODE.width, height: NODE.height, rx: 6 }),
+                s('text', { x: NODE.width / 2, y: half + 4.5, 'text-anchor': 'middle' }, shortLabel(target.name)));
+                activatable(g, () => {
+                    location.hash = `#/target/${encodeURIComponent(target.name)}`;
+                });
+            }
+            nodes.set(unit.name, g);
             nodeLayer.append(g);
         }
         fill(viewport, edgeLayer, nodeLayer);
@@ -558,16 +620,104 @@ async function renderGraphView(container, selected, view) {
         fillSelect(tag, [...new Set(targets.flatMap((t) => t.tags ?? []))].sort());
         svgEl.dataset.layoutMs = layout.ms.toFixed(1);
         applyFilters();
+        markAffected();
+    }
+
+    /** Draws again after the grouping changed, keeping the selection's marks, and fits. */
+    function redraw() {
+        draw();
+        highlight(selectedName);
+        fit();
+    }
+
+    /** Opens the group that holds `name`, if one does; true when the drawing changed. */
+    function reveal(name) {
+        const unit = units?.unitOf.get(name);
+        if (!unit || unit === name) return false;
+        expanded.add(unit);
+        draw();
+        return true;
+    }
+
+    /** Asks `once_query_affected` (a page at a time) which targets the changes affect, and why. */
+    async function showAffected() {
+        if (!affectedMode.checked) {
+            affected = null;
+            affectedNote.textContent = '';
+            markAffected();
+            return;
+        }
+        affectedNote.textContent = 'asking…';
+        const since = affectedSince.value.trim();
+        const why = new Map();
+        const add = (target, reason) => {
+            if (!why.has(target)) why.set(target, []);
+            if (!why.get(target).includes(reason)) why.get(target).push(reason);
+        };
+        let files = 0;
+        try {
+            let cursor = null;
+            for (let page = 0; page < 50; page++) {
+                const value = await tool('once_query_affected', { ...(since ? { since } : {}), ...(cursor ? { cursor } : {}), limit: 200 });
+                files = value.files_total ?? files;
+                for (const file of value.files ?? []) {
+                    for (const owner of file.owners ?? []) add(owner.target, `${file.path}: ${owner.reasons.join('; ')}`);
+                }
+                for (const row of value.actions ?? []) add(row.action.split(':')[0], `${row.action}: ${row.reason}`);
+                cursor = value.next_cursor;
+                if (!cursor) break;
+            }
+        } catch (error) {
+            affected = null;
+            affectedNote.textContent = String(error.message ?? error);
+            markAffected();
+            return;
+        }
+        if (!affectedMode.checked) return;
+        affected = why;
+        affectedNote.textContent = `${plural(why.size, 'target', 'targets')} affected by ${plural(files, 'changed file', 'changed files')} since ${since || 'HEAD'}`;
+        markAffected();
+    }
+
+    /** Marks the affected targets (and the groups that hold one), the reasons in their titles. */
+    function markAffected() {
+        svgEl.classList.toggle('has-affected', Boolean(affected));
+        const reasons = new Map();
+        for (const [name, why] of affected ?? []) {
+            const unit = units.unitOf.get(name);
+            if (!unit) continue;
+            if (!reasons.has(unit)) reasons.set(unit, []);
+            reasons.get(unit).push(unit === name ? why.join('\n') : `${name}: ${why[0]}`);
+        }
+        const drawn = new Map(units.units.map((u) => [u.name, u]));
+        for (const [unit, g] of nodes) {
+            const why = reasons.get(unit);
+            g.classList.toggle('affected', Boolean(why));
+            const title = g.querySelector('title');
+            const shown = drawn.get(unit);
+            const base = shown.group ? groupTitle(shown.group) : nodeTitle(shown.target);
+            title.textContent = why ? `${base}\naffected: ${why.slice(0, 12).join('\n')}${why.length > 12 ? `\nand ${why.length - 12} more` : ''}` : base;
+            if (why) g.dataset.affected = why[0];
+            else delete g.dataset.affected;
+        }
     }
 
     function updateStatuses() {
-        for (const target of state.graph.targets) {
-            const g = nodes.get(target.name);
+        const byName = new Map(state.graph.targets.map((t) => [t.name, t]));
+        for (const unit of units.units) {
+            const g = nodes.get(unit.name);
             if (!g) continue;
+            if (unit.group) {
+                unit.group.status = worstStatus(unit.group.members.map((name) => byName.get(name)?.status));
+                g.dataset.status = unit.group.status;
+                continue;
+            }
+            const target = byName.get(unit.name);
+            unit.target = target;
             g.dataset.status = statusOf(target);
             g.setAttribute('aria-label', nodeLabel(target));
-            g.querySelector('title').textContent = nodeTitle(target);
         }
+        markAffected();
     }
 
     /** Marks the selected node and shows its details. */
@@ -584,7 +734,7 @@ async function renderGraphView(container, selected, view) {
             frontier = nextFrontier;
         }
         seen.delete(start);
-        return new Set([...seen].map((i) => state.graph.targets[i]?.name ?? null).filter(Boolean));
+        return new Set([...seen].map((i) => layout.names[i]));
     }
 
     /** Marks the selected target's edges, everything it depends on (transitively) and
@@ -595,6 +745,7 @@ async function renderGraphView(container, selected, view) {
         }
         svgEl.classList.toggle('has-selection', Boolean(name) && nodes.has(name));
         if (!name || !nodes.has(name) || !state.layout) return;
+        // Highlighting walks the drawn graph: a group on the path lights up as one tile.
         const layout = state.layout;
         const deps = reach(name, layout.deps, Infinity);
         const users = reach(name, layout.dependents, Infinity);
@@ -609,7 +760,7 @@ async function renderGraphView(container, selected, view) {
         if (focusMode.checked) {
             const levels = Number(focusDepth.value);
             const keep = new Set([name, ...reach(name, layout.deps, levels), ...reach(name, layout.dependents, levels)]);
-            for (const [target, g] of nodes) if (!keep.has(target)) g.classList.add('hidden');
+            for (const [unit, g] of nodes) if (!keep.has(unit)) g.classList.add('hidden');
             for (const path of viewport.querySelectorAll('path.edge')) {
                 if (!keep.has(path.dataset.from) || !keep.has(path.dataset.to)) path.classList.add('hidden');
             }
@@ -641,24 +792,28 @@ async function renderGraphView(container, selected, view) {
     async function load() {
         const graph = await api('/api/graph');
         if (!current(view.seq)) return;
-        const sameShape = state.graph && graphKey(graph.targets, graph.edges) === state.layout?.key && nodes.size;
+        const sameShape = state.graph && graphKey(graph.targets, graph.edges) === state.graphShape && nodes.size;
         state.graph = graph;
+        groupMode ??= graph.targets.length > GROUP_ABOVE ? 'folder' : 'none';
         if (sameShape) updateStatuses();
         else draw();
     }
 
     let selectedName = selected;
+    let groupMode = null; // 'folder', 'kind' or 'none', chosen by the graph's size on first load
     view.refresh = async () => {
         await load();
         if (selectedName && current(view.seq)) await select(selectedName);
     };
     view.reroute = (name) => {
         selectedName = name;
+        if (name) reveal(name);
         select(name);
         if (name) centreOn(name);
     };
     await load();
     if (!current(view.seq)) return;
+    if (selected) reveal(selected);
     fit();
     markGraphDrawn();
     if (selected) {
@@ -1201,7 +1356,7 @@ async function renderChangesView(container, setId, view) {
                 h('span', { class: 'muted' }, `${set.id} · proposed `, timeEl(set.created), set.author ? [' by ', h('span', { class: 'asker' }, set.author)] : null)),
             set.decided ? h('p', { class: 'decision', id: 'change-decision', 'data-status': set.status },
                 `${DECIDED_WORDS[set.status] ?? 'Decided'} `, timeEl(set.decided),
-                set.status === 'applied' ? ' by a person (from this window or `once changes apply`)' : '',
+                set.decided_by ? ` ${DECIDER_WORDS[set.decided_by] ?? `by ${set.decided_by}`}` : '',
                 set.reason ? `: ${set.reason}` : '') : null,
             !set.decided && set.reason ? h('p', { class: 'decision' }, `Reason: ${set.reason}`) : null,
             set.rationale ? h('p', { class: 'rationale' }, set.rationale) : null,
@@ -1222,6 +1377,8 @@ async function renderChangesView(container, setId, view) {
 }
 
 const DECIDED_WORDS = { applied: 'Applied', rejected: 'Rejected', failed: 'Failed' };
+/** Who decided, as the change store records it: always a person, through one of two doors. */
+const DECIDER_WORDS = { terminal: 'by a person in the terminal', window: 'by a person in this window' };
 
 function fileCounts(set) {
     const parts = [];

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use once_changes::ChangeStore;
+use once_changes::{ChangeStore, Decider};
 use once_mcp::{DetachedCallError, ToolResult};
 use once_run::{ActionStatus, RunStatus, RunStore};
 use serde_json::{Map, Value, json};
@@ -188,7 +188,7 @@ pub fn change_set(shared: &Shared, id: &str) -> Response {
 pub fn decide(shared: &Shared, id: &str, decision: Decision, request: &Request) -> Response {
     let store = ChangeStore::new(&shared.root);
     let decided = match decision {
-        Decision::Apply => store.apply(id),
+        Decision::Apply => store.apply(id, Decider::Window),
         Decision::Reject => {
             let reason = match serde_json::from_slice::<Value>(&request.body) {
                 Ok(body) => body
@@ -199,7 +199,7 @@ pub fn decide(shared: &Shared, id: &str, decision: Decision, request: &Request) 
                     .map(str::to_owned),
                 Err(_) => None,
             };
-            store.reject(id, reason)
+            store.reject(id, reason, Decider::Window)
         }
     };
     match decided {

@@ -8,7 +8,11 @@
 use crate::http::Response;
 
 const INDEX: &str = include_str!("../assets/index.html");
-const SCRIPT: &str = include_str!("../assets/app.js");
+/// One script, of two files: the graph's grouping (pure functions) ahead of the page that uses it.
+const SCRIPT: &str = concat!(
+    include_str!("../assets/groups.js"),
+    include_str!("../assets/app.js")
+);
 const STYLE: &str = include_str!("../assets/app.css");
 
 /// Only our own files; no inline script or style; never framed.

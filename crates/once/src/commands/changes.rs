@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use once_changes::{ChangeStore, Error, Status};
+use once_changes::{ChangeStore, Decider, Error, Status};
 
 use crate::cli::ChangesCommand;
 use crate::exit::Outcome;
@@ -62,7 +62,7 @@ pub fn run(workspace: Option<&Path>, command: ChangesCommand) -> Result<Outcome>
                 output::text(&store.show(&id)?)?;
             }
         }
-        ChangesCommand::Apply { id } => match store.apply(&id) {
+        ChangesCommand::Apply { id } => match store.apply(&id, Decider::Terminal) {
             Ok(proposal) => {
                 output::text(&format!(
                     "applied {}: {} file(s) changed",
@@ -77,7 +77,7 @@ pub fn run(workspace: Option<&Path>, command: ChangesCommand) -> Result<Outcome>
             Err(error) => return Err(error.into()),
         },
         ChangesCommand::Reject { id, reason } => {
-            let proposal = store.reject(&id, reason)?;
+            let proposal = store.reject(&id, reason, Decider::Terminal)?;
             output::text(&format!("rejected {}; the record stays", proposal.id))?;
         }
     }

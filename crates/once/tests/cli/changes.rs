@@ -66,10 +66,11 @@ fn assert_applied(root: &Path) {
 }
 
 fn status(root: &Path, id: &str) -> Value {
-    let shown: Value =
-        serde_json::from_str(&ok(&once(root, &["changes", "show", id, "--json"], &[])))
-            .expect("JSON");
-    shown["status"].clone()
+    shown(root, id)["status"].clone()
+}
+
+fn shown(root: &Path, id: &str) -> Value {
+    serde_json::from_str(&ok(&once(root, &["changes", "show", id, "--json"], &[]))).expect("JSON")
 }
 
 /// The tree a person sees: everything but `.once/`, where the change sets themselves live.
@@ -121,6 +122,9 @@ fn an_agent_proposes_and_a_person_reads_and_applies() {
     assert!(applied.contains("applied"), "{applied}");
     assert_applied(root);
     assert_eq!(status(root, &id), json!("applied"));
+    assert_eq!(shown(root, &id)["decided_by"], json!("terminal"));
+    let diff = ok(&once(root, &["changes", "show", &id], &[]));
+    assert!(diff.contains("by a person in the terminal)"), "{diff}");
     let again = once(root, &["changes", "apply", &id], &[]);
     assert_eq!(again.status.code(), Some(1));
     let overview: Value =
@@ -278,6 +282,8 @@ fn a_process_killed_during_apply_leaves_nothing_half_written() {
         if rolled_forward {
             assert_applied(root);
             assert_eq!(status(root, &id), json!("applied"), "{point}");
+            // `once changes list` finished it; the person who applied is still the one recorded.
+            assert_eq!(shown(root, &id)["decided_by"], json!("terminal"), "{point}");
         } else {
             assert_eq!(tree(root), before, "{point}: the tree changed");
             assert_eq!(status(root, &id), json!("pending"), "{point}");
