@@ -36,11 +36,12 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::fetched::Fetched;
+use crate::file_facts::has_exec_bit;
 use crate::hashes::FileHashes;
 use crate::key::Key;
 use crate::packs::{KeyBytes, Packs};
 use crate::prune::{self, CacheStats, Hold, Pruned, Readers, Wait};
-use crate::remote::Fetched;
 use crate::witness::{OFF, Witness};
 use once_fs::{Kind, Root, WorkspacePath, stage_name, temp_path, write_replacing};
 use once_remote::{Blob, BlobFile};
@@ -810,22 +811,6 @@ fn output_files(action: &str, dir: &Path, outputs: &[String]) -> Result<Vec<Stri
 fn slashed(relative: &Path) -> Option<String> {
     let names: Option<Vec<&str>> = relative.iter().map(|name| name.to_str()).collect();
     Some(names?.join("/"))
-}
-
-/// Whether a file has an executable bit. Windows has none: no output is recorded as executable
-/// there, and an output restored there gets no mode.
-#[cfg(unix)]
-pub(crate) fn has_exec_bit(metadata: &fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    metadata.permissions().mode() & 0o111 != 0
-}
-
-/// Whether a file has an executable bit. Windows has none: no output is recorded as executable
-/// there, and an output restored there gets no mode.
-#[cfg(windows)]
-pub(crate) fn has_exec_bit(metadata: &fs::Metadata) -> bool {
-    let _ = metadata;
-    false
 }
 
 /// The output globs of `action` as one set.

@@ -87,6 +87,8 @@ mod dotenv;
 mod environ;
 mod error;
 mod explain;
+mod fetched;
+mod file_facts;
 mod git;
 mod hashes;
 mod journal;

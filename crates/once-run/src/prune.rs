@@ -33,7 +33,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::cache::ActionResult;
 use crate::error::Error;
 use crate::packs::{self, KeyBytes};
 
@@ -246,8 +245,8 @@ fn read_contents(root: &Path, lock_finished: bool) -> Contents {
         let index = contents.packs.len();
         let (found, _, _) = packs::records(&bytes, 0);
         for (key, json) in found {
-            let objects = serde_json::from_slice::<ActionResult>(&bytes[json.clone()])
-                .map(|result| referenced(&result))
+            let objects = serde_json::from_slice::<Names>(&bytes[json.clone()])
+                .map(Names::objects)
                 .unwrap_or_default();
             // Later packs are newer: their record of a key wins.
             contents.records.insert(
@@ -282,15 +281,33 @@ fn read_contents(root: &Path, lock_finished: bool) -> Contents {
     contents
 }
 
-/// The objects of `cas/` a result names: its outputs not kept in the entry, and its log.
-fn referenced(result: &ActionResult) -> Vec<String> {
-    result
-        .outputs
-        .iter()
-        .filter(|output| output.text.is_none())
-        .map(|output| output.digest.clone())
-        .chain(result.log.clone())
-        .collect()
+/// The parts of a recorded result (`cache::ActionResult`) that name objects of `cas/`, read
+/// without depending on the cache's types.
+#[derive(serde::Deserialize)]
+struct Names {
+    #[serde(default)]
+    outputs: Vec<OutputName>,
+    #[serde(default)]
+    log: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct OutputName {
+    digest: String,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+impl Names {
+    /// Its outputs not kept in the entry, and its log.
+    fn objects(self) -> Vec<String> {
+        self.outputs
+            .into_iter()
+            .filter(|output| output.text.is_none())
+            .map(|output| output.digest)
+            .chain(self.log)
+            .collect()
+    }
 }
 
 /// Whether `name` is an object's name: a BLAKE3 in hex (staging files start with a dot).
@@ -331,7 +348,10 @@ pub(crate) fn prune(
     wait: Wait,
 ) -> Result<Option<Pruned>, Error> {
     let locks = root.join("locks");
-    crate::cache::state_dir(&locks)?;
+    once_fs::state_dir(&locks).map_err(|error| Error::Io {
+        path: locks.clone(),
+        source: io::Error::other(error),
+    })?;
     let lock_path = locks.join(LOCK);
     let mut lock = once_fs::open_in_place(&lock_path, false).map_err(Error::io(&lock_path))?;
     match wait {
