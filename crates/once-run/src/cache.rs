@@ -29,16 +29,19 @@
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::fetched::Fetched;
+use crate::file_facts::has_exec_bit;
 use crate::hashes::FileHashes;
 use crate::key::Key;
-use crate::packs::Packs;
-use crate::remote::Fetched;
+use crate::packs::{KeyBytes, Packs};
+use crate::prune::{self, CacheStats, Hold, Pruned, Readers, Wait};
 use crate::witness::{OFF, Witness};
 use once_fs::{Kind, Root, WorkspacePath, stage_name, temp_path, write_replacing};
 use once_remote::{Blob, BlobFile};
@@ -126,8 +129,25 @@ enum Held {
 /// The cache of one workspace.
 #[derive(Debug, Clone)]
 pub struct Cache {
+    /// The results: packs, objects, key locks and recency. The main worktree's `.once/cache`
+    /// in a linked git worktree that shares it, else `local`.
     root: PathBuf,
+    /// This workspace's own `.once/cache`: what describes its files (the file-hash cache, the
+    /// journal of keys' parts), never shared, since it names this worktree's files.
+    local: PathBuf,
     workspace: PathBuf,
+    /// Whether `root` is another worktree's.
+    shared: bool,
+    /// The bound a run that recorded something prunes to when it ends over it.
+    max_size: u64,
+    /// This process's hold on the cache against a prune (see `prune.rs`).
+    readers: Arc<Readers>,
+    /// The prune generation the packs were read in.
+    generation: Arc<Mutex<Option<u64>>>,
+    /// Keys replayed or recorded by this run, for the journal of recency.
+    used: Arc<Mutex<Vec<KeyBytes>>>,
+    /// Whether this run recorded a result (only then can it have grown the cache).
+    recorded: Arc<AtomicBool>,
     /// The folders of the cache this cache (or a clone) has made and proven free of links: each
     /// is checked once, not before every write.
     ready: Arc<Mutex<Vec<&'static str>>>,
@@ -140,19 +160,110 @@ pub struct Cache {
 impl Cache {
     /// The file-hash cache that goes with this cache, as it is now; a run loads it once.
     pub(crate) fn file_hashes(&self) -> FileHashes {
-        FileHashes::load(&self.root)
+        FileHashes::load(&self.local)
     }
 
-    /// The cache of the workspace at `workspace_root`.
+    /// The cache of the workspace at `workspace_root`, in its own `.once/cache/`, bounded by
+    /// [`prune::DEFAULT_MAX_SIZE`].
     pub fn new(workspace_root: &Path) -> Cache {
-        let root = workspace_root.join(".once").join("cache");
+        let local = workspace_root.join(".once").join("cache");
+        Cache::at(workspace_root, local, false, prune::DEFAULT_MAX_SIZE)
+    }
+
+    /// The cache of the workspace at `workspace_root` as its manifest's `[cache]` sets it: in
+    /// a linked git worktree, the main worktree's results unless `share-worktrees = false`
+    /// (see `worktree.rs`); bounded by `max-size`.
+    pub fn configured(workspace_root: &Path, settings: &once_graph::CacheSettings) -> Cache {
+        let local = workspace_root.join(".once").join("cache");
+        let max_size = settings.max_size.unwrap_or(prune::DEFAULT_MAX_SIZE);
+        let main = match settings.share_worktrees {
+            Some(false) => None,
+            _ => crate::worktree::main_worktree_cache(workspace_root),
+        };
+        match main {
+            Some(main) => Cache::at(workspace_root, main, true, max_size),
+            None => Cache::at(workspace_root, local, false, max_size),
+        }
+    }
+
+    fn at(workspace_root: &Path, root: PathBuf, shared: bool, max_size: u64) -> Cache {
         Cache {
             packs: Arc::new(Mutex::new(Packs::new(root.join("packs")))),
             root,
+            local: workspace_root.join(".once").join("cache"),
             workspace: workspace_root.to_path_buf(),
+            shared,
+            max_size,
+            readers: Arc::default(),
+            generation: Arc::default(),
+            used: Arc::default(),
+            recorded: Arc::default(),
             ready: Arc::default(),
             opened: Arc::default(),
         }
+    }
+
+    /// Holds the cache's bytes against a prune while a lookup is restored or a result recorded
+    /// (see `prune.rs`); packs read before a prune that ran since are read again.
+    pub(crate) fn hold(&self) -> Result<Hold<'_>, Error> {
+        let lock = self.folder("locks")?.join(prune::LOCK);
+        let (hold, generation) = self.readers.hold(&lock)?;
+        let mut seen = self
+            .generation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if *seen != Some(generation) {
+            self.packs().forget();
+            *seen = Some(generation);
+        }
+        Ok(hold)
+    }
+
+    /// Notes that `key`'s result was replayed: it is used, and goes after those that were not.
+    pub(crate) fn used(&self, key: &Key) {
+        self.used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(*key.as_bytes());
+    }
+
+    /// Ends a run's use of the cache: the keys it used go to the journal of recency, and a run
+    /// that recorded something prunes the cache when it is over its bound, unless another run
+    /// holds it (a later run then will). Never fails a run: a problem is logged.
+    pub(crate) fn settle(&self) {
+        let used = std::mem::take(&mut *self.used.lock().unwrap_or_else(PoisonError::into_inner));
+        if !used.is_empty() {
+            let noted = self.hold().and_then(|_hold| {
+                let path = self.root.join(prune::USED);
+                prune::note_used(&path, &used).map_err(Error::io(&path))
+            });
+            if let Err(error) = noted {
+                tracing::debug!(%error, "cannot note which results were used");
+            }
+        }
+        // This run appends no more: its own pack may be pruned like the others.
+        self.packs().finish();
+        if self.recorded.load(Ordering::Relaxed)
+            && let Err(error) = prune::prune(&self.root, self.max_size, false, Wait::Skip)
+        {
+            tracing::warn!(%error, "cannot prune the cache");
+        }
+    }
+
+    /// What the cache holds (`once cache stats`).
+    pub fn stats(&self) -> CacheStats {
+        prune::stats(&self.root, self.shared, self.max_size)
+    }
+
+    /// Removes the least recently used results until the cache is under 80% of `max_size`
+    /// (the configured bound by default), and every object no result names; waits for the runs
+    /// that hold the cache (`once cache prune`).
+    pub fn prune(&self, max_size: Option<u64>) -> Result<Pruned, Error> {
+        let max_size = max_size.unwrap_or(self.max_size);
+        prune::prune(&self.root, max_size, true, Wait::Block)?.ok_or_else(|| Error::Io {
+            path: self.root.clone(),
+            source: io::Error::other("the prune was skipped"),
+        })
     }
 
     /// The workspace's folder, through which outputs are restored.
@@ -198,12 +309,13 @@ impl Cache {
 
     /// The journal of keys' parts (see `journal.rs`), its folder made if missing.
     pub(crate) fn journal_path(&self) -> Result<PathBuf, Error> {
-        Ok(self.folder("")?.join(JOURNAL))
+        state_dir(&self.local)?;
+        Ok(self.local.join(JOURNAL))
     }
 
     /// The journal of keys' parts, for reading.
     pub(crate) fn journal_file(&self) -> PathBuf {
-        self.root.join(JOURNAL)
+        self.local.join(JOURNAL)
     }
 
     /// Where the object named `digest` (a BLAKE3, hex) is kept.
@@ -521,6 +633,8 @@ impl Cache {
         self.packs()
             .append(key.as_bytes(), &json, &locks)
             .map_err(Error::io(&folder))?;
+        self.recorded.store(true, Ordering::Relaxed);
+        self.used(key);
         Ok(result)
     }
 
@@ -697,22 +811,6 @@ fn output_files(action: &str, dir: &Path, outputs: &[String]) -> Result<Vec<Stri
 fn slashed(relative: &Path) -> Option<String> {
     let names: Option<Vec<&str>> = relative.iter().map(|name| name.to_str()).collect();
     Some(names?.join("/"))
-}
-
-/// Whether a file has an executable bit. Windows has none: no output is recorded as executable
-/// there, and an output restored there gets no mode.
-#[cfg(unix)]
-pub(crate) fn has_exec_bit(metadata: &fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    metadata.permissions().mode() & 0o111 != 0
-}
-
-/// Whether a file has an executable bit. Windows has none: no output is recorded as executable
-/// there, and an output restored there gets no mode.
-#[cfg(windows)]
-pub(crate) fn has_exec_bit(metadata: &fs::Metadata) -> bool {
-    let _ = metadata;
-    false
 }
 
 /// The output globs of `action` as one set.

@@ -388,7 +388,7 @@ impl<'a> Describer<'a> {
             rooted,
             Entry {
                 digest,
-                executable: crate::cache::has_exec_bit(metadata),
+                executable: crate::file_facts::has_exec_bit(metadata),
                 path,
             },
         ))

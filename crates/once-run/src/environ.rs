@@ -362,7 +362,7 @@ const NAME_SUFFIXES: &[&str] = if cfg!(windows) { &["", ".exe"] } else { &[""] }
 /// Whether the shell would start the file at `candidate`: a regular file with an executable bit.
 #[cfg(unix)]
 fn runnable(candidate: &Path) -> bool {
-    fs::metadata(candidate).is_ok_and(|m| m.is_file() && crate::cache::has_exec_bit(&m))
+    fs::metadata(candidate).is_ok_and(|m| m.is_file() && crate::file_facts::has_exec_bit(&m))
 }
 
 /// Whether the shell would start the file at `candidate`: Windows has no executable bit, so any

@@ -13,8 +13,7 @@
 //! change what the command produces must be in the key; this module must never leave out a
 //! part to save time.
 
-use std::fs::{self, File, Metadata};
-use std::io::{self, Read};
+use std::fs::{self, Metadata};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -23,6 +22,7 @@ use once_graph::inputs::{InputGlobs, Matcher, literal_base};
 
 use crate::environ::Environ;
 use crate::error::Error;
+pub use crate::file_facts::hash_file;
 use crate::hashes::FileHashes;
 use crate::plan::Step;
 use crate::witness::Witness;
@@ -368,20 +368,6 @@ fn ignored(path: &Path, is_dir: bool, above: &[Arc<Gitignore>], levels: &[Level]
         found
     };
     found.is_ignore()
-}
-
-/// The BLAKE3 digest of a file's content, read through `buffer`.
-pub fn hash_file(path: &Path, buffer: &mut [u8]) -> io::Result<blake3::Hash> {
-    let mut file = File::open(path)?;
-    let mut hasher = blake3::Hasher::new();
-    loop {
-        let n = file.read(buffer)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-    }
-    Ok(hasher.finalize())
 }
 
 /// Files an action's key covers: a folder's inputs and the root-relative ones.

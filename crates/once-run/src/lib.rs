@@ -87,6 +87,8 @@ mod dotenv;
 mod environ;
 mod error;
 mod explain;
+mod fetched;
+mod file_facts;
 mod git;
 mod hashes;
 mod journal;
@@ -98,6 +100,7 @@ mod params;
 mod plan;
 mod preview;
 pub mod proof;
+mod prune;
 mod query;
 mod remote;
 mod report;
@@ -106,6 +109,7 @@ mod schedule;
 mod select;
 mod store;
 mod witness;
+mod worktree;
 
 pub use asked::{Asked, TERMINAL};
 pub use cache::{ActionResult, Cache, KeyLock, LOG_CAP, OutputFile, Ran};
@@ -121,6 +125,7 @@ pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
 pub use plan::{Plan, SourceSet, Step, Upstream, plan};
 pub use preview::{Preview, PreviewAction, PreviewOptions, Reason, Verdict, preview};
+pub use prune::{CacheStats, DEFAULT_MAX_SIZE, Pruned};
 pub use query::{
     QueryRunsError, RunRow, RunsAnswer, RunsList, RunsQuery, query_runs, runs_input_schema,
     runs_output_schema,

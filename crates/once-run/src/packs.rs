@@ -54,16 +54,16 @@ use crate::witness::Witness;
 pub(crate) const MAGIC: &[u8; 8] = b"oncepk1\n";
 
 /// A record's length and key, before its JSON.
-const HEAD: usize = 4 + 32;
+pub(crate) const HEAD: usize = 4 + 32;
 
 /// A record's checksum, after its JSON.
-const CHECK: usize = 32;
+pub(crate) const CHECK: usize = 32;
 
 /// The longest JSON a record may hold; a longer length is damage.
 const MAX_ENTRY: usize = 64 << 20;
 
 /// The largest pack read: a larger one is not `once`'s and is left alone.
-const MAX_PACK: u64 = 1 << 30;
+pub(crate) const MAX_PACK: u64 = 1 << 30;
 
 /// How many packs make a run that is about to add one merge them first.
 pub(crate) const COMPACT_AT: usize = 16;
@@ -163,6 +163,37 @@ impl Packs {
     pub(crate) fn refresh(&mut self) {
         self.loaded = true;
         self.scan();
+    }
+
+    /// Forgets every pack read but this run's own, to read them afresh at the next lookup: a
+    /// prune has rewritten them since (see `prune.rs`).
+    pub(crate) fn forget(&mut self) {
+        let own = self.writer.as_ref().map(|writer| writer.pack);
+        let mut kept = None;
+        for (i, pack) in self.packs.drain(..).enumerate() {
+            if Some(i) == own {
+                kept = Some(pack);
+            }
+        }
+        self.names.clear();
+        self.index.clear();
+        self.loaded = false;
+        if let (Some(pack), Some(writer)) = (kept, self.writer.as_mut()) {
+            if let Some(name) = pack.path.file_name() {
+                self.names.insert(name.to_os_string());
+            }
+            let (found, _, _) = records(&pack.bytes, 0);
+            for (key, json) in found {
+                self.index.insert(key, Slot { pack: 0, json });
+            }
+            writer.pack = 0;
+            self.packs.push(pack);
+        }
+    }
+
+    /// Stops appending: this run's pack is finished, and a prune may rewrite it.
+    pub(crate) fn finish(&mut self) {
+        self.writer = None;
     }
 
     /// Reads every pack, the first time only.
@@ -396,7 +427,7 @@ impl Packs {
 }
 
 /// Whether `name` is a pack's name (a staging file starts with a dot).
-fn is_pack_name(name: &OsStr) -> bool {
+pub(crate) fn is_pack_name(name: &OsStr) -> bool {
     name.to_str().is_some_and(|name| {
         name.strip_suffix(SUFFIX).is_some_and(|stem| {
             !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
@@ -405,7 +436,7 @@ fn is_pack_name(name: &OsStr) -> bool {
 }
 
 /// One record's bytes.
-fn frame(key: &KeyBytes, json: &[u8]) -> Vec<u8> {
+pub(crate) fn frame(key: &KeyBytes, json: &[u8]) -> Vec<u8> {
     let mut record = Vec::with_capacity(HEAD + json.len() + CHECK);
     // `json.len()` is at most MAX_ENTRY, far below u32::MAX.
     record.extend_from_slice(&(json.len() as u32).to_le_bytes());
@@ -419,7 +450,7 @@ fn frame(key: &KeyBytes, json: &[u8]) -> Vec<u8> {
 /// The records of `bytes` from `from` on, each its key and the range of its JSON, with how far
 /// they reach and whether a record failed its checksum there. A record cut short ends the
 /// records without failing: its writer may still be writing it.
-fn records(bytes: &[u8], from: usize) -> (Vec<(KeyBytes, Range<usize>)>, usize, bool) {
+pub(crate) fn records(bytes: &[u8], from: usize) -> (Vec<(KeyBytes, Range<usize>)>, usize, bool) {
     let mut found = Vec::new();
     let mut at = from;
     if at == 0 {

@@ -227,6 +227,9 @@ pub fn execute(
         asked: options.asked.clone(),
     };
     record.write(&report);
+    // The keys this run used go to the journal of recency; a run that grew the cache past its
+    // bound prunes it.
+    cache.settle();
     report
 }
 
@@ -728,12 +731,22 @@ impl Worker<'_> {
                 }
             }
         };
+        // From the lookup to the end of the restore, a prune removes nothing (see `prune.rs`).
         let replay = |buffer: &mut [u8]| -> Option<Finished> {
-            replay_result(
+            let _hold = match self.cache.hold() {
+                Ok(hold) => hold,
+                Err(error) => {
+                    tracing::warn!(action = %step.action, %error, "cannot hold the cache: running instead");
+                    return None;
+                }
+            };
+            let finished = replay_result(
                 self.cache.lookup_seen(&key, self.hashes.witness())?,
                 false,
                 buffer,
-            )
+            )?;
+            self.cache.used(&key);
+            Some(finished)
         };
         // An uncached action, and whatever depends on one, is never replayed nor recorded.
         let replayable = step.cache && !self.force;
@@ -761,15 +774,19 @@ impl Worker<'_> {
         let mut described = None;
         if let Some(remote) = self.remote.filter(|r| r.is_on() && step.cache) {
             described = self.describe(i);
-            if replayable
-                && let Some(found) = described
+            if replayable {
+                // Held from storing the download to the end of its restore, not while it runs.
+                let hold = self.cache.hold().ok();
+                if let Some(found) = described
                     .as_ref()
                     .and_then(|d| self.fetch(remote, step, d, &key))
-                && let Some(finished) = replay_result(found, true, buffer)
-            {
-                // Recorded in the local cache now, so its key's parts go beside it as after a run.
-                self.remember_parts(step, dep_keys, key, buffer);
-                return finished;
+                    && let Some(finished) = replay_result(found, true, buffer)
+                {
+                    drop(hold);
+                    // Recorded in the local cache now, so its key's parts go beside it as after a run.
+                    self.remember_parts(step, dep_keys, key, buffer);
+                    return finished;
+                }
             }
         }
         let spec = CommandSpec {
@@ -855,6 +872,9 @@ impl Worker<'_> {
             tail.push(message.clone());
         }
         let failure = status != ActionStatus::Succeeded && status != ActionStatus::Cancelled;
+        let _hold = (status == ActionStatus::Succeeded && step.cache)
+            .then(|| self.cache.hold().ok())
+            .flatten();
         if status == ActionStatus::Succeeded && step.cache {
             match self.cache.record(
                 &key,

@@ -335,7 +335,7 @@ impl Seen {
             } => match lookup.status(path, *follow) {
                 Ok(now) if stamp.proves_unchanged_by_status(&now) => true,
                 Ok(now) if now.kind() == FileKind::File => {
-                    crate::key::hash_file(&lookup.root().join(path), buffer)
+                    crate::file_facts::hash_file(&lookup.root().join(path), buffer)
                         .is_ok_and(|found| found.as_bytes() == digest)
                 }
                 _ => false,

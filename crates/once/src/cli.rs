@@ -193,6 +193,22 @@ Exit status: 0 when every action succeeded, 1 when one failed or timed out, 2 fo
 interrupted (every process it started is stopped first).")]
     Run(RunArgs),
 
+    /// The local cache: what it holds, and pruning it to its bound
+    #[command(
+        subcommand,
+        after_help = "\
+Results are kept under `.once/cache/` at the workspace root; in a linked git worktree, in the
+main worktree's (`[cache] share-worktrees = false` in the root `once.toml` keeps one per
+worktree). Past `[cache] max-size` (10GiB by default) a run prunes the least recently used
+results until the cache is under 80% of it; nothing a running build uses is removed.
+
+Examples:
+  once cache stats                What the cache holds, and its bound
+  once cache prune                Prune to the bound now, and drop unreferenced objects
+  once cache prune --max-size 1GiB --json"
+    )]
+    Cache(CacheCommand),
+
     /// Project memory: notes about the workspace that people and agents share
     #[command(
         subcommand,
@@ -358,6 +374,30 @@ Exit status: 0 when applied, 1 when refused (a file moved on, or it was already 
         #[arg(long)]
         reason: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// What the local cache holds: results, objects, bytes, and its bound
+    Stats {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the least recently used results until the cache is under 80% of its bound, and
+    /// every object no result names; waits for running builds to let go of the cache
+    Prune {
+        /// The bound to prune to, like `512MiB` or `1GiB` [default: `[cache] max-size`]
+        #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+        max_size: Option<u64>,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    once_graph::size::parse_size(text)
 }
 
 #[derive(Debug, Subcommand)]

@@ -27,6 +27,8 @@
 //! timeout = "10s"              # per remote call
 //! max_blob = "1GiB"            # the largest blob fetched; a result with a larger one is a miss
 //! max_result = "4GiB"          # the largest result (all its outputs) fetched; larger: a miss
+//! max-size = "10GiB"           # the local cache's bound; least recently used results go first
+//! share-worktrees = false      # a linked git worktree keeps a cache of its own (default: shares)
 //!                              # never credentials (`headers`): they come from the environment
 //!
 //! [targets.NAME]
@@ -151,6 +153,10 @@ pub struct CacheSettings {
     pub max_blob: Option<u64>,
     /// `max_result`: the largest result (its outputs together), in bytes; never zero.
     pub max_result: Option<u64>,
+    /// `max-size`: the bound of the local cache (results and objects), in bytes.
+    pub max_size: Option<u64>,
+    /// `share-worktrees`: whether a linked git worktree uses its main worktree's local cache.
+    pub share_worktrees: Option<bool>,
 }
 
 /// The URL schemes a remote cache may use: plaintext and TLS gRPC.
@@ -389,6 +395,9 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
                     .map(str::to_string);
             }
             "upload" => c.upload = cx.boolean(v, format_args!("`cache.upload`")),
+            "share-worktrees" => {
+                c.share_worktrees = cx.boolean(v, format_args!("`cache.share-worktrees`"));
+            }
             "timeout" => {
                 let Some(text) = cx.string(v, format_args!("`cache.timeout`")) else {
                     continue;
@@ -408,12 +417,13 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
                     ),
                 }
             }
-            name @ ("max_blob" | "max_result") => {
+            name @ ("max_blob" | "max_result" | "max-size") => {
                 let Some(text) = cx.string(v, format_args!("`cache.{name}`")) else {
                     continue;
                 };
                 match crate::size::parse_size(text) {
                     Ok(bytes) if name == "max_blob" => c.max_blob = Some(bytes),
+                    Ok(bytes) if name == "max-size" => c.max_size = Some(bytes),
                     Ok(bytes) => c.max_result = Some(bytes),
                     Err(e) => cx.diags.push(
                         cx.src
@@ -452,6 +462,8 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
                     "timeout",
                     "max_blob",
                     "max_result",
+                    "max-size",
+                    "share-worktrees",
                 ],
                 "in `[cache]`",
             ),

@@ -24,6 +24,8 @@ fn every_key_is_read_as_written() {
             timeout: Some(Duration::from_secs(90)),
             max_blob: Some(512 << 20),
             max_result: Some(2 << 30),
+            max_size: None,
+            share_worktrees: None,
         }
     );
 
@@ -43,6 +45,8 @@ fn every_key_is_read_as_written() {
             timeout: None,
             max_blob: None,
             max_result: None,
+            max_size: None,
+            share_worktrees: None,
         }
     );
 }
@@ -69,6 +73,8 @@ fn absent_keys_stay_unset() {
             timeout: None,
             max_blob: None,
             max_result: None,
+            max_size: None,
+            share_worktrees: None,
         }
     );
 }

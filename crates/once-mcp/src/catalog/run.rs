@@ -361,7 +361,7 @@ fn start(
                 };
                 let report = once_run::execute(
                     &plan,
-                    &Cache::new(&root),
+                    &Cache::configured(&root, &cache_settings),
                     &run_dir,
                     &registry,
                     &handle.cancel,

@@ -253,6 +253,8 @@ mod tests {
             timeout: Some(Duration::from_secs(3)),
             max_blob: Some(5 << 20),
             max_result: None,
+            max_size: None,
+            share_worktrees: None,
         }
     }
 

@@ -41,6 +41,7 @@ use crate::cache::{ActionResult, Cache, LOG_CAP};
 
 mod config;
 use crate::describe::Described;
+use crate::fetched::Fetched;
 pub use config::RemoteFlags;
 
 /// Where the remote cache is and how to use it, as resolved from the flags, the environment and
@@ -127,18 +128,6 @@ impl fmt::Debug for Remote {
             .field("off", &self.off.get())
             .finish_non_exhaustive()
     }
-}
-
-/// The outputs and log of a remote hit, downloaded and verified: in memory, or in staging files
-/// of the cache's `cas/` folder (deleted when this is dropped unless the cache took them).
-pub(crate) struct Fetched {
-    /// Every blob, once each (outputs of equal content share one).
-    pub blobs: Vec<Blob>,
-    /// Path relative to the target's folder, index in `blobs`, executable.
-    pub outputs: Vec<(String, usize, bool)>,
-    /// The log's index in `blobs`.
-    pub log: Option<usize>,
-    pub duration_ms: u64,
 }
 
 impl Remote {

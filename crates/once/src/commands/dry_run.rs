@@ -24,7 +24,7 @@ pub fn show(workspace: &once_graph::Workspace, plan: &Plan, args: &RunArgs) -> R
             return Ok(Outcome::Invalid);
         }
     };
-    let cache = once_run::Cache::new(workspace.root());
+    let cache = once_run::Cache::configured(workspace.root(), workspace.cache_settings());
     let preview = once_run::preview(
         plan,
         &cache,

@@ -45,7 +45,7 @@ pub fn run(
         }
         Err(error) => return Err(error.into()),
     };
-    let cache = once_run::Cache::new(workspace.root());
+    let cache = once_run::Cache::configured(workspace.root(), workspace.cache_settings());
     let explained = once_run::explain(&plan, &cache).context("cannot compute the key")?;
     // The action asked for is the last one the plan requested; the others are its dependencies.
     let Some(index) = plan.steps.iter().rposition(|step| step.requested) else {
@@ -62,7 +62,7 @@ pub fn run(
 
 /// `once run --explain`: the explanation of each action of `plan` that would run, on stderr.
 pub fn explain_run(workspace: &once_graph::Workspace, plan: &Plan, force: bool) -> Result<()> {
-    let cache = once_run::Cache::new(workspace.root());
+    let cache = once_run::Cache::configured(workspace.root(), workspace.cache_settings());
     let explained = once_run::explain(plan, &cache).context("cannot compute the keys")?;
     let mut out = String::new();
     for (explanation, step) in explained.iter().zip(&plan.steps) {

@@ -2,6 +2,7 @@
 //! its own module; this one finds the workspace, sets up logging, and reports errors.
 
 mod affected;
+mod cache;
 mod changes;
 mod check;
 mod completions;
@@ -36,6 +37,7 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Init { json } => init::run(cli.workspace.as_deref(), json),
         Command::Query(query) => query::run(cli.workspace.as_deref(), query),
         Command::Mcp(args) => mcp::run(cli.workspace.as_deref(), args),
+        Command::Cache(command) => cache::run(cli.workspace.as_deref(), command),
         Command::Memory(command) => memory::run(cli.workspace.as_deref(), command),
         Command::Examples(command) => examples::list_or_show(command),
         Command::Materialize(args) => examples::materialize(cli.workspace.as_deref(), args),

@@ -146,7 +146,7 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
     let run = RunStore::new(workspace.root())
         .create()
         .context("cannot create the run's folder under `.once/runs`")?;
-    let cache = once_run::Cache::new(workspace.root());
+    let cache = once_run::Cache::configured(workspace.root(), workspace.cache_settings());
     let live = start_live(
         plan.steps.iter().map(|step| step.action.clone()).collect(),
         args.output_logs,

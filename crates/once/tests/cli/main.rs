@@ -3,6 +3,8 @@
 
 mod affected;
 mod bounded;
+mod cache_bound;
+mod cache_worktree;
 mod changes;
 mod check;
 mod colour;
