@@ -662,11 +662,11 @@ pub struct RemoteArgs {
     #[arg(long, value_name = "PATH")]
     pub remote_headers_file: Option<PathBuf>,
     /// The largest blob to fetch, like `512MiB`; a result with a larger one runs locally
-    /// [default: 1GiB; env: ONCE_REMOTE_MAX_BLOB; manifest: `[cache] max_blob`]
+    /// [default: 1GiB; env: ONCE_REMOTE_MAX_BLOB; manifest: `[cache] max-blob`]
     #[arg(long, value_name = "SIZE")]
     pub remote_max_blob: Option<String>,
     /// The largest result (its outputs together) to fetch; a larger one runs locally
-    /// [default: 4GiB; env: ONCE_REMOTE_MAX_RESULT; manifest: `[cache] max_result`]
+    /// [default: 4GiB; env: ONCE_REMOTE_MAX_RESULT; manifest: `[cache] max-result`]
     #[arg(long, value_name = "SIZE")]
     pub remote_max_result: Option<String>,
 }

@@ -25,8 +25,8 @@
 //! instance = "main"            # REAPI instance name; may be empty
 //! upload = false               # whether successes are uploaded
 //! timeout = "10s"              # per remote call
-//! max_blob = "1GiB"            # the largest blob fetched; a result with a larger one is a miss
-//! max_result = "4GiB"          # the largest result (all its outputs) fetched; larger: a miss
+//! max-blob = "1GiB"            # the largest blob fetched; a result with a larger one is a miss
+//! max-result = "4GiB"          # the largest result (all its outputs) fetched; larger: a miss
 //! max-size = "10GiB"           # the local cache's bound; least recently used results go first
 //! share-worktrees = false      # a linked git worktree keeps a cache of its own (default: shares)
 //!                              # never credentials (`headers`): they come from the environment
@@ -149,9 +149,9 @@ pub struct CacheSettings {
     pub upload: Option<bool>,
     /// `timeout`: how long one remote call may take; never zero.
     pub timeout: Option<Duration>,
-    /// `max_blob`: the largest blob, in bytes, fetched from the remote cache; never zero.
+    /// `max-blob`: the largest blob, in bytes, fetched from the remote cache; never zero.
     pub max_blob: Option<u64>,
-    /// `max_result`: the largest result (its outputs together), in bytes; never zero.
+    /// `max-result`: the largest result (its outputs together), in bytes; never zero.
     pub max_result: Option<u64>,
     /// `max-size`: the bound of the local cache (results and objects), in bytes.
     pub max_size: Option<u64>,
@@ -417,12 +417,12 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
                     ),
                 }
             }
-            name @ ("max_blob" | "max_result" | "max-size") => {
+            name @ ("max-blob" | "max-result" | "max-size") => {
                 let Some(text) = cx.string(v, format_args!("`cache.{name}`")) else {
                     continue;
                 };
                 match crate::size::parse_size(text) {
-                    Ok(bytes) if name == "max_blob" => c.max_blob = Some(bytes),
+                    Ok(bytes) if name == "max-blob" => c.max_blob = Some(bytes),
                     Ok(bytes) if name == "max-size" => c.max_size = Some(bytes),
                     Ok(bytes) => c.max_result = Some(bytes),
                     Err(e) => cx.diags.push(
@@ -460,8 +460,8 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
                     "instance",
                     "upload",
                     "timeout",
-                    "max_blob",
-                    "max_result",
+                    "max-blob",
+                    "max-result",
                     "max-size",
                     "share-worktrees",
                 ],

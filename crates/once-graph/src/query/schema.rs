@@ -171,8 +171,8 @@ pub fn manifest_schema() -> Value {
                     "instance": { "type": "string", "default": "", "description": "The REAPI instance name; may be empty" },
                     "upload": { "type": "boolean", "default": true, "description": "false: only read the remote cache (laptops); true: also upload successes (CI)" },
                     "timeout": { "type": "string", "pattern": "^([0-9]+(ms|s|m|h|d))+$", "default": "10s", "description": "How long one remote call may take, like 500ms, 10s, 1m; never zero" },
-                    "max_blob": { "type": "string", "pattern": "^[0-9]+ ?(B|KiB|MiB|GiB|TiB)?$", "default": "1GiB", "description": "The largest blob fetched from the remote cache; a result with a larger one is a miss. Overridden by `--remote-max-blob` and `ONCE_REMOTE_MAX_BLOB`" },
-                    "max_result": { "type": "string", "pattern": "^[0-9]+ ?(B|KiB|MiB|GiB|TiB)?$", "default": "4GiB", "description": "The largest result (its outputs together) fetched from the remote cache; a larger one is a miss. Overridden by `--remote-max-result` and `ONCE_REMOTE_MAX_RESULT`" },
+                    "max-blob": { "type": "string", "pattern": "^[0-9]+ ?(B|KiB|MiB|GiB|TiB)?$", "default": "1GiB", "description": "The largest blob fetched from the remote cache; a result with a larger one is a miss. Overridden by `--remote-max-blob` and `ONCE_REMOTE_MAX_BLOB`" },
+                    "max-result": { "type": "string", "pattern": "^[0-9]+ ?(B|KiB|MiB|GiB|TiB)?$", "default": "4GiB", "description": "The largest result (its outputs together) fetched from the remote cache; a larger one is a miss. Overridden by `--remote-max-result` and `ONCE_REMOTE_MAX_RESULT`" },
                     "max-size": { "type": "string", "pattern": "^[0-9]+ ?(B|KiB|MiB|GiB|TiB)?$", "default": "10GiB", "description": "The bound of the local cache: past it, the least recently used results go until it is under 80% of it" },
                     "share-worktrees": { "type": "boolean", "default": true, "description": "Whether a linked git worktree uses its main worktree's local cache; false: a cache of its own" }
                 }

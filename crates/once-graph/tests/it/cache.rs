@@ -11,7 +11,7 @@ use crate::util::TempWs;
 fn every_key_is_read_as_written() {
     let tmp = TempWs::new(&[(
         "once.toml",
-        "[cache]\nremote = \"grpcs://cache.example.com\"\ninstance = \"main\"\nupload = false\ntimeout = \"1m30s\"\nmax_blob = \"512MiB\"\nmax_result = \"2GiB\"\n",
+        "[cache]\nremote = \"grpcs://cache.example.com\"\ninstance = \"main\"\nupload = false\ntimeout = \"1m30s\"\nmax-blob = \"512MiB\"\nmax-result = \"2GiB\"\n",
     )]);
     let ws = tmp.load();
     assert!(ws.diagnostics().is_empty(), "{:?}", ws.diagnostics());
@@ -82,12 +82,12 @@ fn absent_keys_stay_unset() {
 #[test]
 fn a_bad_size_names_the_key_and_what_is_expected() {
     for bad in ["0", "1GB", "lots"] {
-        let tmp = TempWs::new(&[("once.toml", &*format!("[cache]\nmax_blob = \"{bad}\"\n"))]);
+        let tmp = TempWs::new(&[("once.toml", &*format!("[cache]\nmax-blob = \"{bad}\"\n"))]);
         let ws = tmp.load();
         let codes: Vec<&str> = ws.diagnostics().iter().map(|d| d.code).collect();
         assert_eq!(codes, ["bad-size"], "{bad}");
         let text = ws.diagnostics()[0].to_string();
-        assert!(text.contains("invalid `cache.max_blob`"), "{text}");
+        assert!(text.contains("invalid `cache.max-blob`"), "{text}");
         assert_eq!(ws.cache_settings().max_blob, None);
     }
 }

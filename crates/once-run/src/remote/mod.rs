@@ -12,7 +12,7 @@
 //! files are not, as a cache needs none of them.
 //!
 //! Nothing a server states is trusted for an allocation: a result whose outputs together exceed
-//! `max_result`, or with one over `max_blob` (`[cache]`, `ONCE_REMOTE_MAX_*`, the flags), is a
+//! `max-result`, or with one over `max-blob` (`[cache]`, `ONCE_REMOTE_MAX_*`, the flags), is a
 //! miss, said once per run; the client keeps blobs up to 1 MiB in memory and streams larger ones
 //! into staging files of the cache's `cas/` folder (under `.once/`), hashed as they arrive, and
 //! the cache moves them into place only once they are whole and correct.
