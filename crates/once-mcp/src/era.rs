@@ -11,9 +11,10 @@
 use serde_json::{Map, Value, json};
 
 use crate::message::{
-    HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, UNSUPPORTED_PROTOCOL_VERSION,
-    excerpt,
+    HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CLIENT_CAPABILITY, RpcError,
+    UNSUPPORTED_PROTOCOL_VERSION, excerpt,
 };
+use crate::task::TASKS_EXTENSION;
 use crate::tool::LogLevel;
 use crate::version::ProtocolVersion;
 
@@ -48,6 +49,9 @@ pub struct Envelope {
     pub client: Option<String>,
     /// The level of log messages it wants; none without one.
     pub log_level: Option<LogLevel>,
+    /// Whether its capabilities' `extensions` name `io.modelcontextprotocol/tasks`: only then
+    /// may it be answered with a task, or ask about one.
+    pub tasks: bool,
 }
 
 /// Which era serves a request.
@@ -108,19 +112,23 @@ fn envelope(meta: &Map<String, Value>) -> Result<Envelope, RpcError> {
     let Some(version) = ProtocolVersion::parse(version).filter(|v| v.is_modern()) else {
         return Err(unsupported_version(version));
     };
-    match meta.get(CLIENT_CAPABILITIES_KEY) {
+    let capabilities = match meta.get(CLIENT_CAPABILITIES_KEY) {
         None => {
             return Err(malformed(
                 "`io.modelcontextprotocol/clientCapabilities` is missing",
             ));
         }
-        Some(Value::Object(_)) => {}
+        Some(Value::Object(capabilities)) => capabilities,
         Some(_) => {
             return Err(malformed(
                 "`io.modelcontextprotocol/clientCapabilities` must be an object",
             ));
         }
-    }
+    };
+    let tasks = capabilities
+        .get("extensions")
+        .and_then(Value::as_object)
+        .is_some_and(|extensions| extensions.contains_key(TASKS_EXTENSION));
     let log_level = match meta.get(LOG_LEVEL_KEY) {
         None | Some(Value::Null) => None,
         Some(level) => Some(level.as_str().and_then(LogLevel::parse).ok_or_else(|| {
@@ -134,6 +142,7 @@ fn envelope(meta: &Map<String, Value>) -> Result<Envelope, RpcError> {
         version,
         client: client_name(meta.get(CLIENT_INFO_KEY)),
         log_level,
+        tasks,
     })
 }
 
@@ -157,6 +166,20 @@ pub fn unsupported_version(requested: &str) -> RpcError {
         ),
     )
     .with_data(json!({"supported": modern, "requested": excerpt(requested)}))
+}
+
+/// -32021 for a `tasks/…` request whose capabilities do not declare the tasks extension.
+pub fn tasks_not_declared(method: &str) -> RpcError {
+    RpcError::new(
+        MISSING_CLIENT_CAPABILITY,
+        format!(
+            "missing required client capability: `{}` is part of the `{TASKS_EXTENSION}` \
+             extension; declare it under `extensions` in \
+             `io.modelcontextprotocol/clientCapabilities`",
+            excerpt(method)
+        ),
+    )
+    .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
 }
 
 /// -32601 for a method the new revision does not have, saying what replaces it.
@@ -196,7 +219,12 @@ pub fn stamp_result(result: Value, name: &str, version: &str) -> Value {
         return result;
     };
     let mut stamped = Map::new();
-    stamped.insert("resultType".into(), json!("complete"));
+    // A task's answer says `task` itself; every other result is `complete`.
+    let result_type = match fields.get("resultType") {
+        Some(Value::String(own)) if own == "task" => "task",
+        _ => "complete",
+    };
+    stamped.insert("resultType".into(), json!(result_type));
     let mut meta = Map::new();
     for (key, value) in fields {
         match (key.as_str(), value) {
@@ -286,6 +314,8 @@ pub fn check_http_headers(headers: &HttpHeaders<'_>, body: &Value) -> Result<(),
     let named = match method {
         "tools/call" | "prompts/get" => body.pointer("/params/name"),
         "resources/read" => body.pointer("/params/uri"),
+        // The tasks extension routes by task, so intermediaries can find the server holding it.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => body.pointer("/params/taskId"),
         _ => return Ok(()),
     };
     let Some(named) = named.and_then(Value::as_str) else {

@@ -13,6 +13,7 @@ pub mod era;
 pub mod message;
 mod outbox;
 pub mod server;
+pub mod task;
 pub mod tool;
 pub mod version;
 
@@ -24,6 +25,7 @@ pub use server::{
     DetachedCallError, InputEnd, ServeOptions, ServerConfig, TOOLS_PAGE_BYTES, WORKSPACE_META_KEY,
     call_read_only, first_tools_page, serve, serve_with,
 };
+pub use task::{TASKS_EXTENSION, TaskPolicy, Tasks};
 pub use tool::{
     Annotations, Answer, CallContext, CancelToken, Gate, Gates, Handler, LogLevel, Outcome, Tool,
     ToolDefinitionError, ToolResult, answer_output_schema, optional_bool, optional_str,

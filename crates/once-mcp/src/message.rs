@@ -24,6 +24,8 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 /// The HTTP headers of a 2026-07-28 request do not match its body, or one it needs is missing.
 pub const HEADER_MISMATCH: i64 = -32020;
+/// A request needs a client capability (an extension) it did not declare (2026-07-28).
+pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 /// A 2026-07-28 request names a protocol version we do not serve that way; `data` lists the
 /// ones we do. (A request that needs `initialize` and came before it is [`INVALID_PARAMS`]: it
 /// lacks the `_meta` that would make it valid without one. -32002, which LSP gives that case,

@@ -25,6 +25,7 @@ use crate::message::{
     error_response, excerpt, result_response,
 };
 use crate::outbox::{self, Outbox, Writer};
+use crate::task::{self, Task, TaskPolicy, Tasks};
 use crate::tool::{
     Answer, CallContext, CancelToken, Gate, Gates, Handler, LogLevel, LogThreshold, Tool,
     ToolResult, answer_output_schema, log_to_client, validate_tools, wrap_output_schema,
@@ -63,6 +64,9 @@ pub struct ServerConfig {
     pub before_request: Option<Arc<dyn Fn() + Send + Sync>>,
     /// How many tools one `tools/list` page holds.
     pub page_size: usize,
+    /// The calls answered with a task (`io.modelcontextprotocol/tasks`): the process's, so a
+    /// task made on one connection is found from any other.
+    pub tasks: Arc<Tasks>,
 }
 
 impl ServerConfig {
@@ -77,6 +81,7 @@ impl ServerConfig {
             tools: Vec::new(),
             before_request: None,
             page_size: 100,
+            tasks: Arc::new(Tasks::new(TaskPolicy::default())),
         }
     }
 }
@@ -91,6 +96,7 @@ impl fmt::Debug for ServerConfig {
             .field("tools", &self.tools)
             .field("before_request", &self.before_request.is_some())
             .field("page_size", &self.page_size)
+            .field("tasks", self.tasks.policy())
             .finish_non_exhaustive()
     }
 }
@@ -523,6 +529,7 @@ impl Session {
                     client: self.client.clone(),
                     log_threshold: Arc::clone(&self.log_threshold),
                     stamp: None,
+                    tasks: false,
                 };
                 return self.call_tool(id, params, sink, caller);
             }
@@ -570,6 +577,7 @@ impl Session {
                     client: envelope.client.as_deref().map(Arc::from),
                     log_threshold,
                     stamp: Some((self.config.name.clone(), self.config.version.clone())),
+                    tasks: envelope.tasks,
                 };
                 return self.call_tool(id, params, sink, caller);
             }
@@ -578,6 +586,12 @@ impl Session {
             "prompts/list" => Ok(era::cacheable(json!({"prompts": []}))),
             // Declared (empty) in discover, so a read names a resource that does not exist.
             "resources/read" => Err(era::no_such_resource(params.as_ref())),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if !envelope.tasks => {
+                Err(era::tasks_not_declared(method))
+            }
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                self.config.tasks.serve(method, params.as_ref())
+            }
             other => Err(era::not_in_modern(other)),
         })
     }
@@ -751,6 +765,11 @@ impl Session {
                 },
             );
         }
+        let task = if caller.tasks {
+            self.config.tasks.reserve(tool.name, token.clone())
+        } else {
+            None
+        };
         let context = CallContext::new(
             tool.name,
             id.clone(),
@@ -760,7 +779,8 @@ impl Session {
             self.outbox.clone(),
             Arc::clone(&caller.log_threshold),
         )
-        .with_client(caller.client.clone());
+        .with_client(caller.client.clone())
+        .with_task(task.clone());
         let job = Job {
             tool: tool.clone(),
             id: id.clone(),
@@ -770,6 +790,7 @@ impl Session {
             stamp: caller.stamp,
             sink: sink.clone(),
             calls: Arc::clone(&self.calls),
+            task: task.map(|task| (task, Arc::clone(&self.config.tasks))),
         };
         let spawned = std::thread::Builder::new()
             .name(format!("once-mcp-{}", tool.name))
@@ -833,6 +854,8 @@ struct Caller {
     log_threshold: Arc<LogThreshold>,
     /// The server's name and version for a modern result's `_meta` (and its `resultType`).
     stamp: Option<(String, String)>,
+    /// The request declared the tasks extension: a long call may be answered with a task.
+    tasks: bool,
 }
 
 /// Everything a worker thread needs to run one call and deliver its reply.
@@ -845,7 +868,12 @@ struct Job {
     stamp: Option<(String, String)>,
     sink: Sink,
     calls: Arc<Calls>,
+    /// The task this call becomes if it outlasts the store's `promote_after`.
+    task: Option<(Arc<Task>, Arc<Tasks>)>,
 }
+
+/// What a handler returned, or the panic that stopped it.
+type HandlerOutcome = std::thread::Result<Value>;
 
 impl Job {
     fn run(self) {
@@ -858,29 +886,52 @@ impl Job {
             stamp,
             sink,
             calls,
+            task,
         } = self;
-        let outcome = catch_unwind(AssertUnwindSafe(|| match &tool.handler {
-            Handler::Query(handler) => call_result(handler(&context, arguments), version),
-            Handler::Act(handler) => answer_result(&handler(&context, arguments), version),
-        }));
-        context.finish();
-        let reply = match outcome {
+        let stamp_reply = |outcome: Result<Value, RpcError>| match outcome {
             Ok(result) => match &stamp {
                 Some((name, server_version)) => {
                     result_response(&id, era::stamp_result(result, name, server_version))
                 }
                 None => result_response(&id, result),
             },
-            Err(panic) => {
-                let text = panic_text(&panic);
-                tracing::error!(tool = tool.name, panic = %text, "tool handler panicked");
-                error_response(
-                    Some(&id),
-                    &RpcError::new(
-                        INTERNAL_ERROR,
-                        format!("Internal error: the tool {:?} crashed: {text}", tool.name),
-                    ),
-                )
+            Err(error) => error_response(Some(&id), &error),
+        };
+        let reply = match task {
+            None => stamp_reply(reply_of(
+                &tool,
+                execute(&tool, &context, arguments, version),
+            )),
+            Some((task, tasks)) => {
+                match run_as_task(&tool, context, arguments, version, &task, &tasks) {
+                    // Answered in time: as it would be without the extension.
+                    Promotion::Answered(outcome) => stamp_reply(reply_of(&tool, outcome)),
+                    Promotion::Due(outcome) => {
+                        // Off the connection before the answer goes out: a stateless HTTP
+                        // request's loop ends with that answer and stops what it still holds.
+                        let suppressed = lock(&calls.running)
+                            .remove(&id)
+                            .is_some_and(|call| call.suppressed);
+                        calls.idle.notify_all();
+                        if suppressed {
+                            // The client cancelled before the task was handed out: nobody knows
+                            // it, so it must not outlive the call.
+                            task.request_cancel();
+                            let _ = outcome.recv();
+                            tasks.release(&task);
+                        } else {
+                            sink.deliver(Some(stamp_reply(Ok(task.promote()))));
+                            let ended = outcome.recv().map_err(|_| {
+                                task::internal(format!(
+                                    "Internal error: the tool {:?} ended without an answer",
+                                    tool.name
+                                ))
+                            });
+                            task.finish(ended.and_then(|outcome| reply_of(&tool, outcome)));
+                        }
+                        return;
+                    }
+                }
             }
         };
         // Delivering may wait for the client to read (a full outbox), so it happens outside the
@@ -896,6 +947,81 @@ impl Job {
         sink.deliver((!suppressed).then_some(reply));
         lock(&calls.running).remove(&id);
         calls.idle.notify_all();
+    }
+}
+
+/// Runs the handler, catching a panic.
+fn execute(
+    tool: &Tool,
+    context: &CallContext,
+    arguments: Map<String, Value>,
+    version: ProtocolVersion,
+) -> HandlerOutcome {
+    let outcome = catch_unwind(AssertUnwindSafe(|| match &tool.handler {
+        Handler::Query(handler) => call_result(handler(context, arguments), version),
+        Handler::Act(handler) => answer_result(&handler(context, arguments), version),
+    }));
+    context.finish();
+    outcome
+}
+
+/// The result of a handler's outcome, or the JSON-RPC error of its panic.
+fn reply_of(tool: &Tool, outcome: HandlerOutcome) -> Result<Value, RpcError> {
+    outcome.map_err(|panic| {
+        let text = panic_text(&panic);
+        tracing::error!(tool = tool.name, panic = %text, "tool handler panicked");
+        RpcError::new(
+            INTERNAL_ERROR,
+            format!("Internal error: the tool {:?} crashed: {text}", tool.name),
+        )
+    })
+}
+
+/// Whether a call that may become a task answered in time.
+enum Promotion {
+    /// It answered within `promote_after`; its place in the store is given back.
+    Answered(HandlerOutcome),
+    /// It is still working: the request is to be answered with the task, the outcome comes later.
+    Due(std::sync::mpsc::Receiver<HandlerOutcome>),
+}
+
+/// Runs the handler on a thread of its own and waits for it at most the store's
+/// `promote_after`.
+fn run_as_task(
+    tool: &Tool,
+    context: CallContext,
+    arguments: Map<String, Value>,
+    version: ProtocolVersion,
+    task: &Task,
+    tasks: &Tasks,
+) -> Promotion {
+    let (sender, outcome) = std::sync::mpsc::channel();
+    let worker = tool.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("once-task-{}", tool.name))
+        .spawn(move || {
+            let _ = sender.send(execute(&worker, &context, arguments, version));
+        });
+    if let Err(error) = spawned {
+        tasks.release(task);
+        return Promotion::Answered(Ok(error_result(format!(
+            "could not start the tool `{}`: {error}; retry the call",
+            tool.name
+        ))));
+    }
+    match outcome.recv_timeout(tasks.policy().promote_after) {
+        Ok(answered) => {
+            tasks.release(task);
+            Promotion::Answered(answered)
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Promotion::Due(outcome),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            tasks.release(task);
+            Promotion::Answered(Ok(error_result(format!(
+                "the tool `{}` ended without an answer; retry the call",
+                tool.name
+            ))))
+        }
     }
 }
 
@@ -987,10 +1113,16 @@ fn capabilities() -> Value {
     json!({"tools": {"listChanged": false}, "logging": {}})
 }
 
-/// What `server/discover` declares: the same, and the resource and prompt lists, which both eras
+/// What `server/discover` declares: the same, the resource and prompt lists, which both eras
 /// answer (empty), since a client of the revision may only call what is declared.
 fn modern_capabilities() -> Value {
-    json!({"tools": {"listChanged": false}, "logging": {}, "resources": {}, "prompts": {}})
+    json!({
+        "tools": {"listChanged": false},
+        "logging": {},
+        "resources": {},
+        "prompts": {},
+        "extensions": {task::TASKS_EXTENSION: {}},
+    })
 }
 
 fn params_object(params: Option<Value>) -> Result<Map<String, Value>, RpcError> {

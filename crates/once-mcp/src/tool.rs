@@ -22,6 +22,7 @@ pub use outcome::{Answer, MESSAGE_BYTES, Outcome, answer_output_schema};
 
 use crate::message::{RequestId, notification};
 use crate::outbox::Outbox;
+use crate::task::Task;
 use crate::version::ProtocolVersion;
 
 /// Which command-line permission a tool needs.
@@ -553,6 +554,9 @@ pub struct CallContext {
     log_threshold: Arc<LogThreshold>,
     progress: Mutex<ProgressState>,
     client: Option<Arc<str>>,
+    /// The task this call may become: its progress is kept there too, and once the request was
+    /// answered with it nothing more goes to the connection.
+    task: Option<Arc<Task>>,
 }
 
 impl fmt::Debug for CallContext {
@@ -586,7 +590,26 @@ impl CallContext {
             log_threshold,
             progress: Mutex::new(ProgressState::default()),
             client: None,
+            task: None,
         }
+    }
+
+    /// Makes it the call of `task`.
+    pub(crate) fn with_task(mut self, task: Option<Arc<Task>>) -> Self {
+        self.task = task;
+        self
+    }
+
+    /// Whether the request was answered with a task, so nothing of this call reaches the client
+    /// but through `tasks/get`.
+    fn detached(&self) -> bool {
+        self.task.as_ref().is_some_and(|task| task.is_promoted())
+    }
+
+    /// Whether this call may outlive its request as a task: a handler may then wait longer for
+    /// its work, since no client's request timeout bounds the wait.
+    pub fn may_become_task(&self) -> bool {
+        self.task.is_some()
     }
 
     /// Records who the client said it is at `initialize`.
@@ -627,12 +650,15 @@ impl CallContext {
     /// cancellation, and after the reply. Never blocks: when the client has
     /// left the output unread up to the outbox's limit, it is dropped.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(token) = &self.progress_token else {
-            return;
-        };
         if !progress.is_finite() || self.is_cancelled() {
             return;
         }
+        if let Some(task) = &self.task {
+            task.record_progress(progress, total.filter(|t| t.is_finite()), message);
+        }
+        let Some(token) = self.progress_token.as_ref().filter(|_| !self.detached()) else {
+            return;
+        };
         // Holding the lock while queueing keeps the queue order equal to the
         // order of the monotonicity checks, and orders us before `finish`.
         let mut state = lock(&self.progress);
@@ -658,7 +684,7 @@ impl CallContext {
     /// like progress, while the client leaves the outbox full).
     pub fn log(&self, level: LogLevel, message: &str) {
         tracing::debug!(tool = self.tool, level = level.as_str(), "{message}");
-        if !self.log_threshold.allows(level) {
+        if !self.log_threshold.allows(level) || self.detached() {
             return;
         }
         let mut params = Map::new();

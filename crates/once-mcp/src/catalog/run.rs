@@ -16,7 +16,8 @@
 //!
 //! While it waits, a call with a progress token hears of every action that starts and ends, and
 //! about once a second the last lines each running action has printed so far (read from the end
-//! of its log, a bounded read).
+//! of its log, a bounded read). A call answered with a task (`task.rs`) keeps the same reports as
+//! the task's status, and waits up to an hour by default, since no request is left to time out.
 //!
 //! Both acting tools answer an outcome: a run whose actions all succeeded (ran or replayed from
 //! the cache) is `done`, one with a failed, timed-out or cancelled action `problem`, a request
@@ -276,9 +277,16 @@ fn start(
             })
         })
         .transpose()?;
+    // A call that may become a task is bounded by no client's request timeout: by default it
+    // follows the run as long as any call may.
+    let default_wait = if ctx.may_become_task() {
+        Duration::from_secs(MAX_WAIT_SECONDS)
+    } else {
+        DEFAULT_WAIT
+    };
     let wait = optional_u64(args, "wait_seconds")
         .map_err(Answer::refused)?
-        .map_or(DEFAULT_WAIT, |s| {
+        .map_or(default_wait, |s| {
             Duration::from_secs(s.min(MAX_WAIT_SECONDS))
         });
     let force = optional_bool(args, "force")

@@ -29,6 +29,7 @@ mod mcp;
 mod mcp_http;
 mod mcp_http_modern;
 mod mcp_schemas;
+mod mcp_tasks;
 mod memory;
 mod outcomes;
 mod placeholders;
