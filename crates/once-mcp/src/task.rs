@@ -278,7 +278,8 @@ impl Task {
             return;
         }
         state.progress = Some((progress, total));
-        if let Some(message) = message {
+        // Once a cancel is asked for, the status message says so until the call has ended.
+        if let Some(message) = message.filter(|_| !state.cancel_requested) {
             state.message = Some(cut(message, STATUS_MESSAGE_BYTES).to_owned());
         }
         state.updated_at = now_rfc3339();
@@ -290,7 +291,13 @@ impl Task {
         if state.status != Status::Working {
             return;
         }
+        // A call that finished what it was asked before the cancel reached it (an acting tool's
+        // `done`) completed: its result is kept, as the revision allows a late cancel to end.
+        let done = outcome.as_ref().is_ok_and(|result| {
+            result.pointer("/structuredContent/outcome") == Some(&json!("done"))
+        });
         state.status = match (&outcome, state.cancel_requested) {
+            (Ok(_), true) if done => Status::Completed,
             (_, true) => Status::Cancelled,
             (Ok(_), false) => Status::Completed,
             (Err(_), false) => Status::Failed,
@@ -426,6 +433,31 @@ mod tests {
         assert!(!lock(&tasks.entries).contains_key(&first.id));
         assert!(lock(&tasks.entries).contains_key(&second.id));
         assert!(tasks.reserve("other", CancelToken::new()).is_none());
+    }
+
+    #[test]
+    fn a_call_that_was_done_before_a_late_cancel_completed_and_keeps_its_result() {
+        let tasks = Tasks::default();
+        let finished = |structured: Value| {
+            let task = tasks.reserve("once_run", CancelToken::new()).unwrap();
+            task.request_cancel();
+            task.record_progress(1.0, Some(1.0), Some("a heartbeat"));
+            assert_eq!(
+                lock(&task.state).message.as_deref(),
+                Some("cancelling: the call was told to stop")
+            );
+            task.finish(Ok(json!({"content": [], "structuredContent": structured})));
+            let state = lock(&task.state);
+            (state.status, state.outcome.is_some())
+        };
+        assert_eq!(
+            finished(json!({"outcome": "done", "message": "ran 1 action"})),
+            (Status::Completed, true)
+        );
+        assert_eq!(
+            finished(json!({"outcome": "problem", "message": "cancelled"})),
+            (Status::Cancelled, false)
+        );
     }
 
     #[test]
