@@ -211,3 +211,75 @@ export function mismatch(expected, actual, path = 'result') {
     }
     return isDeepStrictEqual(expected, actual) ? null : `${path}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)?.slice(0, 200)}`;
 }
+
+/** Runs the call table through `callTool(tool, args)`, a client's own call (which validates each
+ *  answer as that client does): every valid call (following cursors where the entry says so), the
+ *  calls that must be tool errors, the acting calls with their outcome words (saving ids for later
+ *  entries), and an unknown tool. `onOutcome(call, name, result)`, when given, checks an acting
+ *  call's answer further (the TypeScript v1 client validates isError answers again with its own
+ *  validator). `names` are the listed tools, for `when_listed` entries. */
+export async function runCallTable(checks, table, names, callTool, onOutcome) {
+    for (const call of table.calls) {
+        let args = call.args;
+        let pages = 0;
+        const seenCursors = new Set();
+        for (;;) {
+            const name = describeCall(call.tool, args);
+            const result = await checks.attempt(name, () => callTool(call.tool, args));
+            if (result === undefined) break;
+            const problem = resultShapeProblem(result);
+            if (!checks.check(name, problem === null, problem)) break;
+            if (call.expect && pages === 0) {
+                const wrong = mismatch(call.expect, result.structuredContent.result);
+                checks.check(`${name} answers as calls.json expects`, wrong === null, wrong);
+            }
+            pages += 1;
+            if (!call.follow_cursor) break;
+            const next = result.structuredContent.result?.[call.follow_cursor];
+            if (next === undefined || next === null) {
+                checks.check(`${call.tool} paging gives at least ${call.min_pages} pages`, pages >= (call.min_pages ?? 1), `only ${pages}`);
+                break;
+            }
+            if (!checks.check(`${call.tool} ${call.follow_cursor} is a new string`, typeof next === 'string' && !seenCursors.has(next), () =>
+                `got ${JSON.stringify(next)}`)) break;
+            seenCursors.add(next);
+            args = { ...call.args, cursor: next };
+            if (pages > 50) {
+                checks.fail(`${call.tool} paging ends`, 'more than 50 pages');
+                break;
+            }
+        }
+    }
+
+    // Calls that must fail as a tool error, with a message for the model.
+    for (const call of table.errors) {
+        const name = `${describeCall(call.tool, call.args)} is a tool error`;
+        const result = await checks.attempt(name, () => callTool(call.tool, call.args));
+        if (result === undefined) continue;
+        const text = textOf(result);
+        checks.check(name, result.isError === true && text.includes(call.expect_text), () =>
+            `isError: ${result.isError}, text: ${text.slice(0, 300)}`);
+    }
+
+    // Tools that act: the outcome word, also on an error.
+    const saved = {};
+    for (const call of (table.outcomes ?? []).filter((c) => isMade(c, names))) {
+        const args = resolveArgs(call.args, saved);
+        const name = `${describeCall(call.tool, args)} answers ${expectedOutcomes(call).join(' or ')}`;
+        const result = await checks.attempt(name, () => callTool(call.tool, args));
+        if (result === undefined) continue;
+        saveFrom(call, result, saved);
+        const problem = outcomeProblem(result, call);
+        checks.check(name, problem === null, problem);
+        onOutcome?.(call, name, result);
+    }
+
+    // An unknown tool: a tool error (isError) the model can read, not a crash of the session.
+    {
+        const name = `unknown tool ${table.unknown_tool} is a tool error`;
+        const result = await checks.attempt(name, () => callTool(table.unknown_tool, {}));
+        if (result !== undefined) {
+            checks.check(name, result.isError === true && textOf(result).length > 0, () => `got ${JSON.stringify(result).slice(0, 300)}`);
+        }
+    }
+}

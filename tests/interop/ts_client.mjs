@@ -19,10 +19,7 @@
 //
 // Prints one line per check and ends with `N passed, N failed`; exits 1 on any failure.
 
-import {
-    Checks, coverageProblems, describeCall, isMade, loadTable, mismatch, outcomeProblem, resolveArgs, resultShapeProblem, saveFrom,
-    serverArgs, textOf, withTimeout,
-} from './lib.mjs';
+import { Checks, coverageProblems, loadTable, runCallTable, serverArgs, withTimeout } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const v2 = argv[0] === '--sdk' && argv[1] === 'v2';
@@ -153,77 +150,22 @@ async function main() {
         }
     }
 
-    // Every valid call: no isError, structuredContent.result present (the SDK has validated it already).
-    for (const call of table.calls) {
-        let args = call.args;
-        let pages = 0;
-        const seenCursors = new Set();
-        for (;;) {
-            const name = describeCall(call.tool, args);
-            const result = await checks.attempt(name, () => sdk.callTool(client, { name: call.tool, arguments: args }, { timeout: REQUEST_MS }));
-            if (result === undefined) break;
-            const problem = resultShapeProblem(result);
-            if (!checks.check(name, problem === null, problem)) break;
-            if (call.expect && pages === 0) {
-                const wrong = mismatch(call.expect, result.structuredContent.result);
-                checks.check(`${name} answers as calls.json expects`, wrong === null, wrong);
-            }
-            pages += 1;
-            if (!call.follow_cursor) break;
-            const next = result.structuredContent.result?.[call.follow_cursor];
-            if (next === undefined || next === null) {
-                checks.check(`${call.tool} paging gives at least ${call.min_pages} pages`, pages >= (call.min_pages ?? 1), `only ${pages}`);
-                break;
-            }
-            if (!checks.check(`${call.tool} ${call.follow_cursor} is a new string`, typeof next === 'string' && !seenCursors.has(next), () =>
-                `got ${JSON.stringify(next)}`)) break;
-            seenCursors.add(next);
-            args = { ...call.args, cursor: next };
-            if (pages > 50) {
-                checks.fail(`${call.tool} paging ends`, 'more than 50 pages');
-                break;
-            }
-        }
-    }
-
-    // Calls that must fail as a tool error, with a message for the model.
-    for (const call of table.errors) {
-        const name = `${describeCall(call.tool, call.args)} is a tool error`;
-        const result = await checks.attempt(name, () => sdk.callTool(client, { name: call.tool, arguments: call.args }, { timeout: REQUEST_MS }));
-        if (result === undefined) continue;
-        const text = textOf(result);
-        checks.check(name, result.isError === true && text.includes(call.expect_text), () =>
-            `isError: ${result.isError}, text: ${text.slice(0, 300)}`);
-    }
-
-    // Tools that act: the outcome word, also on an error. v1 validates structuredContent against the
-    // outputSchema whenever it is present, isError or not (callTool in client/index.js), so even a
-    // refusal must match the schema; callTool would throw otherwise, and the check says so again with
-    // the client's own validator (which is the only check of an isError answer under v2).
-    const saved = {};
-    for (const call of (table.outcomes ?? []).filter((c) => isMade(c, names))) {
-        const args = resolveArgs(call.args, saved);
-        const name = `${describeCall(call.tool, args)} answers ${[call.expect_outcome].flat().join(' or ')}`;
-        const result = await checks.attempt(name, () => sdk.callTool(client, { name: call.tool, arguments: args }, { timeout: REQUEST_MS }));
-        if (result === undefined) continue;
-        saveFrom(call, result, saved);
-        const problem = outcomeProblem(result, call);
-        checks.check(name, problem === null, problem);
-        const validator = validators.get(call.tool);
-        if (validator) {
+    // Every call of the table. v1 validates structuredContent against the outputSchema whenever it
+    // is present, isError or not (callTool in client/index.js), so even a refusal must match the
+    // schema; callTool would throw otherwise, and the acting calls are checked again with the
+    // client's own validator (which is the only check of an isError answer under v2).
+    await runCallTable(
+        checks,
+        table,
+        names,
+        (tool, args) => sdk.callTool(client, { name: tool, arguments: args }, { timeout: REQUEST_MS }),
+        (call, name, result) => {
+            const validator = validators.get(call.tool);
+            if (!validator) return;
             const verdict = validator(result.structuredContent);
             checks.check(`${name}: structuredContent matches the outputSchema`, verdict.valid, () => verdict.errorMessage);
-        }
-    }
-
-    // An unknown tool: a tool error (isError) the model can read, not a crash of the session.
-    {
-        const name = `unknown tool ${table.unknown_tool} is a tool error`;
-        const result = await checks.attempt(name, () => sdk.callTool(client, { name: table.unknown_tool, arguments: {} }, { timeout: REQUEST_MS }));
-        if (result !== undefined) {
-            checks.check(name, result.isError === true && textOf(result).length > 0, () => `got ${JSON.stringify(result).slice(0, 300)}`);
-        }
-    }
+        },
+    );
 
     // The session still works after the errors.
     await checks.attempt('ping after errors', async () => {

@@ -17,10 +17,7 @@
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import {
-    Checks, coverageProblems, describeCall, isMade, loadTable, mismatch, outcomeProblem, resolveArgs, resultShapeProblem, saveFrom,
-    serverArgs, textOf, withTimeout,
-} from './lib.mjs';
+import { Checks, coverageProblems, describeCall, loadTable, resultShapeProblem, runCallTable, serverArgs, withTimeout } from './lib.mjs';
 
 const [first, second] = process.argv.slice(2);
 const http = first === '--http';
@@ -98,62 +95,7 @@ async function modern() {
         checks.check(`${tool.name} has an outputSchema`, Boolean(tool.outputSchema), 'none');
     }
 
-    for (const call of table.calls) {
-        let args = call.args;
-        let pages = 0;
-        const seen = new Set();
-        for (;;) {
-            const name = describeCall(call.tool, args);
-            const result = await checks.attempt(name, () => client.callTool({ name: call.tool, arguments: args }, { timeout: REQUEST_MS }));
-            if (result === undefined) break;
-            const problem = resultShapeProblem(result);
-            if (!checks.check(name, problem === null, problem)) break;
-            if (call.expect && pages === 0) {
-                const wrong = mismatch(call.expect, result.structuredContent.result);
-                checks.check(`${name} answers as calls.json expects`, wrong === null, wrong);
-            }
-            pages += 1;
-            if (!call.follow_cursor) break;
-            const next = result.structuredContent.result?.[call.follow_cursor];
-            if (next === undefined || next === null) {
-                checks.check(`${call.tool} paging gives at least ${call.min_pages} pages`, pages >= (call.min_pages ?? 1), `only ${pages}`);
-                break;
-            }
-            if (!checks.check(`${call.tool} ${call.follow_cursor} is a new string`, typeof next === 'string' && !seen.has(next), () =>
-                `got ${JSON.stringify(next)}`)) break;
-            seen.add(next);
-            args = { ...call.args, cursor: next };
-            if (pages > 50) {
-                checks.fail(`${call.tool} paging ends`, 'more than 50 pages');
-                break;
-            }
-        }
-    }
-    for (const call of table.errors) {
-        const name = `${describeCall(call.tool, call.args)} is a tool error`;
-        const result = await checks.attempt(name, () => client.callTool({ name: call.tool, arguments: call.args }, { timeout: REQUEST_MS }));
-        if (result === undefined) continue;
-        const text = textOf(result);
-        checks.check(name, result.isError === true && text.includes(call.expect_text), () =>
-            `isError: ${result.isError}, text: ${text.slice(0, 300)}`);
-    }
-    const saved = {};
-    for (const call of (table.outcomes ?? []).filter((c) => isMade(c, names))) {
-        const args = resolveArgs(call.args, saved);
-        const name = `${describeCall(call.tool, args)} answers ${[call.expect_outcome].flat().join(' or ')}`;
-        const result = await checks.attempt(name, () => client.callTool({ name: call.tool, arguments: args }, { timeout: REQUEST_MS }));
-        if (result === undefined) continue;
-        saveFrom(call, result, saved);
-        const problem = outcomeProblem(result, call);
-        checks.check(name, problem === null, problem);
-    }
-    {
-        const name = `unknown tool ${table.unknown_tool} is a tool error`;
-        const result = await checks.attempt(name, () => client.callTool({ name: table.unknown_tool, arguments: {} }, { timeout: REQUEST_MS }));
-        if (result !== undefined) {
-            checks.check(name, result.isError === true && textOf(result).length > 0, () => `got ${JSON.stringify(result).slice(0, 300)}`);
-        }
-    }
+    await runCallTable(checks, table, names, (tool, args) => client.callTool({ name: tool, arguments: args }, { timeout: REQUEST_MS }));
     return client;
 }
 

@@ -28,7 +28,7 @@ use crate::outbox::{self, Outbox, Writer};
 use crate::task::{self, Task, TaskPolicy, Tasks};
 use crate::tool::{
     Answer, CallContext, CancelToken, Gate, Gates, Handler, LogLevel, LogThreshold, Tool,
-    ToolResult, answer_output_schema, log_to_client, validate_tools, wrap_output_schema,
+    ToolResult, answer_output_schema, json_kind, log_to_client, validate_tools, wrap_output_schema,
 };
 use crate::version::ProtocolVersion;
 
@@ -1095,18 +1095,6 @@ const KNOWN_METHODS: [&str; 8] = [
     "resources/templates/list",
     "prompts/list",
 ];
-
-/// What kind of JSON value `value` is, for a message.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
 
 /// What the server offers, the same in `initialize` and `server/discover`.
 fn capabilities() -> Value {
