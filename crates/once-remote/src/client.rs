@@ -77,7 +77,7 @@ const LOOKUP: Bounds = Bounds {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lookup {
     /// The server has a result for the action (not yet checked for restoring).
-    Hit(reapi::ActionResult),
+    Hit(Box<reapi::ActionResult>),
     /// The server has none.
     Miss,
     /// Too large for a set, or broken: ask for it alone, with a lone lookup's bounds and checks.
@@ -302,7 +302,7 @@ impl Client {
         let mut lookups = Vec::with_capacity(answers.len());
         for answer in answers {
             lookups.push(match answer {
-                Ok(result) => Lookup::Hit(result),
+                Ok(result) => Lookup::Hit(Box::new(result)),
                 Err(CallError::Protocol(_)) => Lookup::Alone,
                 Err(e) => {
                     if matches!(e, CallError::Transport(_)) {
