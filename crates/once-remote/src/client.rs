@@ -60,6 +60,30 @@ pub(crate) const READ_MESSAGE: usize = UNARY_LIMIT;
 /// Verified blobs of batches kept in memory by one `read_blobs`; later ones go to files.
 const MEMORY_BUDGET: u64 = 16 * 1024 * 1024;
 
+/// The most lookups one [`Client::get_action_results`] sends.
+pub const MAX_LOOKUPS: usize = 64;
+/// The most one answer of a set of lookups may weigh: an `ActionResult` of some thousand output
+/// files, or a small inlined log. A larger one is asked for alone.
+pub const LOOKUP_LIMIT: usize = 256 * 1024;
+/// The bounds of one answer of a set of lookups.
+const LOOKUP: Bounds = Bounds {
+    message: LOOKUP_LIMIT,
+    total: LOOKUP_LIMIT as u64,
+    fields: MAX_FIELDS,
+    data: DATA_FIELDS,
+};
+
+/// One answer of [`Client::get_action_results`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    /// The server has a result for the action (not yet checked for restoring).
+    Hit(Box<reapi::ActionResult>),
+    /// The server has none.
+    Miss,
+    /// Too large for a set, or broken: ask for it alone, with a lone lookup's bounds and checks.
+    Alone,
+}
+
 /// What the server's `GetCapabilities` said that the client uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
@@ -200,6 +224,100 @@ impl Client {
             }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// The cached results of `actions`, in the same order, with up to `in_flight` lookups at
+    /// once on the one connection (each its own HTTP/2 stream), so that a set of lookups costs
+    /// about one round trip per `in_flight` of them instead of one each. At most
+    /// [`MAX_LOOKUPS`] actions per call. The set shares one deadline, the client's timeout.
+    ///
+    /// Each answer is bounded tighter than a lone lookup's ([`LOOKUP_LIMIT`]), so the set holds
+    /// at most `MAX_LOOKUPS` times that whatever the server says; an answer over it, or one that
+    /// breaks the protocol, is [`Lookup::Alone`]: the caller asks for it by
+    /// [`Client::get_action_result`], which bounds and checks it as ever. Any other failure
+    /// (a status other than `NOT_FOUND`, a broken connection) fails the whole set.
+    pub fn get_action_results(
+        &self,
+        actions: &[reapi::Digest],
+        in_flight: usize,
+    ) -> Result<Vec<Lookup>, Error> {
+        const NAME: &str = "GetActionResult";
+        if actions.len() > MAX_LOOKUPS {
+            return Err(self.protocol(
+                NAME,
+                &format!("{} lookups in one set, over {MAX_LOOKUPS}", actions.len()),
+            ));
+        }
+        let deadline = Instant::now() + self.timeout;
+        let send = self.connection(deadline)?;
+        let path = format!("{AC}GetActionResult");
+        let frames = actions
+            .iter()
+            .map(|action| {
+                grpc::frame(&reapi::GetActionResultRequest {
+                    instance_name: self.instance.clone(),
+                    action_digest: Some(action.clone()),
+                    inline_stdout: true,
+                    ..Default::default()
+                })
+                .map_err(|e| self.call_error(NAME, e))
+            })
+            .collect::<Result<Vec<Bytes>, Error>>()?;
+        self.calls.set(self.calls.get() + actions.len() as u64);
+        let lookup = |frame: Bytes| {
+            let send = &send;
+            let path = &path;
+            async move {
+                let mut responses: Vec<reapi::ActionResult> = Vec::new();
+                grpc::call(
+                    send,
+                    &self.endpoint.origin,
+                    path,
+                    &self.headers,
+                    deadline.saturating_duration_since(Instant::now()),
+                    vec![frame],
+                    LOOKUP,
+                    |r| one_more(&mut responses, r),
+                )
+                .await?;
+                responses
+                    .pop()
+                    .ok_or_else(|| CallError::Protocol("no message for a unary call".into()))
+            }
+        };
+        let answers = grpc::all(frames.into_iter().map(lookup), in_flight.max(1));
+        let answers = match self
+            .runtime
+            .block_on(async { tokio::time::timeout_at(deadline, answers).await })
+        {
+            Ok(answers) => answers,
+            Err(_) => {
+                return Err(Error::DeadlineExceeded {
+                    url: self.url.clone(),
+                    call: NAME,
+                    timeout_ms: self.timeout.as_millis(),
+                });
+            }
+        };
+        let mut lookups = Vec::with_capacity(answers.len());
+        for answer in answers {
+            lookups.push(match answer {
+                Ok(result) => Lookup::Hit(Box::new(result)),
+                Err(CallError::Protocol(_)) => Lookup::Alone,
+                Err(e) => {
+                    if matches!(e, CallError::Transport(_)) {
+                        *self.connection.borrow_mut() = None;
+                    }
+                    match self.call_error(NAME, e) {
+                        Error::Status {
+                            code: "NOT_FOUND", ..
+                        } => Lookup::Miss,
+                        error => return Err(error),
+                    }
+                }
+            });
+        }
+        Ok(lookups)
     }
 
     /// Stores `result` as the result of `action`; returns what the server stored.

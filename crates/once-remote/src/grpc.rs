@@ -112,6 +112,50 @@ pub(crate) fn frame<M: Message>(message: &M) -> Result<Bytes, CallError> {
     Ok(out.freeze())
 }
 
+/// Runs `calls` with at most `in_flight` of them at once (each its own stream of the one
+/// connection) and gives every outcome in the order of `calls`. A poll of the calls in flight
+/// in turn, so that no task is spawned and the calls may borrow the caller's connection.
+pub(crate) async fn all<T, F>(calls: impl Iterator<Item = F>, in_flight: usize) -> Vec<T>
+where
+    F: std::future::Future<Output = T>,
+{
+    use std::pin::Pin;
+    use std::task::Poll;
+    let mut waiting = calls.enumerate().peekable();
+    let mut running: Vec<(usize, Pin<Box<F>>)> = Vec::with_capacity(in_flight);
+    let mut done: Vec<(usize, T)> = Vec::new();
+    std::future::poll_fn(|cx| {
+        loop {
+            while running.len() < in_flight {
+                match waiting.next() {
+                    Some((i, call)) => running.push((i, Box::pin(call))),
+                    None => break,
+                }
+            }
+            let before = running.len();
+            let mut k = 0;
+            while k < running.len() {
+                if let Poll::Ready(out) = running[k].1.as_mut().poll(cx) {
+                    let (i, _) = running.swap_remove(k);
+                    done.push((i, out));
+                } else {
+                    k += 1;
+                }
+            }
+            if running.is_empty() && waiting.peek().is_none() {
+                return Poll::Ready(());
+            }
+            // Nothing finished: every call in flight is waiting on its waker.
+            if running.len() == before {
+                return Poll::Pending;
+            }
+        }
+    })
+    .await;
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, out)| out).collect()
+}
+
 /// The value of `grpc-timeout`: at most eight digits, so the unit grows with the timeout.
 pub(crate) fn timeout_header(timeout: Duration) -> String {
     let ms = timeout.as_millis();

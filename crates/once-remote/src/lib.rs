@@ -27,7 +27,7 @@ mod wire;
 pub use answers::{Answer, check_answer, frame};
 pub use blob::{Blob, BlobFile, IN_MEMORY};
 pub use bytes::Bytes;
-pub use client::{Capabilities, Client};
+pub use client::{Capabilities, Client, LOOKUP_LIMIT, Lookup, MAX_LOOKUPS};
 pub use digest::digest_of;
 pub use error::Error;
 /// The REAPI v2 messages (`Digest`, `ActionResult`, `OutputFile`, ...), as generated from the

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use once_remote::{Blob, Bytes, Client, Error, digest_of, reapi};
+use once_remote::{Blob, Bytes, Client, Error, Lookup, digest_of, reapi};
 
 #[path = "support/buildgrid.rs"]
 mod buildgrid;
@@ -106,6 +106,46 @@ fn blobs_and_action_results_round_trip() {
     client.update_action_result(&action, &result).unwrap();
     let got = client.get_action_result(&action).unwrap().unwrap();
     assert_eq!(got.output_files, result.output_files);
+}
+
+#[test]
+fn a_set_of_lookups_answers_each_in_order_with_several_in_flight() {
+    let server = BuildGrid::start();
+    let client = client(&server);
+    let actions: Vec<reapi::Digest> = (0..40)
+        .map(|i| digest_of(format!("action {i}").as_bytes()))
+        .collect();
+    // Every third action has a result (a success: BuildGrid keeps no failures here), each
+    // naming its own worker to tell them apart.
+    for (i, action) in actions.iter().enumerate().step_by(3) {
+        let result = reapi::ActionResult {
+            execution_metadata: Some(reapi::ExecutedActionMetadata {
+                worker: format!("worker {i}"),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        client.update_action_result(action, &result).unwrap();
+    }
+    let before = client.calls();
+    let lookups = client.get_action_results(&actions, 4).unwrap();
+    assert_eq!(lookups.len(), actions.len());
+    for (i, lookup) in lookups.iter().enumerate() {
+        match lookup {
+            Lookup::Hit(result) if i % 3 == 0 => {
+                let worker = result
+                    .execution_metadata
+                    .as_ref()
+                    .map(|m| m.worker.as_str());
+                assert_eq!(worker, Some(format!("worker {i}").as_str()));
+            }
+            Lookup::Miss if i % 3 != 0 => {}
+            other => panic!("action {i}: {other:?}"),
+        }
+    }
+    assert_eq!(client.calls() - before, 40);
+    // The connection is still the client's: a lone lookup after the set needs no new one.
+    assert!(client.get_action_result(&actions[0]).unwrap().is_some());
 }
 
 #[test]

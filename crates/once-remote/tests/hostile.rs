@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::Bytes;
-use once_remote::{Blob, Client, Error, digest_of, reapi};
+use once_remote::{Blob, Client, Error, LOOKUP_LIMIT, Lookup, MAX_LOOKUPS, digest_of, reapi};
 
 #[path = "support/hostile_cache.rs"]
 mod hostile_cache;
@@ -164,4 +164,35 @@ fn a_batch_with_blobs_not_asked_for_or_twice_is_refused() {
         .unwrap();
     assert!(matches!(&got[0], Some(Blob::Memory(b)) if *b == blob));
     assert!(got[1].is_none());
+}
+
+#[test]
+fn a_set_of_lookups_holds_no_answer_over_its_bound_and_asks_for_it_alone() {
+    // A result padded past what one answer of a set may weigh: a long inlined log.
+    let padded = reapi::ActionResult {
+        stdout_raw: vec![b'x'; LOOKUP_LIMIT + 1],
+        ..reapi::ActionResult::default()
+    };
+    let server = HostileCache::start(Plan {
+        result: Some(padded.clone()),
+        ..Plan::empty()
+    });
+    let client = client(&server, Duration::from_secs(5));
+    let actions: Vec<reapi::Digest> = (0..MAX_LOOKUPS)
+        .map(|i| digest_of(format!("action {i}").as_bytes()))
+        .collect();
+    let lookups = client.get_action_results(&actions, 8).unwrap();
+    assert_eq!(lookups, vec![Lookup::Alone; MAX_LOOKUPS]);
+    // Alone, the answer is within a lone lookup's bound and arrives whole.
+    assert_eq!(client.get_action_result(&actions[0]).unwrap(), Some(padded));
+    // One more than a set may hold is refused before anything is sent.
+    let over: Vec<reapi::Digest> = (0..=MAX_LOOKUPS)
+        .map(|i| digest_of(format!("over {i}").as_bytes()))
+        .collect();
+    let before = client.calls();
+    assert!(matches!(
+        client.get_action_results(&over, 8).unwrap_err(),
+        Error::Protocol { .. }
+    ));
+    assert_eq!(client.calls(), before);
 }
