@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 pub use crate::ecosystem::{Ecosystem, EdgeKind};
 
-pub(crate) use javascript::scripts_of;
+pub(crate) use javascript::trim_missing_scripts;
 pub(crate) use names::give_names;
 pub(crate) use reader::{Listing, Reader};
 pub(crate) use targets::{exclude, to_target, unordered_edges};

@@ -17,6 +17,8 @@ mod package_json;
 mod pnpm_workspace;
 mod scripts;
 
+pub(crate) use scripts::trim_missing_scripts;
+
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Map, Value};
@@ -396,7 +398,7 @@ mod tests;
 
 /// The script names of the `package.json` in `folder` (relative to the root), for a target a
 /// `once.toml` declares there by hand: `None` when it has no readable `package.json`.
-pub(crate) fn scripts_of(reader: &mut Reader, folder: &str) -> Option<Vec<String>> {
+fn scripts_of(reader: &mut Reader, folder: &str) -> Option<Vec<String>> {
     let rel = if folder == "." {
         "package.json".to_string()
     } else {
