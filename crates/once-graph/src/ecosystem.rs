@@ -34,6 +34,20 @@ impl Ecosystem {
             Ecosystem::Go => "go",
         }
     }
+
+    /// The capabilities of each dependency that a package's `capability` waits for, unless an
+    /// overlay's `needs` says otherwise: never the dependencies' tests, so one failing test
+    /// never skips another package's. A JavaScript package needs its dependencies built (their
+    /// `build` script writes what it imports), except to format or clean its own files. Cargo,
+    /// uv and Go build a path dependency themselves as part of the dependent's command (`cargo
+    /// test -p x` compiles `y`), so their packages wait for nothing.
+    pub fn needs(self, capability: &str) -> &'static [&'static str] {
+        match self {
+            Ecosystem::JavaScript if matches!(capability, "fmt" | "format" | "clean") => &[],
+            Ecosystem::JavaScript => &["build"],
+            Ecosystem::Cargo | Ecosystem::Python | Ecosystem::Go => &[],
+        }
+    }
 }
 
 /// What a dependency edge is for, as the ecosystem's manifest says.

@@ -447,6 +447,7 @@ fn build_kinds() -> Vec<Kind> {
                 persistent: false,
                 retries: 0,
                 mutex: None,
+                needs: None,
                 origin: Origin::Kind,
             })
             .collect();

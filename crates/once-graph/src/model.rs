@@ -101,6 +101,10 @@ pub struct Capability {
     /// Actions naming the same mutex never run at the same time, in one run or across runs on
     /// the workspace; a name of [`valid_mutex`]'s letters, so it can name a lock file.
     pub mutex: Option<Arc<str>>,
+    /// The capabilities of each discovered dependency it waits for (turbo's `^build`): `None`
+    /// is its ecosystem's rule ([`Ecosystem::needs`]), `Some` what an overlay's `needs` says.
+    /// Whatever it waits for, its key covers every dependency's sources.
+    pub needs: Option<Arc<[Arc<str>]>>,
     /// Where the definition comes from.
     pub origin: Origin,
 }

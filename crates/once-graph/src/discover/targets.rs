@@ -84,6 +84,7 @@ pub(crate) fn to_target(
                         persistent: false,
                         retries: 0,
                         mutex: None,
+                        needs: None,
                         origin: Origin::Inferred,
                     },
                 };

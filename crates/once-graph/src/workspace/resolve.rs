@@ -10,6 +10,8 @@
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, SourceFile};
+#[cfg(doc)]
+use crate::ecosystem::Ecosystem;
 use crate::graph::{ActionId, Graph};
 use crate::manifest::{DepRef, PendingTarget, Shared};
 use crate::model::{Capability, Target};
@@ -203,8 +205,11 @@ fn same_names(mine: &[Capability], theirs: &[Capability]) -> Vec<(usize, usize)>
     pairs
 }
 
-/// Inferred edges of target `ti` order like target-level deps, but a server neither waits nor
-/// is waited for, and an edge to a target left out is no error: the ecosystem's graph is legal.
+/// Inferred edges of target `ti`: each links the targets (so the dependency's sources reach
+/// every key of the dependent), and each capability waits for the capabilities of the
+/// dependency it needs (its `needs`, else its ecosystem's rule, [`Ecosystem::needs`]), never
+/// more. A server neither waits nor is waited for, and an edge to a target left out is no
+/// error: the ecosystem's graph is legal.
 fn add_inferred_edges(graph: &mut Graph, targets: &[Target], ti: usize, names: &Names<'_>) {
     let t = &targets[ti];
     let Some(inference) = &t.inference else {
@@ -220,9 +225,21 @@ fn add_inferred_edges(graph: &mut Graph, targets: &[Target], ti: usize, names: &
         };
         graph.add_target_edge(ti, di);
         let theirs = &targets[di].capabilities;
-        for (i, j) in same_names(&t.capabilities, theirs) {
-            if !t.capabilities[i].persistent && !theirs[j].persistent {
-                graph.add_edge(graph.action(ti, i), graph.action(di, j));
+        for (i, mine) in t.capabilities.iter().enumerate() {
+            if mine.persistent {
+                continue;
+            }
+            let by_ecosystem = inference.ecosystem.needs(&mine.name);
+            let needed: Vec<&str> = match &mine.needs {
+                Some(declared) => declared.iter().map(|n| &**n).collect(),
+                None => by_ecosystem.to_vec(),
+            };
+            for name in needed {
+                if let Ok(j) = theirs.binary_search_by(|c| (*c.name).cmp(name))
+                    && !theirs[j].persistent
+                {
+                    graph.add_edge(graph.action(ti, i), graph.action(di, j));
+                }
             }
         }
     }

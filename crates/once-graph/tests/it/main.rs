@@ -6,6 +6,7 @@ mod bad;
 mod cache;
 mod deep_globs;
 mod identity;
+mod needs;
 mod placeholders;
 mod queries;
 mod stale;

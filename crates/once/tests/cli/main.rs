@@ -42,6 +42,7 @@ mod select;
 mod session;
 mod state_folder;
 mod support;
+mod task_shapes;
 mod tools_page;
 mod window;
 mod window_flood;
