@@ -14,15 +14,20 @@ pub enum Ecosystem {
     Python,
     /// Go modules and `go.work` workspaces.
     Go,
+    /// The repository as a whole: the root target, whose capabilities are the root
+    /// `package.json`'s scripts, a Cargo workspace's workspace-wide commands and the recipes of
+    /// a `justfile` or a `Makefile`.
+    Workspace,
 }
 
 impl Ecosystem {
     /// Every ecosystem, in the order discovery runs them.
-    pub const ALL: [Ecosystem; 4] = [
+    pub const ALL: [Ecosystem; 5] = [
         Ecosystem::Cargo,
         Ecosystem::JavaScript,
         Ecosystem::Python,
         Ecosystem::Go,
+        Ecosystem::Workspace,
     ];
 
     /// The name a manifest and the JSON answers use.
@@ -32,6 +37,7 @@ impl Ecosystem {
             Ecosystem::JavaScript => "javascript",
             Ecosystem::Python => "python",
             Ecosystem::Go => "go",
+            Ecosystem::Workspace => "workspace",
         }
     }
 
@@ -46,6 +52,8 @@ impl Ecosystem {
             Ecosystem::JavaScript if matches!(capability, "fmt" | "format" | "clean") => &[],
             Ecosystem::JavaScript => &["build"],
             Ecosystem::Cargo | Ecosystem::Python | Ecosystem::Go => &[],
+            // The root target has no edges.
+            Ecosystem::Workspace => &[],
         }
     }
 }

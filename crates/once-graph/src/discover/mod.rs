@@ -16,6 +16,7 @@ mod javascript;
 mod names;
 mod python;
 mod reader;
+mod root;
 #[cfg(test)]
 pub(crate) mod scratch;
 mod targets;
@@ -98,8 +99,15 @@ pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferr
             Ecosystem::JavaScript => javascript::discover(reader),
             Ecosystem::Python => python::discover(reader),
             Ecosystem::Go => go::discover(reader),
+            // It reads what the others found: last, whatever the order asked.
+            Ecosystem::Workspace => continue,
         };
         all.extend(found);
+    }
+    if ecosystems.contains(&Ecosystem::Workspace)
+        && let Some(root) = root::discover(reader, &all)
+    {
+        all.push(root);
     }
     all
 }

@@ -9,6 +9,7 @@ mod identity;
 mod needs;
 mod placeholders;
 mod queries;
+mod root_tasks;
 mod stale;
 mod util;
 mod validate;

@@ -87,6 +87,25 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
     inferred(reader, &root, packages)
 }
 
+/// The workspace-wide commands of the Cargo workspace whose packages are among `found`, with the
+/// root manifest's file: `None` unless it has more than its root package.
+pub(crate) fn workspace_commands(
+    reader: &mut Reader,
+    found: &[Inferred],
+) -> Option<(usize, Vec<super::InferredCapability>)> {
+    let members = found
+        .iter()
+        .filter(|t| t.ecosystem == Ecosystem::Cargo)
+        .map(|t| t.path.as_str());
+    let (count, below) = members.fold((0, false), |(n, below), path| (n + 1, below || path != "."));
+    if count < 2 && !below {
+        return None;
+    }
+    let file = reader.read("Cargo.toml")?;
+    let nextest = reader.exists(".config/nextest.toml");
+    Some((file, commands::workspace(nextest)))
+}
+
 /// The manifest `text` of `file` parsed, or `None` (with a warning) when it is not valid TOML.
 fn parse<'i>(reader: &mut Reader, file: usize, text: &'i str) -> Option<DeTable<'i>> {
     let (doc, errors) = DeTable::parse_recoverable(text);

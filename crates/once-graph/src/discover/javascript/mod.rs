@@ -120,6 +120,16 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
     infer(reader, members, pm)
 }
 
+/// The scripts of the root `package.json` of a workspace as capabilities, run with the
+/// workspace's package manager from the root, with the file read.
+pub(crate) fn root_scripts(reader: &mut Reader) -> Option<(usize, Vec<super::InferredCapability>)> {
+    let file = reader.read("package.json")?;
+    let map = package_json::object(reader, file)?;
+    let pnpm_yaml = reader.read("pnpm-workspace.yaml");
+    let pm = package_manager(reader, Some(&map), pnpm_yaml);
+    Some((file, scripts::capabilities(reader, file, &map, pm)))
+}
+
 /// `packageManager` (`pnpm@9.1.0`), else the first lockfile present, else pnpm when
 /// `pnpm-workspace.yaml` exists, else npm.
 fn package_manager(
