@@ -448,6 +448,7 @@ fn build_kinds() -> Vec<Kind> {
                 retries: 0,
                 mutex: None,
                 needs: None,
+                stands_for: None,
                 origin: Origin::Kind,
             })
             .collect();

@@ -55,6 +55,12 @@ pub(crate) struct InferredCapability {
     pub description: String,
     /// A server or watcher: runs until stopped, never cached.
     pub persistent: bool,
+    /// Input globs in place of the kind's (relative to the target folder); `None`: the kind's
+    /// default inputs for a default's name, else every input the kind's defaults share.
+    pub inputs: Option<Vec<String>>,
+    /// The ecosystem whose every package's capability of this name it does at once
+    /// ([`Capability::stands_for`](crate::model::Capability::stands_for)).
+    pub stands_for: Option<Ecosystem>,
 }
 
 /// A target inferred from an ecosystem manifest.

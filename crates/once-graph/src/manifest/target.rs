@@ -528,6 +528,7 @@ fn parse_capability(
                 retries: 0,
                 mutex: None,
                 needs: None,
+                stands_for: None,
                 origin: Origin::Manifest,
             },
             Vec::new(),

@@ -87,6 +87,13 @@ fn a_cargo_workspace_with_nextest_tests_the_workspace_with_nextest() {
         "cargo clippy --workspace --all-targets -- -D warnings"
     );
     assert_eq!(command(root, "fmt"), "cargo fmt --all");
+    // It stands for every crate's `test`, and reads what they read, not the README.
+    let test = root.capability("test").unwrap();
+    assert_eq!(test.stands_for, Some(Ecosystem::Cargo));
+    for input in ["crates/uv-python/**", "Cargo.lock", ".config/nextest.toml"] {
+        assert!(test.inputs.iter().any(|i| i == input), "{input} in {:?}", test.inputs);
+    }
+    assert!(!test.inputs.iter().any(|i| i == "**"), "{:?}", test.inputs);
 }
 
 #[test]

@@ -34,6 +34,7 @@ mod proof;
 mod query;
 mod remote;
 mod remote_bounds;
+mod root_tasks;
 mod run;
 mod run_env;
 mod run_output;

@@ -40,6 +40,8 @@ pub(super) fn capabilities(selection: &Selection) -> Vec<InferredCapability> {
         command,
         description: description.to_string(),
         persistent: false,
+        inputs: None,
+        stands_for: None,
     };
     vec![
         cap(
@@ -84,6 +86,8 @@ pub(super) fn workspace(nextest: bool) -> Vec<InferredCapability> {
         command: command.to_string(),
         description: description.to_string(),
         persistent: false,
+        inputs: None,
+        stands_for: None,
     };
     let test = if nextest {
         cap(

@@ -85,6 +85,8 @@ pub(super) fn capabilities(
         }
         out.push(InferredCapability {
             persistent: is_persistent(script, command),
+            inputs: None,
+            stands_for: None,
             command: format!("{} run {script}", pm.name()),
             description: describe(script, command),
             name,

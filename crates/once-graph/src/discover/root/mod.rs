@@ -117,6 +117,8 @@ mod tests {
             command: command.into(),
             description: String::new(),
             persistent: false,
+            inputs: None,
+            stands_for: None,
         }
     }
 

@@ -74,6 +74,8 @@ fn capabilities(tool: &str, rel: &str, recipes: Vec<Recipe>) -> Vec<InferredCapa
             command: format!("{tool} {}", r.name),
             description: format!("the `{}` {} of `{rel}`", r.name, kind_of(tool)),
             persistent: persistent.contains(r.name.as_str()),
+            inputs: None,
+            stands_for: None,
         })
         .collect()
 }
