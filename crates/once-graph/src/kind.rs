@@ -424,6 +424,16 @@ fn build_kinds() -> Vec<Kind> {
                 ),
             ]),
         },
+        Kind {
+            name: "workspace".into(),
+            description: "The repository as a whole: the root target, whose capabilities are \
+                          the commands run from its root (root scripts, workspace-wide commands, \
+                          recipes), all inferred"
+                .into(),
+            fields: Vec::new(),
+            capabilities: Vec::new(),
+            defaults: Vec::new(),
+        },
     ];
     for k in &mut kinds {
         k.defaults = k
@@ -470,7 +480,8 @@ mod tests {
                 "command",
                 "go-module",
                 "npm-package",
-                "python-project"
+                "python-project",
+                "workspace"
             ]
         );
         let cargo = find_kind("cargo-package").expect("cargo");

@@ -91,7 +91,11 @@ fn a_cargo_workspace_with_nextest_tests_the_workspace_with_nextest() {
     let test = root.capability("test").unwrap();
     assert_eq!(test.stands_for, Some(Ecosystem::Cargo));
     for input in ["crates/uv-python/**", "Cargo.lock", ".config/nextest.toml"] {
-        assert!(test.inputs.iter().any(|i| i == input), "{input} in {:?}", test.inputs);
+        assert!(
+            test.inputs.iter().any(|i| i == input),
+            "{input} in {:?}",
+            test.inputs
+        );
     }
     assert!(!test.inputs.iter().any(|i| i == "**"), "{:?}", test.inputs);
 }

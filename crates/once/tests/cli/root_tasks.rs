@@ -139,3 +139,54 @@ fn a_capability_no_target_has_is_answered_with_those_that_exist() {
     assert!(stderr.contains("`test` (1 target)"), "{stderr}");
     assert!(stderr.contains("once.toml"), "{stderr}");
 }
+
+#[test]
+fn init_suggests_a_capability_that_exists() {
+    // A workspace whose only capabilities are `build` scripts: `--all test` would run nothing.
+    let run = Test::new()
+        .file(
+            "package.json",
+            r#"{ "private": true, "workspaces": ["core", "web"] }"#,
+        )
+        .file(
+            "core/package.json",
+            r#"{ "name": "core", "scripts": { "build": "tsc" } }"#,
+        )
+        .file(
+            "web/package.json",
+            r#"{ "name": "web", "scripts": { "build": "vite build" } }"#,
+        )
+        .args(["init"])
+        .run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let stdout = run.stdout();
+    assert!(!stdout.contains("--all test"), "{stdout}");
+    assert!(
+        stdout.contains("`once run --all build` runs `build` on 2 targets"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("no target has `test`"), "{stdout}");
+
+    let run = Test::new()
+        .file(
+            "package.json",
+            r#"{ "private": true, "workspaces": ["core"], "scripts": { "test": "vitest" } }"#,
+        )
+        .file("core/package.json", r#"{ "name": "core" }"#)
+        .args(["init"])
+        .run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    assert!(
+        run.stdout()
+            .contains("`once run --all test` runs `test` on 1 target"),
+        "{}",
+        run.transcript()
+    );
+
+    let run = Test::new().file("notes.txt", "").args(["init"]).run();
+    assert!(
+        run.stdout().contains("no target has a capability yet"),
+        "{}",
+        run.transcript()
+    );
+}

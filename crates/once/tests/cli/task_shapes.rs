@@ -35,8 +35,9 @@ fn action<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn a_failing_foundation_test_skips_no_dependent_test_with_keep_going() {
+    // Named one by one: `--all test` would run the root's one workspace-wide `cargo test`.
     let run = cargo_app_on_base()
-        .args(["run", "--all", "test", "--keep-going", "--json"])
+        .args(["run", "base:test", "app:test", "--keep-going", "--json"])
         .run();
     assert_eq!(run.code(), 1, "{}", run.transcript());
     let report = run.json();

@@ -1,5 +1,6 @@
 //! The workspace's root target: the commands contributors run from the repository's root, as
-//! capabilities of one target at `.` (ecosystem `workspace`, kind `command`).
+//! capabilities of one target at `.` (ecosystem and kind `workspace`: a kind of its own, so a
+//! `command` target a `once.toml` declares at the root is never taken for it).
 //!
 //! Its capabilities come from, in this order (the first keeps a shared name, a later one is
 //! `SOURCE-NAME`): the root `package.json`'s scripts when it is a JavaScript workspace's root
@@ -72,7 +73,7 @@ pub(crate) fn discover(reader: &mut Reader, found: &[Inferred]) -> Option<Inferr
     }
     Some(Inferred {
         name: "root".into(),
-        kind: "command",
+        kind: "workspace",
         path: ".".into(),
         fields: BTreeMap::new(),
         capabilities: Some(capabilities),
