@@ -29,15 +29,16 @@ pub fn settle(targets: &[Target], picked: &mut Vec<(usize, usize)>, prefer: Pref
         Some((capability.stands_for?, &*capability.name))
     };
     let is_package_of = |&(t, c): &(usize, usize), (ecosystem, name): (Ecosystem, &str)| {
-        let target = &targets[t];
-        target
-            .inference
-            .as_ref()
-            .is_some_and(|i| i.ecosystem == ecosystem)
-            && target
-                .capabilities
-                .get(c)
-                .is_some_and(|cap| &*cap.name == name)
+        targets.get(t).is_some_and(|target| {
+            target
+                .inference
+                .as_ref()
+                .is_some_and(|i| i.ecosystem == ecosystem)
+                && target
+                    .capabilities
+                    .get(c)
+                    .is_some_and(|cap| &*cap.name == name)
+        })
     };
     let stand_ins: Vec<(Ecosystem, &str)> = picked.iter().filter_map(stands_for).collect();
     if stand_ins.is_empty() {

@@ -156,3 +156,21 @@ fn a_lone_package_has_no_root_target() {
         "npm run test"
     );
 }
+
+/// A root script reads every package: a change in one re-runs it, as its key says.
+#[test]
+fn a_change_in_any_package_affects_the_root_script() {
+    let ws = Workspace::load(&fixture("javascript-vue")).expect("loads");
+    let answer = once_graph::query::affected(
+        &ws,
+        &once_graph::query::AffectedQuery {
+            files: vec!["packages/reactivity/src/effect.ts".into()],
+            capability: Some("test".into()),
+            cursor: None,
+            limit: None,
+        },
+    )
+    .expect("answers");
+    let actions: Vec<&str> = answer.actions.iter().map(|a| a.action.as_str()).collect();
+    assert_eq!(actions, ["root:test"]);
+}

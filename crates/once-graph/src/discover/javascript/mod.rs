@@ -3,9 +3,10 @@
 //! The layout is the package manager's own: pnpm's members are the folders the
 //! `packages:` globs of `pnpm-workspace.yaml` match, every other manager's the
 //! `workspaces` of the root `package.json` (a list, or `{ "packages": [...] }`).
-//! A workspace's root `package.json` is never a target: its scripts drive the
-//! members (`turbo run build`, `pnpm -r build`) and as a target would run them
-//! twice. Without workspaces the root package is the one target, at `.`.
+//! A workspace's root `package.json` is never a package target: its scripts
+//! drive the members (`turbo run build`, `pnpm -r build`, vue's `vitest`) and are
+//! the root target's capabilities ([`root_scripts`], read by `discover::root`).
+//! Without workspaces the root package is the one target, at `.`.
 //! Each package's capabilities are exactly its scripts ([`scripts`]); its
 //! edges are the entries of its dependency tables that name another member.
 //!
