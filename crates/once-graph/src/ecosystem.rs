@@ -14,15 +14,20 @@ pub enum Ecosystem {
     Python,
     /// Go modules and `go.work` workspaces.
     Go,
+    /// The repository as a whole: the root target, whose capabilities are the root
+    /// `package.json`'s scripts, a Cargo workspace's workspace-wide commands and the recipes of
+    /// a `justfile` or a `Makefile`.
+    Workspace,
 }
 
 impl Ecosystem {
     /// Every ecosystem, in the order discovery runs them.
-    pub const ALL: [Ecosystem; 4] = [
+    pub const ALL: [Ecosystem; 5] = [
         Ecosystem::Cargo,
         Ecosystem::JavaScript,
         Ecosystem::Python,
         Ecosystem::Go,
+        Ecosystem::Workspace,
     ];
 
     /// The name a manifest and the JSON answers use.
@@ -32,6 +37,23 @@ impl Ecosystem {
             Ecosystem::JavaScript => "javascript",
             Ecosystem::Python => "python",
             Ecosystem::Go => "go",
+            Ecosystem::Workspace => "workspace",
+        }
+    }
+
+    /// The capabilities of each dependency that a package's `capability` waits for, unless an
+    /// overlay's `needs` says otherwise: never the dependencies' tests, so one failing test
+    /// never skips another package's. A JavaScript package needs its dependencies built (their
+    /// `build` script writes what it imports), except to format or clean its own files. Cargo,
+    /// uv and Go build a path dependency themselves as part of the dependent's command (`cargo
+    /// test -p x` compiles `y`), so their packages wait for nothing.
+    pub fn needs(self, capability: &str) -> &'static [&'static str] {
+        match self {
+            Ecosystem::JavaScript if matches!(capability, "fmt" | "format" | "clean") => &[],
+            Ecosystem::JavaScript => &["build"],
+            Ecosystem::Cargo | Ecosystem::Python | Ecosystem::Go => &[],
+            // The root target has no edges.
+            Ecosystem::Workspace => &[],
         }
     }
 }

@@ -178,6 +178,42 @@ fn cap(
     }
 }
 
+/// The script each `npm-package` default capability runs: the one rule that names them, read by
+/// the kind's commands here and by the trimming of a declared package's defaults to the scripts
+/// its `package.json` has (`discover::javascript::scripts`).
+pub(crate) const NPM_SCRIPTS: &[(&str, &str)] = &[
+    ("build", "build"),
+    ("check", "typecheck"),
+    ("fmt", "format"),
+    ("lint", "lint"),
+    ("test", "test"),
+];
+
+/// The script the `npm-package` default capability `capability` runs.
+pub(crate) fn npm_script(capability: &str) -> Option<&'static str> {
+    NPM_SCRIPTS
+        .iter()
+        .find(|(cap, _)| *cap == capability)
+        .map(|(_, script)| *script)
+}
+
+/// The `npm-package` default `capability`: `npm run SCRIPT` (`npm test` for the `test` script).
+fn npm_script_cap(capability: &str, inputs: &[&str], outputs: &[&str]) -> CapabilitySpec {
+    let script = npm_script(capability).unwrap_or(capability);
+    let command = if script == "test" {
+        "npm test".to_string()
+    } else {
+        format!("npm run {script}")
+    };
+    cap(
+        capability,
+        &format!("Run the `{script}` script"),
+        &command,
+        inputs,
+        outputs,
+    )
+}
+
 fn package_field(what: &str) -> FieldSpec {
     FieldSpec {
         name: "package".into(),
@@ -356,29 +392,11 @@ fn build_kinds() -> Vec<Kind> {
             fields: vec![package_field("npm package name")],
             defaults: Vec::new(),
             capabilities: sorted(vec![
-                cap(
-                    "build",
-                    "Run the `build` script",
-                    "npm run build",
-                    NPM_IN,
-                    &["dist/**"],
-                ),
-                cap("test", "Run the `test` script", "npm test", NPM_IN, &[]),
-                cap("lint", "Run the `lint` script", "npm run lint", NPM_IN, &[]),
-                cap(
-                    "check",
-                    "Run the `typecheck` script",
-                    "npm run typecheck",
-                    NPM_IN,
-                    &[],
-                ),
-                cap(
-                    "fmt",
-                    "Run the `format` script",
-                    "npm run format",
-                    NPM_IN,
-                    &[],
-                ),
+                npm_script_cap("build", NPM_IN, &["dist/**"]),
+                npm_script_cap("test", NPM_IN, &[]),
+                npm_script_cap("lint", NPM_IN, &[]),
+                npm_script_cap("check", NPM_IN, &[]),
+                npm_script_cap("fmt", NPM_IN, &[]),
             ]),
         },
         Kind {
@@ -406,6 +424,16 @@ fn build_kinds() -> Vec<Kind> {
                 ),
             ]),
         },
+        Kind {
+            name: "workspace".into(),
+            description: "The repository as a whole: the root target, whose capabilities are \
+                          the commands run from its root (root scripts, workspace-wide commands, \
+                          recipes), all inferred"
+                .into(),
+            fields: Vec::new(),
+            capabilities: Vec::new(),
+            defaults: Vec::new(),
+        },
     ];
     for k in &mut kinds {
         k.defaults = k
@@ -429,6 +457,8 @@ fn build_kinds() -> Vec<Kind> {
                 persistent: false,
                 retries: 0,
                 mutex: None,
+                needs: None,
+                stands_for: None,
                 origin: Origin::Kind,
             })
             .collect();
@@ -450,7 +480,8 @@ mod tests {
                 "command",
                 "go-module",
                 "npm-package",
-                "python-project"
+                "python-project",
+                "workspace"
             ]
         );
         let cargo = find_kind("cargo-package").expect("cargo");

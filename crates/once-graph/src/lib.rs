@@ -23,6 +23,7 @@ mod relpath;
 pub mod root;
 mod shell;
 pub mod size;
+pub mod stand_in;
 mod suggest;
 pub mod template;
 mod workspace;

@@ -101,6 +101,15 @@ pub struct Capability {
     /// Actions naming the same mutex never run at the same time, in one run or across runs on
     /// the workspace; a name of [`valid_mutex`]'s letters, so it can name a lock file.
     pub mutex: Option<Arc<str>>,
+    /// The capabilities of each discovered dependency it waits for (turbo's `^build`): `None`
+    /// is its ecosystem's rule ([`Ecosystem::needs`]), `Some` what an overlay's `needs` says.
+    /// Whatever it waits for, its key covers every dependency's sources.
+    pub needs: Option<Arc<[Arc<str>]>>,
+    /// The ecosystem whose packages' capability of the same name this one does in one command
+    /// (the root's `cargo nextest run --workspace` for each crate's `test`): `--all` runs it
+    /// instead of them, `--affected` runs the affected packages instead of it
+    /// ([`crate::stand_in`]), so no test runs twice.
+    pub stands_for: Option<Ecosystem>,
     /// Where the definition comes from.
     pub origin: Origin,
 }

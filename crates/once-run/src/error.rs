@@ -30,18 +30,34 @@ pub enum Error {
         "target `{target}` has several capabilities ({available}); name one as `{target}:CAPABILITY`"
     )]
     AmbiguousCapability { target: String, available: String },
-    #[error("no target has the capability `{capability}`")]
-    NoTargetHas { capability: String },
+    #[error(
+        "no target has the capability `{capability}`; {}; to add it, declare \
+         `[targets.NAME.capabilities.{capability}]` with a `command` in `once.toml`",
+        what_exists(existing)
+    )]
+    NoTargetHas {
+        capability: String,
+        /// As in [`Error::NothingSelected`].
+        existing: String,
+    },
     #[error("no target has the tag `{tag}`{}", near.as_ref().map(|n| format!("; did you mean `{n}`?")).unwrap_or_default())]
     UnknownTag { tag: String, near: Option<String> },
     #[error("invalid name glob `{glob}`: {message}")]
     BadNameGlob { glob: String, message: String },
     /// A valid selection that picks no action, and nothing else was asked: not a mistake, so a
     /// caller says so and succeeds.
-    #[error("nothing to run: no target {selected} has the capability `{capability}`")]
+    #[error(
+        "nothing to run: no target{} has the capability `{capability}`; {}; to add it, declare \
+         `[targets.NAME.capabilities.{capability}]` with a `command` in `once.toml`",
+        if selected.is_empty() { String::new() } else { format!(" {selected}") },
+        what_exists(existing)
+    )]
     NothingSelected {
         selected: String,
         capability: String,
+        /// The commonest capabilities of the targets the selection would pick, with counts:
+        /// "`build` (2 targets), `test` (1 target)".
+        existing: String,
     },
     #[error(
         "the words after `--` go to the last named action, and none is named: name one as `TARGET:CAPABILITY` before `--`"
@@ -167,5 +183,14 @@ impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
         let path = path.into();
         move |source| Error::Io { path, source }
+    }
+}
+
+/// "the capabilities that exist are `build` (2 targets)", or "none has any capability".
+fn what_exists(existing: &str) -> String {
+    if existing.is_empty() {
+        "none has any capability".to_string()
+    } else {
+        format!("the capabilities that exist are {existing}")
     }
 }

@@ -14,12 +14,13 @@ use once_graph::Workspace;
 use once_graph::graph::ActionId;
 use once_graph::inputs::Written;
 use once_graph::model::{Capability, EnvMode, Target};
+use once_graph::stand_in;
 use once_graph::template::{Fill, RenderError, Template};
 use serde_json::Value;
 
 use crate::error::Error;
 use crate::params;
-use crate::request::{Request, parse_action};
+use crate::request::{Request, Selection, parse_action};
 
 /// The names of the placeholders the words after `--` fill: `--0`, `--1`, …, which no parameter
 /// or field can be called.
@@ -147,32 +148,40 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         roots.push(graph.action(t, c));
     }
     if let Some(capability) = &request.all {
-        let before = roots.len();
-        for (t, target) in targets.iter().enumerate() {
-            if let Some(c) = target
-                .capabilities
-                .iter()
-                .position(|c| &*c.name == capability.as_str())
-            {
-                roots.push(graph.action(t, c));
-            }
-        }
-        if roots.len() == before {
+        let mut picked: Vec<(usize, usize)> = targets
+            .iter()
+            .enumerate()
+            .filter_map(|(t, target)| {
+                let c = target
+                    .capabilities
+                    .iter()
+                    .position(|c| &*c.name == capability.as_str())?;
+                Some((t, c))
+            })
+            .collect();
+        if picked.is_empty() {
             return Err(Error::NoTargetHas {
                 capability: capability.clone(),
+                existing: crate::select::existing(targets, &Selection::default()),
             });
         }
+        // The root's workspace-wide `test` in place of every crate's: one command, not both.
+        stand_in::settle(targets, &mut picked, stand_in::Prefer::WorkspaceWide);
+        roots.extend(picked.into_iter().map(|(t, c)| graph.action(t, c)));
     }
     // The words after `--` go to the action named last, whatever else is selected.
     let passed_to = (!request.args.is_empty())
         .then(|| roots.last().copied())
         .flatten();
     if let Some(selection) = &request.select {
-        let picked = crate::select::select(targets, selection)?;
+        let mut picked = crate::select::select(targets, selection)?;
+        // The root's workspace-wide `test` in place of every crate's: one command, not both.
+        stand_in::settle(targets, &mut picked, stand_in::Prefer::WorkspaceWide);
         if picked.is_empty() && roots.is_empty() {
             return Err(Error::NothingSelected {
                 selected: crate::select::describe(selection),
                 capability: selection.capability.clone(),
+                existing: crate::select::existing(targets, selection),
             });
         }
         roots.extend(picked.into_iter().map(|(t, c)| graph.action(t, c)));

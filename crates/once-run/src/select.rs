@@ -47,6 +47,47 @@ pub(crate) fn select(
         .collect())
 }
 
+/// How many capability names [`existing`] lists.
+const EXISTING_SHOWN: usize = 8;
+
+/// The capabilities the targets a selection picks do have, commonest first (then by name), for
+/// a "nothing to run" that says what exists instead: "`build` (2 targets), `test` (1 target)".
+pub(crate) fn existing(targets: &[Target], selection: &Selection) -> String {
+    let names = globs(&selection.names).ok().flatten();
+    let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for t in targets
+        .iter()
+        .filter(|t| {
+            selection.tags.is_empty() || t.tags.iter().any(|tag| selection.tags.contains(tag))
+        })
+        .filter(|t| names.as_ref().is_none_or(|set| set.is_match(&t.name)))
+    {
+        for c in t.capabilities.iter() {
+            *counts.entry(&c.name).or_default() += 1;
+        }
+    }
+    let mut list: Vec<(&str, usize)> = counts.into_iter().collect();
+    list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = list
+        .iter()
+        .take(EXISTING_SHOWN)
+        .map(|(name, n)| {
+            format!(
+                "`{name}` ({n} {})",
+                if *n == 1 { "target" } else { "targets" }
+            )
+        })
+        .collect();
+    let rest = list.len().saturating_sub(EXISTING_SHOWN);
+    let mut text = shown.join(", ");
+    if rest > 0 {
+        text.push_str(&format!(
+            " and {rest} more (`once query targets` lists them)"
+        ));
+    }
+    text
+}
+
 /// What a selection asked for, for a sentence: "with tag `a` or `b`, named like `api-*`".
 pub(crate) fn describe(selection: &Selection) -> String {
     let list = |items: &[String]| {

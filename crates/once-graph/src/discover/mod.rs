@@ -16,6 +16,7 @@ mod javascript;
 mod names;
 mod python;
 mod reader;
+mod root;
 #[cfg(test)]
 pub(crate) mod scratch;
 mod targets;
@@ -24,7 +25,7 @@ use std::collections::BTreeMap;
 
 pub use crate::ecosystem::{Ecosystem, EdgeKind};
 
-pub(crate) use javascript::scripts_of;
+pub(crate) use javascript::trim_missing_scripts;
 pub(crate) use names::give_names;
 pub(crate) use reader::{Listing, Reader};
 pub(crate) use targets::{exclude, to_target, unordered_edges};
@@ -54,6 +55,12 @@ pub(crate) struct InferredCapability {
     pub description: String,
     /// A server or watcher: runs until stopped, never cached.
     pub persistent: bool,
+    /// Input globs in place of the kind's (relative to the target folder); `None`: the kind's
+    /// default inputs for a default's name, else every input the kind's defaults share.
+    pub inputs: Option<Vec<String>>,
+    /// The ecosystem whose every package's capability of this name it does at once
+    /// ([`Capability::stands_for`](crate::model::Capability::stands_for)).
+    pub stands_for: Option<Ecosystem>,
 }
 
 /// A target inferred from an ecosystem manifest.
@@ -98,8 +105,15 @@ pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferr
             Ecosystem::JavaScript => javascript::discover(reader),
             Ecosystem::Python => python::discover(reader),
             Ecosystem::Go => go::discover(reader),
+            // It reads what the others found: last, whatever the order asked.
+            Ecosystem::Workspace => continue,
         };
         all.extend(found);
+    }
+    if ecosystems.contains(&Ecosystem::Workspace)
+        && let Some(root) = root::discover(reader, &all)
+    {
+        all.push(root);
     }
     all
 }

@@ -84,11 +84,17 @@ pub(crate) fn to_target(
                         persistent: false,
                         retries: 0,
                         mutex: None,
+                        needs: None,
+                        stands_for: None,
                         origin: Origin::Inferred,
                     },
                 };
                 cap.command = command;
                 cap.template = template;
+                if let Some(inputs) = &ic.inputs {
+                    cap.inputs = inputs.clone().into();
+                }
+                cap.stands_for = ic.stands_for;
                 cap.description = Some(Arc::from(ic.description.as_str()));
                 cap.origin = Origin::Inferred;
                 if ic.persistent {

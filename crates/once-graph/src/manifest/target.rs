@@ -68,6 +68,7 @@ const CAP_KEYS: &[&str] = &[
     "persistent",
     "retries",
     "mutex",
+    "needs",
 ];
 const PARAM_KEYS: &[&str] = &["type", "default", "description", "flag", "values"];
 const PARAM_TYPES: &[&str] = &["string", "integer", "boolean", "enum"];
@@ -526,6 +527,8 @@ fn parse_capability(
                 persistent: false,
                 retries: 0,
                 mutex: None,
+                needs: None,
+                stands_for: None,
                 origin: Origin::Manifest,
             },
             Vec::new(),
@@ -600,6 +603,11 @@ fn parse_capability(
                             DepRef { text, id, offset }
                         })
                         .collect();
+                }
+            }
+            "needs" => {
+                if let Some(list) = cx.string_list(v, format_args!("`needs` of {ctx}")) {
+                    cap.needs = Some(needs(cx, &ctx, list));
                 }
             }
             "pass-env" => {
@@ -1088,4 +1096,30 @@ fn parse_param(cx: &mut Cx<'_>, ctx: &CapCtx<'_>, pk: &Key<'_>, pv: &Val<'_>) ->
         description,
         flag,
     })
+}
+
+/// A capability's `needs`: capability names, each the capability of every discovered dependency
+/// to wait for. A `target:capability` is a `deps` entry, not a need: it is refused, saying so.
+fn needs(cx: &mut Cx<'_>, ctx: &dyn fmt::Display, list: Vec<(&str, usize)>) -> Arc<[Arc<str>]> {
+    let mut out: Vec<Arc<str>> = Vec::with_capacity(list.len());
+    for (name, offset) in list {
+        if valid_name(name) {
+            out.push(cx.shared.text(name));
+            continue;
+        }
+        cx.diags.push(
+            cx.src
+                .error(
+                    offset,
+                    "bad-needs",
+                    format!("`needs` of {ctx} lists `{name}`, which is not a capability name"),
+                )
+                .expected("capability names, each waited for on every discovered dependency, like `[\"build\"]`")
+                .found(format!("`{name}`"))
+                .help("to wait for one target's capability, list it in `deps` instead (`deps = [\"TARGET:CAPABILITY\"]`)"),
+        );
+    }
+    out.sort();
+    out.dedup();
+    out.into()
 }

@@ -23,8 +23,9 @@ pub(crate) mod load;
 mod overlay;
 mod resolve;
 
+use crate::discover::trim_missing_scripts;
 use load::{Expanded, ManifestRecord, decode, expand_members, glob_too_deep, read_limited};
-use overlay::{overlay_inferred, trim_missing_scripts};
+use overlay::overlay_inferred;
 use resolve::resolve;
 
 /// A loaded, validated workspace: targets, graph and diagnostics.

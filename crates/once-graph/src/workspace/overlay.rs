@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, SourceFile};
-use crate::discover::{self, Ecosystem, Reader};
+use crate::discover::{self, Ecosystem};
 use crate::manifest::{self, Bases, PendingTarget, Shared};
-use crate::model::{Capability, Origin, Target};
+use crate::model::Target;
 
 /// Adds the inferred targets no manifest declares (to overlay or to replace them) to `pending`,
 /// names every inferred edge from the package it reaches, then decides which inferred edges
@@ -172,58 +172,4 @@ fn rename_refused(
         "rename the table to a name no other target has, or delete it to keep the name `{}`",
         package.name
     ))
-}
-
-/// The script each `npm-package` default capability runs.
-const NPM_DEFAULT_SCRIPTS: &[(&str, &str)] = &[
-    ("build", "build"),
-    ("check", "typecheck"),
-    ("fmt", "format"),
-    ("lint", "lint"),
-    ("test", "test"),
-];
-
-/// Drops the default capabilities of a declared `npm-package` target whose script its
-/// `package.json` lacks (`once run --all lint` then skips it instead of failing with "Missing
-/// script"). A capability the manifest declares or changes stays; a folder without a readable
-/// `package.json` keeps every default. Inferred targets already have exactly their scripts.
-pub(super) fn trim_missing_scripts(p: &mut PendingTarget, reader: &mut Reader) {
-    let t = &p.target;
-    if t.kind != "npm-package" || t.inference.is_some() {
-        return;
-    }
-    let missing = |c: &Capability, scripts: &[String]| {
-        c.origin == Origin::Kind
-            && NPM_DEFAULT_SCRIPTS
-                .iter()
-                .any(|(cap, script)| *c.name == **cap && !scripts.iter().any(|s| s == script))
-    };
-    let Some(scripts) = discover::scripts_of(reader, &t.path) else {
-        return;
-    };
-    if !t.capabilities.iter().any(|c| missing(c, &scripts)) {
-        return;
-    }
-    let keep: Vec<bool> = t
-        .capabilities
-        .iter()
-        .map(|c| !missing(c, &scripts))
-        .collect();
-    let capabilities: Vec<Capability> = t
-        .capabilities
-        .iter()
-        .zip(&keep)
-        .filter(|(_, k)| **k)
-        .map(|(c, _)| c.clone())
-        .collect();
-    if !p.cap_deps.is_empty() {
-        let deps = std::mem::take(&mut p.cap_deps);
-        p.cap_deps = deps
-            .into_iter()
-            .zip(&keep)
-            .filter(|(_, k)| **k)
-            .map(|(d, _)| d)
-            .collect();
-    }
-    p.target.capabilities = capabilities.into();
 }

@@ -1,31 +1,21 @@
 //! Targets made a graph: duplicates refused, deps resolved by name into action edges, inferred
-//! edges ordered, cycles reported once with where they were declared.
+//! edges ordered by what each capability needs, cycles reported once with where they were
+//! declared.
 //!
-//! It must never fail: an unknown name or a cycle is a diagnostic at the dep that states it.
+//! It runs as named steps ([`resolve`] reads as the list): [`keep_first_of_each_name`],
+//! [`Names`], [`add_target_deps`], [`add_inferred_edges`], [`add_capability_deps`],
+//! [`report_cycles`]. It must never fail: an unknown name or a cycle is a diagnostic at the
+//! dep that states it.
 
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, SourceFile};
+#[cfg(doc)]
+use crate::ecosystem::Ecosystem;
 use crate::graph::{ActionId, Graph};
 use crate::manifest::{DepRef, PendingTarget, Shared};
 use crate::model::{Capability, Target};
 use crate::suggest;
-
-/// A dependency on a persistent capability, which never ends, so what depends on it never starts.
-fn depends_on_persistent(
-    src: &SourceFile,
-    offset: usize,
-    who: &str,
-    target: &str,
-    capability: &str,
-) -> Diagnostic {
-    src.error(
-        offset,
-        "depends-on-persistent",
-        format!("{who} depends on `{target}:{capability}`, which is persistent and never ends"),
-    )
-    .help("an action starts when its dependencies succeed; run the server on its own instead")
-}
 
 /// Drops duplicates, sorts targets, resolves deps into the graph, finds cycles.
 pub(super) fn resolve(
@@ -35,6 +25,41 @@ pub(super) fn resolve(
     shared: &Shared,
     diags: &mut Vec<Diagnostic>,
 ) -> (Vec<Target>, Graph) {
+    let kept = keep_first_of_each_name(pending, files, diags);
+    let mut targets: Vec<Target> = Vec::with_capacity(kept.len());
+    let mut deps: Vec<Deps> = Vec::with_capacity(kept.len());
+    let mut name_ids: Vec<u32> = Vec::with_capacity(kept.len());
+    for p in kept {
+        name_ids.push(p.name_id);
+        targets.push(p.target);
+        deps.push(Deps {
+            target: p.target_deps,
+            caps: p.cap_deps,
+        });
+    }
+    let names = Names::new(shared, &name_ids, declared);
+    let counts: Vec<usize> = targets.iter().map(|t| t.capabilities.len()).collect();
+    let mut graph = Graph::new(&counts);
+    for (ti, (t, d)) in targets.iter().zip(&deps).enumerate() {
+        let Some(src) = files.get(t.file) else {
+            continue;
+        };
+        add_target_deps(&mut graph, &targets, ti, &d.target, &names, src, diags);
+        add_inferred_edges(&mut graph, &targets, ti, &names);
+        add_capability_deps(&mut graph, &targets, ti, &d.caps, &names, src, diags);
+    }
+    graph.finish();
+    report_cycles(&graph, &targets, &deps, &names, files, diags);
+    (targets, graph)
+}
+
+/// The pending targets sorted by name, the first declaration of each name kept and every later
+/// one reported as a `duplicate-target` error at itself, pointing at the first.
+fn keep_first_of_each_name(
+    pending: Vec<PendingTarget>,
+    files: &[SourceFile],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<PendingTarget> {
     // Sort indices, not the big records; ties keep declaration order, so among
     // duplicates (adjacent after sorting) the first declaration wins.
     let mut order: Vec<usize> = (0..pending.len()).collect();
@@ -69,153 +94,202 @@ pub(super) fn resolve(
             .help("target names are unique across all manifests; rename one"),
         );
     }
-    drop(order);
     let mut slots: Vec<Option<PendingTarget>> = pending.into_iter().map(Some).collect();
-    let mut targets: Vec<Target> = Vec::with_capacity(keep.len());
-    let mut deps: Vec<Deps> = Vec::with_capacity(keep.len());
-    let mut name_ids: Vec<u32> = Vec::with_capacity(keep.len());
-    for p in keep
-        .iter()
+    keep.iter()
         .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
-    {
-        name_ids.push(p.name_id);
-        targets.push(p.target);
-        deps.push(Deps {
-            target: p.target_deps,
-            caps: p.cap_deps,
-        });
-    }
-    drop(slots);
-    drop(keep);
+        .collect()
+}
 
-    let counts: Vec<usize> = targets.iter().map(|t| t.capabilities.len()).collect();
-    let mut graph = Graph::new(&counts);
-    // Names were interned while reading: a name's id leads to its target.
-    let mut by_id: Vec<u32> = vec![u32::MAX; shared.len()];
-    for (i, &id) in name_ids.iter().enumerate() {
-        if let Some(slot) = by_id.get_mut(id as usize) {
-            *slot = u32::try_from(i).unwrap_or(u32::MAX);
+/// Target names to target indices: through the ids names were interned with while reading, so
+/// a dep finds its target without hashing the text again.
+struct Names<'a> {
+    by_id: Vec<u32>,
+    shared: &'a Shared,
+    declared: &'a [String],
+}
+
+impl<'a> Names<'a> {
+    fn new(shared: &'a Shared, name_ids: &[u32], declared: &'a [String]) -> Self {
+        let mut by_id: Vec<u32> = vec![u32::MAX; shared.len()];
+        for (i, &id) in name_ids.iter().enumerate() {
+            if let Some(slot) = by_id.get_mut(id as usize) {
+                *slot = u32::try_from(i).unwrap_or(u32::MAX);
+            }
+        }
+        Names {
+            by_id,
+            shared,
+            declared,
         }
     }
-    let by_id = |id: u32| {
-        by_id
+
+    /// The target whose name was interned as `id`.
+    fn by_id(&self, id: u32) -> Option<usize> {
+        self.by_id
             .get(id as usize)
             .copied()
             .filter(|&i| i != u32::MAX)
             .map(|i| i as usize)
-    };
-    let find = |name: &str| shared.id(name).and_then(by_id);
-    let is_declared = |name: &str| declared.iter().any(|d| d == name);
+    }
 
-    for (ti, (t, d)) in targets.iter().zip(&deps).enumerate() {
-        let Some(src) = files.get(t.file) else {
+    /// The target named `name`.
+    fn find(&self, name: &str) -> Option<usize> {
+        self.shared.id(name).and_then(|id| self.by_id(id))
+    }
+
+    /// Whether a manifest declares `name`, though the target is not in the graph (left out by a
+    /// diagnostic of its own): a dep on it is no second error.
+    fn is_declared(&self, name: &str) -> bool {
+        self.declared.iter().any(|d| d == name)
+    }
+}
+
+/// Target-level `deps` of target `ti`: each capability waits for the dependency's capability of
+/// the same name.
+fn add_target_deps(
+    graph: &mut Graph,
+    targets: &[Target],
+    ti: usize,
+    deps: &[DepRef],
+    names: &Names<'_>,
+    src: &SourceFile,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let t = &targets[ti];
+    for dep in deps {
+        match names.by_id(dep.id) {
+            Some(di) => {
+                graph.add_target_edge(ti, di);
+                for (i, j) in same_names(&t.capabilities, &targets[di].capabilities) {
+                    let y = &targets[di].capabilities[j];
+                    if y.persistent {
+                        diags.push(depends_on_persistent(
+                            src,
+                            dep.offset,
+                            &format!("target `{}`", t.name),
+                            &targets[di].name,
+                            &y.name,
+                        ));
+                    }
+                    graph.add_edge(graph.action(ti, i), graph.action(di, j));
+                }
+            }
+            None if names.is_declared(&dep.text) => {}
+            None => diags.push(unknown_target(
+                src,
+                dep.offset,
+                &dep.text,
+                &format!("target `{}`", t.name),
+                targets,
+            )),
+        }
+    }
+}
+
+/// The pairs `(i, j)` of capabilities of `mine` and `theirs` with the same name. Both lists are
+/// sorted by name: a merge walk pairs them.
+fn same_names(mine: &[Capability], theirs: &[Capability]) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while let (Some(x), Some(y)) = (mine.get(i), theirs.get(j)) {
+        match cmp_names(&x.name, &y.name) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                pairs.push((i, j));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    pairs
+}
+
+/// Inferred edges of target `ti`: each links the targets (so the dependency's sources reach
+/// every key of the dependent), and each capability waits for the capabilities of the
+/// dependency it needs (its `needs`, else its ecosystem's rule, [`Ecosystem::needs`]), never
+/// more. A server neither waits nor is waited for, and an edge to a target left out is no
+/// error: the ecosystem's graph is legal.
+fn add_inferred_edges(graph: &mut Graph, targets: &[Target], ti: usize, names: &Names<'_>) {
+    let t = &targets[ti];
+    let Some(inference) = &t.inference else {
+        return;
+    };
+    for edge in inference
+        .edges
+        .iter()
+        .filter(|e| !inference.unordered.contains(e))
+    {
+        let Some(di) = names.find(&edge.0) else {
             continue;
         };
-        for dep in &d.target {
-            match by_id(dep.id) {
-                Some(di) => {
-                    graph.add_target_edge(ti, di);
-                    // Both lists are sorted by capability name: a merge walk pairs them.
-                    let (mine, theirs) = (&t.capabilities, &targets[di].capabilities);
-                    let (mut i, mut j) = (0, 0);
-                    while let (Some(x), Some(y)) = (mine.get(i), theirs.get(j)) {
-                        match cmp_names(&x.name, &y.name) {
-                            std::cmp::Ordering::Less => i += 1,
-                            std::cmp::Ordering::Greater => j += 1,
-                            std::cmp::Ordering::Equal => {
-                                if y.persistent {
-                                    diags.push(depends_on_persistent(
-                                        src,
-                                        dep.offset,
-                                        &format!("target `{}`", t.name),
-                                        &targets[di].name,
-                                        &y.name,
-                                    ));
-                                }
-                                graph.add_edge(graph.action(ti, i), graph.action(di, j));
-                                i += 1;
-                                j += 1;
-                            }
-                        }
-                    }
-                }
-                None if is_declared(&dep.text) => {}
-                None => diags.push(unknown_target(
-                    src,
-                    dep.offset,
-                    &dep.text,
-                    &format!("target `{}`", t.name),
-                    &targets,
-                )),
+        graph.add_target_edge(ti, di);
+        let theirs = &targets[di].capabilities;
+        for (i, mine) in t.capabilities.iter().enumerate() {
+            if mine.persistent {
+                continue;
             }
-        }
-        // Inferred edges order like target-level deps, but a server neither waits nor is waited
-        // for, and an edge to a target left out is no error: the ecosystem's graph is legal.
-        if let Some(inference) = &t.inference {
-            for edge in inference
-                .edges
-                .iter()
-                .filter(|e| !inference.unordered.contains(e))
-            {
-                let Some(di) = find(&edge.0) else { continue };
-                graph.add_target_edge(ti, di);
-                let (mine, theirs) = (&t.capabilities, &targets[di].capabilities);
-                let (mut i, mut j) = (0, 0);
-                while let (Some(x), Some(y)) = (mine.get(i), theirs.get(j)) {
-                    match cmp_names(&x.name, &y.name) {
-                        std::cmp::Ordering::Less => i += 1,
-                        std::cmp::Ordering::Greater => j += 1,
-                        std::cmp::Ordering::Equal => {
-                            if !x.persistent && !y.persistent {
-                                graph.add_edge(graph.action(ti, i), graph.action(di, j));
-                            }
-                            i += 1;
-                            j += 1;
-                        }
-                    }
-                }
-            }
-        }
-        for (ci, (c, cdeps)) in t.capabilities.iter().zip(&d.caps).enumerate() {
-            for dep in cdeps {
-                let (tname, cname) = split_dep(&dep.text, t, c);
-                let ctx = || format!("capability `{}` of target `{}`", c.name, t.name);
-                let Some(di) = find(tname) else {
-                    if !is_declared(tname) {
-                        diags.push(unknown_target(src, dep.offset, tname, &ctx(), &targets));
-                    }
-                    continue;
-                };
-                let dt = &targets[di];
-                match dt.capabilities.iter().position(|x| &*x.name == cname) {
-                    Some(dci) => {
-                        if dt.capabilities[dci].persistent {
-                            diags.push(depends_on_persistent(
-                                src,
-                                dep.offset,
-                                &ctx(),
-                                tname,
-                                cname,
-                            ));
-                        }
-                        graph.add_edge(graph.action(ti, ci), graph.action(di, dci))
-                    }
-                    None => {
-                        let ctx = ctx();
-                        let names: Vec<&str> = dt.capabilities.iter().map(|x| &*x.name).collect();
-                        diags.push(
-                            src.error(dep.offset, "unknown-capability", format!("{ctx} depends on `{tname}:{cname}`, but target `{tname}` has no capability `{cname}`"))
-                                .expected(format!("one of {}", names.iter().map(|n| format!("`{tname}:{n}`")).collect::<Vec<_>>().join(", ")))
-                                .found(format!("`{}`", dep.text))
-                                .did_you_mean(suggest::best(cname, names.iter().copied()).map(|s| format!("{tname}:{s}"))),
-                        );
-                    }
+            let by_ecosystem = inference.ecosystem.needs(&mine.name);
+            let needed: Vec<&str> = match &mine.needs {
+                Some(declared) => declared.iter().map(|n| &**n).collect(),
+                None => by_ecosystem.to_vec(),
+            };
+            for name in needed {
+                if let Ok(j) = theirs.binary_search_by(|c| (*c.name).cmp(name))
+                    && !theirs[j].persistent
+                {
+                    graph.add_edge(graph.action(ti, i), graph.action(di, j));
                 }
             }
         }
     }
-    graph.finish();
+}
 
+/// Capability `deps` of target `ti` (`t2:c2`, `:c2`, `t2`), `caps` parallel to its
+/// capabilities.
+fn add_capability_deps(
+    graph: &mut Graph,
+    targets: &[Target],
+    ti: usize,
+    caps: &[Vec<DepRef>],
+    names: &Names<'_>,
+    src: &SourceFile,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let t = &targets[ti];
+    for (ci, (c, cdeps)) in t.capabilities.iter().zip(caps).enumerate() {
+        for dep in cdeps {
+            let (tname, cname) = split_dep(&dep.text, t, c);
+            let ctx = || format!("capability `{}` of target `{}`", c.name, t.name);
+            let Some(di) = names.find(tname) else {
+                if !names.is_declared(tname) {
+                    diags.push(unknown_target(src, dep.offset, tname, &ctx(), targets));
+                }
+                continue;
+            };
+            let dt = &targets[di];
+            let Some(dci) = dt.capabilities.iter().position(|x| &*x.name == cname) else {
+                diags.push(unknown_capability(src, dep, &ctx(), tname, cname, dt));
+                continue;
+            };
+            if dt.capabilities[dci].persistent {
+                diags.push(depends_on_persistent(src, dep.offset, &ctx(), tname, cname));
+            }
+            graph.add_edge(graph.action(ti, ci), graph.action(di, dci));
+        }
+    }
+}
+
+/// Reports every cycle once, at the dep that closes it. A cycle made only of target-level
+/// `deps` repeats for every capability the targets share: it is reported once per target cycle.
+fn report_cycles(
+    graph: &Graph,
+    targets: &[Target],
+    deps: &[Deps],
+    names: &Names<'_>,
+    files: &[SourceFile],
+    diags: &mut Vec<Diagnostic>,
+) {
     // Where an edge was declared: the first target-level dep that yields it,
     // else the first dep of the capability naming it. Looked up only for cycles.
     let origin = |from: ActionId, to: ActionId| -> Option<(usize, usize, bool)> {
@@ -226,13 +300,14 @@ pub(super) fn resolve(
             targets.get(tt)?.capabilities.get(ct)?,
         );
         if c.name == dc.name
-            && let Some(dep) = d.target.iter().find(|dep| by_id(dep.id) == Some(tt))
+            && let Some(dep) = d.target.iter().find(|dep| names.by_id(dep.id) == Some(tt))
         {
             return Some((t.file, dep.offset, true));
         }
         d.caps.get(cf)?.iter().find_map(|dep| {
             let (tname, cname) = split_dep(&dep.text, t, c);
-            (find(tname) == Some(tt) && cname == &*dc.name).then_some((t.file, dep.offset, false))
+            (names.find(tname) == Some(tt) && cname == &*dc.name)
+                .then_some((t.file, dep.offset, false))
         })
     };
     let label = |a: ActionId| {
@@ -244,8 +319,6 @@ pub(super) fn resolve(
             t.capabilities.get(c).map_or("?", |c| &*c.name)
         )
     };
-    // A cycle made only of target-level `deps` repeats for every capability the
-    // targets share: report it once per target cycle.
     let mut target_cycles: Vec<(Vec<usize>, Vec<&str>, ActionId, ActionId)> = Vec::new();
     for cycle in graph.cycles() {
         let n = cycle.len();
@@ -318,7 +391,51 @@ pub(super) fn resolve(
             );
         }
     }
-    (targets, graph)
+}
+
+/// A dependency on a persistent capability, which never ends, so what depends on it never starts.
+fn depends_on_persistent(
+    src: &SourceFile,
+    offset: usize,
+    who: &str,
+    target: &str,
+    capability: &str,
+) -> Diagnostic {
+    src.error(
+        offset,
+        "depends-on-persistent",
+        format!("{who} depends on `{target}:{capability}`, which is persistent and never ends"),
+    )
+    .help("an action starts when its dependencies succeed; run the server on its own instead")
+}
+
+/// A capability dep naming a capability its target does not have.
+fn unknown_capability(
+    src: &SourceFile,
+    dep: &DepRef,
+    ctx: &str,
+    tname: &str,
+    cname: &str,
+    dt: &Target,
+) -> Diagnostic {
+    let names: Vec<&str> = dt.capabilities.iter().map(|x| &*x.name).collect();
+    src.error(
+        dep.offset,
+        "unknown-capability",
+        format!(
+            "{ctx} depends on `{tname}:{cname}`, but target `{tname}` has no capability `{cname}`"
+        ),
+    )
+    .expected(format!(
+        "one of {}",
+        names
+            .iter()
+            .map(|n| format!("`{tname}:{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+    .found(format!("`{}`", dep.text))
+    .did_you_mean(suggest::best(cname, names.iter().copied()).map(|s| format!("{tname}:{s}")))
 }
 
 /// The `deps` of one target, parallel to the targets.

@@ -113,6 +113,8 @@ fn files(layout: &Layout, with_x: bool) -> Vec<(String, String)> {
                 );
             }
         }
+        // The root target has no packages and no edges: no layout names it.
+        Ecosystem::Workspace => unreachable!("LAYOUTS holds no root target"),
     }
     out
 }

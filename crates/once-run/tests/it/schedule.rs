@@ -300,7 +300,8 @@ fn unknown_targets_and_capabilities_name_what_exists() {
             all: Some("lint".into()),
             ..Request::default()
         }),
-        "no target has the capability `lint`"
+        "no target has the capability `lint`; the capabilities that exist are `build` (3 targets); \
+         to add it, declare `[targets.NAME.capabilities.lint]` with a `command` in `once.toml`"
     );
     assert!(
         ws.plan_error(Request::default())

@@ -110,7 +110,9 @@ fn a_selection_of_nothing_says_so_and_a_tag_nobody_has_is_a_typo() {
     assert!(!error.is_bad_request(), "{error}");
     assert_eq!(
         error.to_string(),
-        "nothing to run: no target named like `mobile-*` has the capability `test`"
+        "nothing to run: no target named like `mobile-*` has the capability `test`; none has any \
+         capability; to add it, declare `[targets.NAME.capabilities.test]` with a `command` in \
+         `once.toml`"
     );
     let typo = Request {
         select: selection("test", &["bakend"], &[]),

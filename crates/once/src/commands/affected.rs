@@ -105,7 +105,37 @@ pub fn targets(
     }
     targets.sort_unstable();
     targets.dedup();
-    Ok(targets)
+    Ok(packages_over_stand_ins(workspace, targets, capability))
+}
+
+/// `names` (targets with `capability`) less a workspace-wide stand-in whose packages are among
+/// them: the affected crates' own tests run, not the whole workspace's.
+fn packages_over_stand_ins(
+    workspace: &Workspace,
+    names: Vec<String>,
+    capability: &str,
+) -> Vec<String> {
+    let all = workspace.targets();
+    let mut picked: Vec<(usize, usize)> = names
+        .iter()
+        .filter_map(|name| {
+            let t = all.binary_search_by(|t| t.name.as_str().cmp(name)).ok()?;
+            let c = all[t]
+                .capabilities
+                .iter()
+                .position(|c| &*c.name == capability)?;
+            Some((t, c))
+        })
+        .collect();
+    if picked.len() != names.len() {
+        // A name without the capability: leave the list as the query answered it.
+        return names;
+    }
+    once_graph::stand_in::settle(all, &mut picked, once_graph::stand_in::Prefer::Packages);
+    picked
+        .into_iter()
+        .map(|(t, _)| all[t].name.clone())
+        .collect()
 }
 
 /// The changed files: those named, resolved against the workspace root, or git's since `since`.

@@ -86,11 +86,41 @@ pub fn run(workspace: Option<&Path>, json: bool) -> Result<Outcome> {
             format!("{inferred} targets are inferred ({})", parts.join(", "))
         };
         output::text(&format!(
-            "wrote `{}`: {found}\nnext: `once query targets` lists them, `once check` validates, `once run --all test` runs",
-            path.display()
+            "wrote `{}`: {found}\nnext: `once query targets` lists them, `once check` validates, {}",
+            path.display(),
+            next_run(&loaded)
         ))?;
     }
     Ok(Outcome::Success)
+}
+
+/// The run to try next, named from the capabilities that exist: `test` where a target has it,
+/// else the commonest one, else how to add one, so the hint never runs nothing.
+fn next_run(ws: &Workspace) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for c in ws.targets().iter().flat_map(|t| t.capabilities.iter()) {
+        match counts.iter_mut().find(|(name, _)| *name == &*c.name) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&c.name, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let runs = |name: &str, n: usize| {
+        let targets = if n == 1 { "target" } else { "targets" };
+        format!("`once run --all {name}` runs `{name}` on {n} {targets}")
+    };
+    if let Some((_, n)) = counts.iter().find(|(name, _)| *name == "test") {
+        return runs("test", *n);
+    }
+    match counts.first() {
+        Some((name, n)) => format!(
+            "{}; no target has `test` (add one in `once.toml`: `[targets.NAME.capabilities.test]` with a `command`)",
+            runs(name, *n)
+        ),
+        None => "no target has a capability yet: declare one in `once.toml` \
+                 (`[targets.NAME.capabilities.test]` with a `command`)"
+            .to_string(),
+    }
 }
 
 /// The text of the new manifest: what discovery found, and how to change it.

@@ -201,7 +201,8 @@ command = "true"
         .output()
         .unwrap();
     let targets: serde_json::Value = serde_json::from_slice(&targets.stdout).unwrap();
-    assert_eq!(targets["total"], 1, "{targets}");
+    // `app`, and the root target with the workspace-wide commands.
+    assert_eq!(targets["total"], 2, "{targets}");
     let app = Command::new(once_binary())
         .args(["query", "target", "app"])
         .current_dir(&root)
@@ -231,8 +232,9 @@ fn mcp_follows_cargo_manifests_a_new_member_and_a_new_edge() {
     let mut server = Mcp::from_command(command);
     server.initialize();
     let targets = server.call(1, "once_query_targets", json!({}));
+    // Two crates and the root target.
     assert_eq!(
-        targets["result"]["structuredContent"]["result"]["total"], 2,
+        targets["result"]["structuredContent"]["result"]["total"], 3,
         "{targets}"
     );
     // A new member folder: the members glob matches it now.
@@ -408,7 +410,8 @@ fn a_package_declared_under_another_name_is_the_inferred_one() {
     let root = test.root().to_path_buf();
     let run = test.args(["query", "targets"]).run();
     assert_eq!(run.code(), 0, "{}", run.transcript());
-    assert_eq!(run.json()["total"], 2, "{}", run.transcript());
+    // `app`, `geometry` and the root target.
+    assert_eq!(run.json()["total"], 3, "{}", run.transcript());
     let app = Command::new(once_binary())
         .args(["query", "target", "app"])
         .current_dir(&root)

@@ -249,7 +249,8 @@ fn the_mcp_tool_is_behind_allow_edit_and_returns_paths_not_contents() {
 #[test]
 fn every_example_passes_its_own_tests() {
     let examples = [
-        ("rust-workspace", 2),
+        // One workspace-wide `cargo test` stands for both crates' tests.
+        ("rust-workspace", 1),
         ("node-package", 1),
         ("python-project", 1),
         ("polyglot", 3),

@@ -73,7 +73,9 @@ fn tag_and_name_select_and_a_typo_or_an_empty_selection_says_so() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         stderr(&out),
-        "nothing to run: no target with tag `frontend`, named like `api-*` has the capability `test`\n"
+        "nothing to run: no target with tag `frontend`, named like `api-*` has the capability `test`; \
+         none has any capability; to add it, declare `[targets.NAME.capabilities.test]` with a \
+         `command` in `once.toml`\n"
     );
     let out = run(ws.path(), &["--tag", "bakend", "test"]);
     assert_eq!(out.status.code(), Some(2));
@@ -154,7 +156,10 @@ fn mcp_once_run_selects_by_tag_and_passes_args() {
         outcome(&reply),
         (
             "none".to_owned(),
-            "nothing to run: no target named like `mobile-*` has the capability `test`".to_owned()
+            "nothing to run: no target named like `mobile-*` has the capability `test`; none has any \
+             capability; to add it, declare `[targets.NAME.capabilities.test]` with a `command` \
+             in `once.toml`"
+                .to_owned()
         )
     );
     let reply = mcp.call(

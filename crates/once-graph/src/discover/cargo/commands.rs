@@ -40,6 +40,8 @@ pub(super) fn capabilities(selection: &Selection) -> Vec<InferredCapability> {
         command,
         description: description.to_string(),
         persistent: false,
+        inputs: None,
+        stands_for: None,
     };
     vec![
         cap(
@@ -73,4 +75,41 @@ pub(super) fn plain_word(word: &str) -> bool {
         && word
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+' | '@'))
+}
+
+/// The workspace-wide commands of a Cargo workspace, as its contributors run them from the
+/// root: `test` with `cargo nextest run` where the repository configures nextest
+/// (`.config/nextest.toml`), else `cargo test`; `check`, `lint` and `fmt` over every member.
+pub(super) fn workspace(nextest: bool) -> Vec<InferredCapability> {
+    let cap = |name: &str, command: &str, description: &str| InferredCapability {
+        name: name.to_string(),
+        command: command.to_string(),
+        description: description.to_string(),
+        persistent: false,
+        inputs: None,
+        stands_for: None,
+    };
+    let test = if nextest {
+        cap(
+            "test",
+            "cargo nextest run --workspace",
+            "Run every member's tests with nextest, as `.config/nextest.toml` configures it",
+        )
+    } else {
+        cap("test", "cargo test --workspace", "Run every member's tests")
+    };
+    vec![
+        test,
+        cap(
+            "check",
+            "cargo check --workspace --all-targets",
+            "Type-check every member and its tests",
+        ),
+        cap(
+            "lint",
+            "cargo clippy --workspace --all-targets -- -D warnings",
+            "Lint every member with clippy, warnings are errors",
+        ),
+        cap("fmt", "cargo fmt --all", "Format every member"),
+    ]
 }

@@ -87,6 +87,56 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
     inferred(reader, &root, packages)
 }
 
+/// The workspace-wide commands of the Cargo workspace whose packages are among `found`, with the
+/// root manifest's file: `None` unless it has more than its root package. Each stands for the
+/// members' capability of its name and reads what theirs read: every member's folder (but
+/// `target/`), the root's Cargo files and toolchain files, and nextest's configuration; a
+/// change elsewhere (a README) re-runs none of them.
+pub(crate) fn workspace_commands(
+    reader: &mut Reader,
+    found: &[Inferred],
+) -> Option<(usize, Vec<super::InferredCapability>)> {
+    let members: Vec<&str> = found
+        .iter()
+        .filter(|t| t.ecosystem == Ecosystem::Cargo)
+        .map(|t| t.path.as_str())
+        .collect();
+    if members.len() < 2 && !members.iter().any(|path| *path != ".") {
+        return None;
+    }
+    let file = reader.read("Cargo.toml")?;
+    let nextest = reader.exists(NEXTEST_CONFIG);
+    let mut inputs: Vec<String> = members
+        .iter()
+        .map(|path| match *path {
+            "." => "**".to_string(),
+            path => format!("{path}/**"),
+        })
+        .collect();
+    inputs.extend(
+        [
+            "!target/**",
+            "Cargo.toml",
+            "Cargo.lock",
+            "rust-toolchain",
+            "rust-toolchain.toml",
+            ".cargo/config",
+            ".cargo/config.toml",
+            NEXTEST_CONFIG,
+        ]
+        .map(str::to_string),
+    );
+    let mut commands = commands::workspace(nextest);
+    for command in &mut commands {
+        command.inputs = Some(inputs.clone());
+        command.stands_for = Some(Ecosystem::Cargo);
+    }
+    Some((file, commands))
+}
+
+/// Where a repository configures cargo-nextest.
+const NEXTEST_CONFIG: &str = ".config/nextest.toml";
+
 /// The manifest `text` of `file` parsed, or `None` (with a warning) when it is not valid TOML.
 fn parse<'i>(reader: &mut Reader, file: usize, text: &'i str) -> Option<DeTable<'i>> {
     let (doc, errors) = DeTable::parse_recoverable(text);

@@ -309,6 +309,8 @@ fn capabilities() -> Vec<InferredCapability> {
             format!("{what} with `gofmt`")
         },
         persistent: false,
+        inputs: None,
+        stands_for: None,
     })
     .collect()
 }

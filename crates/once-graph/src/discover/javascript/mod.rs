@@ -3,9 +3,10 @@
 //! The layout is the package manager's own: pnpm's members are the folders the
 //! `packages:` globs of `pnpm-workspace.yaml` match, every other manager's the
 //! `workspaces` of the root `package.json` (a list, or `{ "packages": [...] }`).
-//! A workspace's root `package.json` is never a target: its scripts drive the
-//! members (`turbo run build`, `pnpm -r build`) and as a target would run them
-//! twice. Without workspaces the root package is the one target, at `.`.
+//! A workspace's root `package.json` is never a package target: its scripts
+//! drive the members (`turbo run build`, `pnpm -r build`, vue's `vitest`) and are
+//! the root target's capabilities ([`root_scripts`], read by `discover::root`).
+//! Without workspaces the root package is the one target, at `.`.
 //! Each package's capabilities are exactly its scripts ([`scripts`]); its
 //! edges are the entries of its dependency tables that name another member.
 //!
@@ -16,6 +17,8 @@
 mod package_json;
 mod pnpm_workspace;
 mod scripts;
+
+pub(crate) use scripts::trim_missing_scripts;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -116,6 +119,16 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
         (Layout::Single, None) => Vec::new(),
     };
     infer(reader, members, pm)
+}
+
+/// The scripts of the root `package.json` of a workspace as capabilities, run with the
+/// workspace's package manager from the root, with the file read.
+pub(crate) fn root_scripts(reader: &mut Reader) -> Option<(usize, Vec<super::InferredCapability>)> {
+    let file = reader.read("package.json")?;
+    let map = package_json::object(reader, file)?;
+    let pnpm_yaml = reader.read("pnpm-workspace.yaml");
+    let pm = package_manager(reader, Some(&map), pnpm_yaml);
+    Some((file, scripts::capabilities(reader, file, &map, pm)))
 }
 
 /// `packageManager` (`pnpm@9.1.0`), else the first lockfile present, else pnpm when
@@ -396,7 +409,7 @@ mod tests;
 
 /// The script names of the `package.json` in `folder` (relative to the root), for a target a
 /// `once.toml` declares there by hand: `None` when it has no readable `package.json`.
-pub(crate) fn scripts_of(reader: &mut Reader, folder: &str) -> Option<Vec<String>> {
+fn scripts_of(reader: &mut Reader, folder: &str) -> Option<Vec<String>> {
     let rel = if folder == "." {
         "package.json".to_string()
     } else {

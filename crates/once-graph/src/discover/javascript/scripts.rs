@@ -6,12 +6,18 @@
 //! cannot become a capability name is skipped with a warning, and `pre`/`post`
 //! hooks of a script that exists are left to the package manager, which runs
 //! them around the main script.
+//!
+//! A target a `once.toml` declares by hand as an `npm-package` keeps the kind's defaults only
+//! where its `package.json` has their script ([`trim_missing_scripts`], by the kind's own
+//! table [`NPM_SCRIPTS`]): the same rule, so `--all lint` skips it rather than fail.
 
 use serde_json::{Map, Value};
 
 use super::PackageManager;
 use crate::discover::{InferredCapability, Reader};
-use crate::model::valid_name;
+use crate::kind::NPM_SCRIPTS;
+use crate::manifest::PendingTarget;
+use crate::model::{Capability, Origin, valid_name};
 
 /// How much of a script's command its description quotes.
 const DESCRIBED_CHARS: usize = 60;
@@ -79,6 +85,8 @@ pub(super) fn capabilities(
         }
         out.push(InferredCapability {
             persistent: is_persistent(script, command),
+            inputs: None,
+            stands_for: None,
             command: format!("{} run {script}", pm.name()),
             description: describe(script, command),
             name,
@@ -120,4 +128,49 @@ fn describe(script: &str, command: &str) -> String {
         flat
     };
     format!("the `{script}` script: `{shown}`")
+}
+
+/// Drops the default capabilities of a declared `npm-package` target whose script its
+/// `package.json` lacks (`once run --all lint` then skips it instead of failing with "Missing
+/// script"). A capability the manifest declares or changes stays; a folder without a readable
+/// `package.json` keeps every default. Inferred targets already have exactly their scripts.
+pub(crate) fn trim_missing_scripts(p: &mut PendingTarget, reader: &mut Reader) {
+    let t = &p.target;
+    if t.kind != "npm-package" || t.inference.is_some() {
+        return;
+    }
+    let missing = |c: &Capability, scripts: &[String]| {
+        c.origin == Origin::Kind
+            && NPM_SCRIPTS
+                .iter()
+                .any(|(cap, script)| *c.name == **cap && !scripts.iter().any(|s| s == script))
+    };
+    let Some(scripts) = super::scripts_of(reader, &t.path) else {
+        return;
+    };
+    if !t.capabilities.iter().any(|c| missing(c, &scripts)) {
+        return;
+    }
+    let keep: Vec<bool> = t
+        .capabilities
+        .iter()
+        .map(|c| !missing(c, &scripts))
+        .collect();
+    let capabilities: Vec<Capability> = t
+        .capabilities
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(c, _)| c.clone())
+        .collect();
+    if !p.cap_deps.is_empty() {
+        let deps = std::mem::take(&mut p.cap_deps);
+        p.cap_deps = deps
+            .into_iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(d, _)| d)
+            .collect();
+    }
+    p.target.capabilities = capabilities.into();
 }

@@ -140,5 +140,7 @@ fn cap(name: &str, command: String, description: String) -> InferredCapability {
         command,
         description,
         persistent: false,
+        inputs: None,
+        stands_for: None,
     }
 }
