@@ -16,7 +16,7 @@ Examples:
   once query target web                   One target with its capabilities and parameters
   once query schema cargo-package         JSON Schema of a kind's fields and parameters
   once query graph order web:test         The actions `web:test` needs, in the order they run
-  once query affected --cap test          The tests your uncommitted changes make run again
+  once query affected --capability test   The tests your uncommitted changes make run again
   once -C ~/code/shop mcp                 Serve the graph to a coding agent over stdio
   once serve                              Keep a live session; agents join with `once mcp --attach`
 
@@ -82,7 +82,7 @@ Examples:
   once query target web
   once query schema cargo-package
   once query graph dependents core --transitive
-  once query affected --cap test                What to test after the uncommitted changes
+  once query affected --capability test         What to test after the uncommitted changes
   once query hashes src/lib.rs                  The hashes a change set names its base by
 
 Exit status: 0 with an answer, 1 when there is none (no such target), 2 for an invalid manifest."
@@ -816,11 +816,15 @@ Examples:
     #[command(after_help = "\
 Examples:
   once query affected                        Changes since `HEAD`: uncommitted and untracked files
-  once query affected --since main --cap test   The tests to run for everything since `main`
+  once query affected --since main --capability test   The tests to run since `main`
   once query affected --files src/lib.rs     These files, relative to here or to the workspace root
+  once query affected --ownership all        Every changed file with its owners, after the actions
   once query affected --json                 The value `once_query_affected` returns
 
-A file is owned by the target of the deepest folder holding it and by every target whose
+The changed files are those of `git diff --name-only --no-renames REV` (the working tree against
+REV, so uncommitted edits count; a renamed file is its old and its new path) plus the untracked
+files git does not ignore. The actions come first, then who owns the files: by default the
+targets owning the most, with how many each. A file is owned by the target of the deepest folder holding it and by every target whose
 capabilities' inputs name it. An action is affected when a changed file is one of its inputs,
 when it depends on an affected action, or when its target depends on a target whose sources
 changed: exactly when its cache key changes. Exit status 2 outside a git repository or for an
@@ -928,13 +932,28 @@ pub struct AffectedArgs {
     #[arg(long, value_name = "PATH", num_args = 1..)]
     pub files: Vec<PathBuf>,
     /// Only actions of this capability
-    #[arg(long = "cap", value_name = "CAP")]
+    #[arg(long, value_name = "CAP", alias = "cap")]
     pub capability: Option<String>,
+    /// Who owns the changed files: counts per target, every file with its owners (after the
+    /// actions), or only the totals
+    #[arg(long, value_enum, default_value_t = Ownership::Summary)]
+    pub ownership: Ownership,
     /// Print the JSON value instead of text
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub page: PageArgs,
+}
+
+/// How much `once query affected` says about who owns the changed files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Ownership {
+    /// The targets owning the most changed files, with how many each
+    Summary,
+    /// Every changed file with its owners, after the actions
+    All,
+    /// Only the totals
+    None,
 }
 
 #[derive(Debug, Args)]
