@@ -68,12 +68,13 @@ Examples:
         json: bool,
     },
 
-    /// Ask the build graph a question; every answer is JSON
+    /// Ask the build graph a question; `--json` prints the value its MCP tool returns
     #[command(
         subcommand,
         after_help = "\
-Every answer is the JSON value that the MCP tool of the same name (`once_query_*`) returns;
-`affected` and `owner` print it as text unless `--json`.
+Every subcommand takes `--json`: it prints the JSON value that the MCP tool of the same name
+(`once_query_*`) returns. `affected`, `owner`, `hashes` and `key` print text without it; every
+other answer is that JSON either way.
 Lists are paged: pass an answer's `next_cursor` back with `--cursor`.
 
 Examples:
@@ -760,7 +761,10 @@ Example:
   once query workspace | jq .counts
 
 Printed even when a manifest is invalid (with exit status 2): the diagnostics are part of it.")]
-    Workspace,
+    Workspace {
+        #[command(flatten)]
+        json: JsonAlways,
+    },
 
     /// List targets, filtered and paged with an opaque cursor
     #[command(after_help = "\
@@ -776,6 +780,8 @@ Examples:
     Target {
         /// The target's name
         name: String,
+        #[command(flatten)]
+        json: JsonAlways,
     },
 
     /// JSON Schema (2020-12) of the manifest, of every kind, and of every capability's parameters
@@ -794,6 +800,8 @@ It needs no workspace, so it is printed even while once.toml is broken.")]
         /// Only the schema of once.toml, as one plain JSON Schema document
         #[arg(long, conflicts_with = "kind")]
         manifest: bool,
+        #[command(flatten)]
+        json: JsonAlways,
     },
 
     /// Walk the dependency graph, or print all of it (as JSON, Graphviz dot or Mermaid)
@@ -853,8 +861,7 @@ Examples:
   once query memory --id 20261129-101500-1a2b3c4d  One entry with its body
 
 Always JSON: the same value as `once memory search|list|show --json`.")]
-    // Always JSON, so the `--json` it shares with `once memory list` is accepted but not offered.
-    #[command(mut_arg("json", |arg| arg.hide(true)))]
+    #[command(mut_arg("json", |arg| arg.help("Print JSON (the default)")))]
     Memory(MemoryQueryArgs),
 
     /// Size, SHA-256 and BLAKE3 of files: the `base` a change set names (the `once_query_hashes` value)
@@ -970,6 +977,8 @@ pub struct RunsArgs {
     /// 100, max 500)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+    #[command(flatten)]
+    pub json: JsonAlways,
 }
 
 #[derive(Debug, Args)]
@@ -991,6 +1000,17 @@ pub struct TargetsArgs {
     pub all: bool,
     #[command(flatten)]
     pub page: PageArgs,
+    #[command(flatten)]
+    pub json: JsonAlways,
+}
+
+/// The `--json` of a query whose answer is JSON anyway: accepted so that every `once query`
+/// subcommand takes it, as scripts expect.
+#[derive(Debug, Args)]
+pub struct JsonAlways {
+    /// Print JSON (the default)
+    #[arg(long = "json")]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -1010,6 +1030,9 @@ pub struct GraphArgs {
     /// Without a subcommand: print every target and edge in this format
     #[arg(long, value_enum, default_value_t = PictureFormat::Json)]
     pub format: PictureFormat,
+    /// Print JSON (the default; not with another `--format`)
+    #[arg(long, global = true)]
+    pub json: bool,
 }
 
 /// How `once query graph` prints the whole graph.
