@@ -658,7 +658,8 @@ async function renderGraphView(container, selected, view) {
         try {
             let cursor = null;
             for (let page = 0; page < 50; page++) {
-                const value = await tool('once_query_affected', { ...(since ? { since } : {}), ...(cursor ? { cursor } : {}), limit: 200 });
+                // Every file with its owners (after the actions): the marks name the files that reach a target.
+                const value = await tool('once_query_affected', { ...(since ? { since } : {}), ...(cursor ? { cursor } : {}), ownership: 'all', limit: 200 });
                 files = value.files_total ?? files;
                 for (const file of value.files ?? []) {
                     for (const owner of file.owners ?? []) add(owner.target, `${file.path}: ${owner.reasons.join('; ')}`);

@@ -16,7 +16,7 @@ Examples:
   once query target web                   One target with its capabilities and parameters
   once query schema cargo-package         JSON Schema of a kind's fields and parameters
   once query graph order web:test         The actions `web:test` needs, in the order they run
-  once query affected --cap test          The tests your uncommitted changes make run again
+  once query affected --capability test   The tests your uncommitted changes make run again
   once -C ~/code/shop mcp                 Serve the graph to a coding agent over stdio
   once serve                              Keep a live session; agents join with `once mcp --attach`
 
@@ -68,12 +68,13 @@ Examples:
         json: bool,
     },
 
-    /// Ask the build graph a question; every answer is JSON
+    /// Ask the build graph a question; `--json` prints the value its MCP tool returns
     #[command(
         subcommand,
         after_help = "\
-Every answer is the JSON value that the MCP tool of the same name (`once_query_*`) returns;
-`affected` and `owner` print it as text unless `--json`.
+Every subcommand takes `--json`: it prints the JSON value that the MCP tool of the same name
+(`once_query_*`) returns. `affected`, `owner`, `hashes` and `key` print text without it; every
+other answer is that JSON either way.
 Lists are paged: pass an answer's `next_cursor` back with `--cursor`.
 
 Examples:
@@ -82,7 +83,7 @@ Examples:
   once query target web
   once query schema cargo-package
   once query graph dependents core --transitive
-  once query affected --cap test                What to test after the uncommitted changes
+  once query affected --capability test         What to test after the uncommitted changes
   once query hashes src/lib.rs                  The hashes a change set names its base by
 
 Exit status: 0 with an answer, 1 when there is none (no such target), 2 for an invalid manifest."
@@ -760,7 +761,10 @@ Example:
   once query workspace | jq .counts
 
 Printed even when a manifest is invalid (with exit status 2): the diagnostics are part of it.")]
-    Workspace,
+    Workspace {
+        #[command(flatten)]
+        json: JsonAlways,
+    },
 
     /// List targets, filtered and paged with an opaque cursor
     #[command(after_help = "\
@@ -776,6 +780,8 @@ Examples:
     Target {
         /// The target's name
         name: String,
+        #[command(flatten)]
+        json: JsonAlways,
     },
 
     /// JSON Schema (2020-12) of the manifest, of every kind, and of every capability's parameters
@@ -794,6 +800,8 @@ It needs no workspace, so it is printed even while once.toml is broken.")]
         /// Only the schema of once.toml, as one plain JSON Schema document
         #[arg(long, conflicts_with = "kind")]
         manifest: bool,
+        #[command(flatten)]
+        json: JsonAlways,
     },
 
     /// Walk the dependency graph, or print all of it (as JSON, Graphviz dot or Mermaid)
@@ -816,11 +824,15 @@ Examples:
     #[command(after_help = "\
 Examples:
   once query affected                        Changes since `HEAD`: uncommitted and untracked files
-  once query affected --since main --cap test   The tests to run for everything since `main`
+  once query affected --since main --capability test   The tests to run since `main`
   once query affected --files src/lib.rs     These files, relative to here or to the workspace root
+  once query affected --ownership all        Every changed file with its owners, after the actions
   once query affected --json                 The value `once_query_affected` returns
 
-A file is owned by the target of the deepest folder holding it and by every target whose
+The changed files are those of `git diff --name-only --no-renames REV` (the working tree against
+REV, so uncommitted edits count; a renamed file is its old and its new path) plus the untracked
+files git does not ignore. The actions come first, then who owns the files: by default the
+targets owning the most, with how many each. A file is owned by the target of the deepest folder holding it and by every target whose
 capabilities' inputs name it. An action is affected when a changed file is one of its inputs,
 when it depends on an affected action, or when its target depends on a target whose sources
 changed: exactly when its cache key changes. Exit status 2 outside a git repository or for an
@@ -849,8 +861,7 @@ Examples:
   once query memory --id 20261129-101500-1a2b3c4d  One entry with its body
 
 Always JSON: the same value as `once memory search|list|show --json`.")]
-    // Always JSON, so the `--json` it shares with `once memory list` is accepted but not offered.
-    #[command(mut_arg("json", |arg| arg.hide(true)))]
+    #[command(mut_arg("json", |arg| arg.help("Print JSON (the default)")))]
     Memory(MemoryQueryArgs),
 
     /// Size, SHA-256 and BLAKE3 of files: the `base` a change set names (the `once_query_hashes` value)
@@ -928,13 +939,28 @@ pub struct AffectedArgs {
     #[arg(long, value_name = "PATH", num_args = 1..)]
     pub files: Vec<PathBuf>,
     /// Only actions of this capability
-    #[arg(long = "cap", value_name = "CAP")]
+    #[arg(long, value_name = "CAP", alias = "cap")]
     pub capability: Option<String>,
+    /// Who owns the changed files: counts per target, every file with its owners (after the
+    /// actions), or only the totals
+    #[arg(long, value_enum, default_value_t = Ownership::Summary)]
+    pub ownership: Ownership,
     /// Print the JSON value instead of text
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub page: PageArgs,
+}
+
+/// How much `once query affected` says about who owns the changed files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Ownership {
+    /// The targets owning the most changed files, with how many each
+    Summary,
+    /// Every changed file with its owners, after the actions
+    All,
+    /// Only the totals
+    None,
 }
 
 #[derive(Debug, Args)]
@@ -951,6 +977,8 @@ pub struct RunsArgs {
     /// 100, max 500)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+    #[command(flatten)]
+    pub json: JsonAlways,
 }
 
 #[derive(Debug, Args)]
@@ -972,6 +1000,17 @@ pub struct TargetsArgs {
     pub all: bool,
     #[command(flatten)]
     pub page: PageArgs,
+    #[command(flatten)]
+    pub json: JsonAlways,
+}
+
+/// The `--json` of a query whose answer is JSON anyway: accepted so that every `once query`
+/// subcommand takes it, as scripts expect.
+#[derive(Debug, Args)]
+pub struct JsonAlways {
+    /// Print JSON (the default)
+    #[arg(long = "json")]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -991,6 +1030,9 @@ pub struct GraphArgs {
     /// Without a subcommand: print every target and edge in this format
     #[arg(long, value_enum, default_value_t = PictureFormat::Json)]
     pub format: PictureFormat,
+    /// Print JSON (the default; not with another `--format`)
+    #[arg(long, global = true)]
+    pub json: bool,
 }
 
 /// How `once query graph` prints the whole graph.

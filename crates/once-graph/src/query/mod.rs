@@ -19,8 +19,8 @@ mod workspace;
 use serde::{Deserialize, Serialize};
 
 pub use affected::{
-    AffectedAction, AffectedAnswer, AffectedQuery, ChangedFile, MAX_FILES, Owner, OwnerQuery,
-    affected, owner,
+    AffectedAction, AffectedAnswer, AffectedQuery, ChangedFile, MAX_FILES, Owner, OwnerCount,
+    OwnerQuery, Ownership, affected, owner,
 };
 pub use error::QueryError;
 pub use graph::{GraphAnswer, GraphMode, GraphNode, GraphQuery, graph};

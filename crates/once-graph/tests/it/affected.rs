@@ -1,6 +1,6 @@
 //! Which targets own a changed file, and which actions it makes run again.
 
-use once_graph::query::{self, AffectedAnswer, AffectedQuery, OwnerQuery, QueryError};
+use once_graph::query::{self, AffectedAnswer, AffectedQuery, OwnerQuery, Ownership, QueryError};
 
 use crate::util::TempWs;
 
@@ -65,6 +65,7 @@ fn ask(ws: &once_graph::Workspace, files: &[&str]) -> AffectedAnswer {
         ws,
         &AffectedQuery {
             files: files.iter().map(|f| f.to_string()).collect(),
+            ownership: Ownership::All,
             limit: Some(200),
             ..Default::default()
         },
@@ -305,7 +306,7 @@ fn a_capability_narrows_the_actions() {
 }
 
 #[test]
-fn pages_cover_files_then_actions_with_one_cursor() {
+fn pages_cover_actions_then_files_with_one_cursor() {
     let (_tmp, ws) = ws();
     let files = ["crates/lib/src/a.rs", "README.md", "Cargo.lock"];
     let whole = ask(&ws, &files);
@@ -313,6 +314,7 @@ fn pages_cover_files_then_actions_with_one_cursor() {
     assert_eq!(whole.actions_total, 11);
     let mut q = AffectedQuery {
         files: files.iter().map(|f| f.to_string()).collect(),
+        ownership: Ownership::All,
         limit: Some(2),
         ..Default::default()
     };
@@ -379,4 +381,119 @@ fn paths_must_stay_inside_the_workspace() {
         )
         .is_err()
     );
+}
+
+/// A branch like dagger/dagger's: thousands of changed files under a few targets, a handful of
+/// affected actions. The first page must answer "which actions must run" whole, and small.
+#[test]
+fn the_first_page_carries_every_action_however_many_files_changed() {
+    let mut manifest = String::from("[workspace]\nname = \"big\"\n");
+    for (name, deps) in [
+        ("core", ""),
+        ("sdk", "deps = [\"core\"]\n"),
+        ("cli", "deps = [\"sdk\"]\n"),
+        ("docs", ""),
+        ("quiet", ""),
+    ] {
+        manifest.push_str(&format!(
+            "[targets.{name}]\nkind = \"command\"\npath = \"{name}\"\n{deps}\
+             [targets.{name}.capabilities.build]\ncommand = \"true\"\n\
+             [targets.{name}.capabilities.test]\ncommand = \"true\"\ndeps = [\":build\"]\n\
+             [targets.{name}.capabilities.lint]\ncommand = \"true\"\n"
+        ));
+    }
+    let tmp = TempWs::new(&[("once.toml", &manifest)]);
+    let ws = tmp.load();
+    assert!(!ws.has_errors(), "{:?}", ws.diagnostics());
+    // Long, deep paths, as a generated SDK has them.
+    let mut files: Vec<String> = (0..3_000)
+        .map(|i| {
+            format!(
+                "core/internal/generated/engine/schema/v{}/resolvers/type_{i:05}_resolver_test.go",
+                i % 7
+            )
+        })
+        .collect();
+    files.extend((0..500).map(|i| format!("docs/site/versioned_docs/page_{i:04}.md")));
+    files.extend((0..300).map(|i| format!("vendor/third_party/module_{i:03}/file.c")));
+    let answer = query::affected(
+        &ws,
+        &AffectedQuery {
+            files,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let bytes = serde_json::to_string(&answer).unwrap().len();
+    // An MCP reply holds the value twice; both must fit in 40 KB.
+    assert!(bytes * 2 < 40 * 1024, "{bytes} bytes");
+    assert_eq!(answer.files_total, 3_800);
+    assert_eq!(answer.unowned_total, 300);
+    // core's and docs' three each, and sdk's and cli's through the edges.
+    assert_eq!(answer.actions_total, 12, "{:#?}", answer.actions);
+    assert_eq!(answer.actions.len(), 12, "{:#?}", answer.actions);
+    assert!(!names(&answer).iter().any(|a| a.starts_with("quiet:")));
+    // Ownership comes as a summary: who owns how many of the changed files.
+    let owners: Vec<(&str, u32)> = answer
+        .owners
+        .iter()
+        .map(|o| (o.target.as_str(), o.files))
+        .collect();
+    assert_eq!(owners, vec![("core", 3_000), ("docs", 500)]);
+    assert_eq!(answer.owners_total, 2);
+    assert!(answer.files.is_empty(), "{} file rows", answer.files.len());
+    assert_eq!(answer.next_cursor, None);
+}
+
+#[test]
+fn file_rows_come_after_the_actions_on_request() {
+    let (_tmp, ws) = ws();
+    let files = ["crates/lib/src/a.rs", "README.md", "Cargo.lock"];
+    let ask_for = |ownership: Ownership, limit: u32, cursor: Option<String>| {
+        query::affected(
+            &ws,
+            &AffectedQuery {
+                files: files.iter().map(|f| f.to_string()).collect(),
+                ownership,
+                limit: Some(limit),
+                cursor,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let none = ask_for(Ownership::None, 200, None);
+    assert_eq!(none.actions.len(), 11);
+    assert!(none.files.is_empty() && none.owners.is_empty());
+    assert_eq!((none.files_total, none.unowned_total), (3, 1));
+
+    // With every file: the actions first, then the files, one cursor across both.
+    let first = ask_for(Ownership::All, 12, None);
+    assert_eq!(first.actions.len(), 11);
+    assert_eq!(first.files.len(), 1);
+    let second = ask_for(Ownership::All, 12, first.next_cursor.clone());
+    assert!(second.actions.is_empty());
+    let paths: Vec<&str> = first
+        .files
+        .iter()
+        .chain(&second.files)
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        vec!["Cargo.lock", "README.md", "crates/lib/src/a.rs"]
+    );
+    assert_eq!(second.next_cursor, None);
+    // A cursor belongs to its level of detail too.
+    let error = query::affected(
+        &ws,
+        &AffectedQuery {
+            files: files.iter().map(|f| f.to_string()).collect(),
+            limit: Some(12),
+            cursor: first.next_cursor,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(error, QueryError::InvalidCursor);
 }

@@ -27,15 +27,14 @@ pub fn affected_tools(live: &Arc<LiveWorkspace>, registry: &Registry) -> Vec<Too
         title: "What a change affects",
         description: "Which tests (or builds, lints…) must run after a change, in one call: \
                       pass `capability: \"test\"` and either `files` (changed paths relative to \
-                      the workspace root) or nothing at all, which asks git for every change \
-                      since `since` (default `HEAD`; uncommitted and untracked files count). \
-                      Answers each file's owners (the target of the deepest folder holding it, \
-                      and every target whose inputs name it, `//` root globs included) with \
-                      the reason, then the affected actions: those a file is an input of, and \
-                      every dependent, each with why (`depends on lib:build`). An action is \
-                      listed exactly when its cache key changes. Rows are files, then actions, \
-                      a page at a time: pass `next_cursor` back as `cursor` with the same \
-                      arguments."
+                      the workspace root) or nothing, which asks git for every change since \
+                      `since` (default `HEAD`; uncommitted and untracked files count). Answers \
+                      the affected actions first, each with why (`depends on lib:build`): those \
+                      a file is an input of, then every dependent; an action is listed exactly \
+                      when its cache key changes. Then who owns the files: the targets owning \
+                      the most (`ownership: \"summary\"`), every file with its owners after the \
+                      actions (`\"all\"`), or only totals (`\"none\"`). Pass `next_cursor` back \
+                      as `cursor` with the same arguments."
             .into(),
         input_schema: input_schema(),
         output_schema: query::output_schema(QueryName::Affected),

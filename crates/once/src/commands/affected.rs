@@ -11,9 +11,9 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
 use once_graph::Workspace;
-use once_graph::query::{self, AffectedAnswer, AffectedQuery, ChangedFile, OwnerQuery};
+use once_graph::query::{self, AffectedAnswer, AffectedQuery, ChangedFile, OwnerQuery, Ownership};
 
-use crate::cli::AffectedArgs;
+use crate::cli::{self, AffectedArgs};
 use crate::exit::Outcome;
 use crate::{output, wording};
 
@@ -49,6 +49,11 @@ pub fn affected(workspace: &Workspace, args: AffectedArgs) -> Result<Outcome> {
     let q = AffectedQuery {
         files,
         capability: args.capability,
+        ownership: match args.ownership {
+            cli::Ownership::Summary => Ownership::Summary,
+            cli::Ownership::All => Ownership::All,
+            cli::Ownership::None => Ownership::None,
+        },
         cursor: args.page.cursor,
         limit: args.page.limit,
     };
@@ -87,6 +92,8 @@ pub fn targets(
     let mut q = AffectedQuery {
         files,
         capability: Some(capability.to_owned()),
+        // Only the actions name targets: the files' owners would only lengthen the pages.
+        ownership: Ownership::None,
         cursor: None,
         limit: Some(query::MAX_PAGE_LIMIT),
     };
@@ -218,19 +225,9 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
-/// The answer for a person: the files with their owners, then the actions with their reasons.
+/// The answer for a person: the actions with their reasons, then who owns the changed files.
 fn render(answer: &AffectedAnswer) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} changed {}, {} owned by no target",
-        answer.files_total,
-        crate::render::noun(answer.files_total as usize, "file"),
-        answer.unowned_total
-    );
-    for file in &answer.files {
-        let _ = writeln!(out, "  {}", owner_line(file));
-    }
     let _ = writeln!(
         out,
         "{} affected {}",
@@ -245,6 +242,30 @@ fn render(answer: &AffectedAnswer) -> String {
         .unwrap_or(0);
     for action in &answer.actions {
         let _ = writeln!(out, "  {:width$}  {}", action.action, action.reason);
+    }
+    let _ = writeln!(
+        out,
+        "{} changed {}, {} owned by no target",
+        answer.files_total,
+        crate::render::noun(answer.files_total as usize, "file"),
+        answer.unowned_total
+    );
+    if !answer.owners.is_empty() {
+        let owners: Vec<String> = answer
+            .owners
+            .iter()
+            .map(|o| format!("{} ({})", o.target, o.files))
+            .collect();
+        let more = (answer.owners_total as usize).saturating_sub(answer.owners.len());
+        let more = if more > 0 {
+            format!(", and {more} more")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  owned by {}{more}", owners.join(", "));
+    }
+    for file in &answer.files {
+        let _ = writeln!(out, "  {}", owner_line(file));
     }
     if let Some(cursor) = &answer.next_cursor {
         let _ = writeln!(out, "more: pass `--cursor {cursor}` for the next page");

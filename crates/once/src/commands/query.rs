@@ -47,7 +47,7 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
     let loaded = super::load(workspace)?;
     // The workspace overview carries its own diagnostics, so it is printed even for a broken
     // manifest (then with exit status 2); every other query needs a valid graph.
-    if let Query::Workspace = request {
+    if let Query::Workspace { .. } = request {
         super::report_diagnostics(&loaded);
         output::json(&crate::overview::workspace_overview(&loaded))?;
         return Ok(if loaded.has_errors() {
@@ -61,7 +61,7 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     match request {
-        Query::Workspace
+        Query::Workspace { .. }
         | Query::Runs(_)
         | Query::Memory(_)
         | Query::Hashes { .. }
@@ -91,9 +91,21 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
                 print(query::targets(&loaded, &q))
             }
         }
-        Query::Target { name } => print(query::target(&loaded, &TargetQuery { name })),
+        Query::Target { name, .. } => print(query::target(&loaded, &TargetQuery { name })),
         Query::Schema { kind, .. } => print(query::schema(&loaded, &SchemaQuery { kind })),
-        Query::Graph(GraphArgs { walk: None, format }) => {
+        Query::Graph(GraphArgs {
+            walk: None,
+            format,
+            json,
+        }) => {
+            // `--json` is global to the walks below, so clap cannot refuse it beside `--format`.
+            if json && format != PictureFormat::Json {
+                eprintln!(
+                    "error: `--json` and `--format` both say how to print the graph; pass one of \
+                     them"
+                );
+                return Ok(Outcome::Invalid);
+            }
             let picture = query::picture(&loaded);
             match format {
                 PictureFormat::Json => output::json(&picture)?,

@@ -146,7 +146,11 @@ fn uncommitted_and_untracked_changes_count_and_committed_ones_with_since() {
     write(root, "lib/src/a.rs", "fn a() { 1; }\n");
     write(root, "docs/new.md", "new\n");
     write(root, "notes.txt", "mine\n");
-    let changed = json(&once(root, ".", &["query", "affected", "--json"]));
+    let changed = json(&once(
+        root,
+        ".",
+        &["query", "affected", "--ownership", "all", "--json"],
+    ));
     assert_eq!(
         paths(&changed),
         vec!["docs/new.md", "lib/src/a.rs", "notes.txt"]
@@ -171,7 +175,7 @@ fn uncommitted_and_untracked_changes_count_and_committed_ones_with_since() {
     let tests = json(&once(
         root,
         ".",
-        &["query", "affected", "--cap", "test", "--json"],
+        &["query", "affected", "--capability", "test", "--json"],
     ));
     assert_eq!(actions(&tests), vec!["docs:test", "lib:test", "app:test"]);
 
@@ -182,7 +186,15 @@ fn uncommitted_and_untracked_changes_count_and_committed_ones_with_since() {
     let since = json(&once(
         root,
         ".",
-        &["query", "affected", "--since", "HEAD~1", "--json"],
+        &[
+            "query",
+            "affected",
+            "--since",
+            "HEAD~1",
+            "--ownership",
+            "all",
+            "--json",
+        ],
     ));
     assert_eq!(
         paths(&since),
@@ -191,7 +203,11 @@ fn uncommitted_and_untracked_changes_count_and_committed_ones_with_since() {
 
     // A root glob reaches from the workspace root.
     write(root, "style.toml", "changed\n");
-    let style = json(&once(root, ".", &["query", "affected", "--json"]));
+    let style = json(&once(
+        root,
+        ".",
+        &["query", "affected", "--ownership=all", "--json"],
+    ));
     assert_eq!(actions(&style), vec!["docs:test"], "{style}");
     assert_eq!(
         style["files"][0]["owners"][0]["reasons"][0],
@@ -200,7 +216,7 @@ fn uncommitted_and_untracked_changes_count_and_committed_ones_with_since() {
 }
 
 #[test]
-fn the_text_answer_lists_owners_and_reasons() {
+fn the_text_answer_lists_actions_then_owners() {
     let dir = repository();
     let root = dir.path();
     write(root, "lib/tests/t.rs", "changed\n");
@@ -208,12 +224,31 @@ fn the_text_answer_lists_owners_and_reasons() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
-        "1 changed file, 0 owned by no target\n  \
-         lib/tests/t.rs: lib (inside folder `lib`; input of `lib:test`)\n\
-         2 affected actions\n  \
+        "2 affected actions\n  \
          lib:test  `lib/tests/t.rs` is an input\n  \
-         app:test  depends on `lib:test`\n"
+         app:test  depends on `lib:test`\n\
+         1 changed file, 0 owned by no target\n  \
+         owned by lib (1)\n"
     );
+    let every = once(root, ".", &["query", "affected", "--ownership", "all"]);
+    assert_eq!(
+        String::from_utf8_lossy(&every.stdout),
+        "2 affected actions\n  \
+         lib:test  `lib/tests/t.rs` is an input\n  \
+         app:test  depends on `lib:test`\n\
+         1 changed file, 0 owned by no target\n  \
+         lib/tests/t.rs: lib (inside folder `lib`; input of `lib:test`)\n",
+        "{}",
+        text(&every)
+    );
+    // One name for the filter, as the MCP tool spells it; the short one still works.
+    let short = once(root, ".", &["query", "affected", "--cap", "test", "--json"]);
+    let long = once(
+        root,
+        ".",
+        &["query", "affected", "--capability", "test", "--json"],
+    );
+    assert_eq!(json(&short), json(&long));
 }
 
 #[test]
@@ -223,7 +258,14 @@ fn files_are_taken_from_here_or_from_the_root_and_never_from_outside() {
     let here = json(&once(
         root,
         "lib",
-        &["query", "affected", "--files", "src/a.rs", "--json"],
+        &[
+            "query",
+            "affected",
+            "--files",
+            "src/a.rs",
+            "--ownership=all",
+            "--json",
+        ],
     ));
     assert_eq!(paths(&here), vec!["lib/src/a.rs"]);
     assert_eq!(actions(&here)[..2], ["lib:build", "lib:test"]);
@@ -231,7 +273,14 @@ fn files_are_taken_from_here_or_from_the_root_and_never_from_outside() {
     let from_root = json(&once(
         root,
         "lib",
-        &["query", "affected", "--files", "docs/index.md", "--json"],
+        &[
+            "query",
+            "affected",
+            "--files",
+            "docs/index.md",
+            "--ownership=all",
+            "--json",
+        ],
     ));
     assert_eq!(paths(&from_root), vec!["docs/index.md"]);
 
@@ -244,7 +293,14 @@ fn files_are_taken_from_here_or_from_the_root_and_never_from_outside() {
         let value = json(&once(
             root,
             "app",
-            &["query", "affected", "--files", &absolute, "--json"],
+            &[
+                "query",
+                "affected",
+                "--ownership=all",
+                "--files",
+                &absolute,
+                "--json",
+            ],
         ));
         assert_eq!(paths(&value), vec!["lib/src/a.rs"], "{absolute}");
     }
@@ -377,7 +433,7 @@ fn the_mcp_tool_answers_the_same_value() {
     let cli = json(&once(
         root,
         ".",
-        &["query", "affected", "--cap", "test", "--json"],
+        &["query", "affected", "--capability", "test", "--json"],
     ));
     assert_eq!(value, cli);
 
@@ -544,4 +600,111 @@ fn the_affected_actions_are_exactly_those_whose_cache_key_changed() {
             ("README.md", 1),
         ]
     );
+}
+
+/// A branch like dagger/dagger's: thousands of changed files (committed, edited and untracked)
+/// under a few targets, a handful of affected actions. The first page, through the MCP server
+/// and through the command line, carries every action and stays far under 40 KB.
+#[test]
+fn the_first_page_names_every_action_when_thousands_of_files_changed() {
+    let dir = repository();
+    let root = dir.path();
+    // Long, deep paths, as a generated SDK has them: 2,500 under `lib`, 400 under `docs`,
+    // 300 nobody owns.
+    for i in 0..2_500 {
+        write(
+            root,
+            &format!(
+                "lib/src/generated/engine/schema/v{}/resolvers/type_{i:05}_resolver.rs",
+                i % 7
+            ),
+            "\n",
+        );
+    }
+    for i in 0..400 {
+        write(root, &format!("docs/versioned/page_{i:04}.md"), "\n");
+    }
+    for i in 0..300 {
+        write(root, &format!("vendor/module_{i:03}/file.c"), "\n");
+    }
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "generated"]);
+    write(root, "lib/tests/t.rs", "edited\n");
+    write(root, "untracked/new_file.txt", "\n");
+
+    let mut command = Command::new(once_binary());
+    command.arg("--workspace").arg(root).arg("mcp");
+    isolate(&mut command, root);
+    let mut server = Mcp::from_command(command);
+    server.initialize();
+    server.send(
+        &json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "once_query_affected", "arguments": {"since": "HEAD~1"}}
+        })
+        .to_string(),
+    );
+    let line = server.recv_line_within(std::time::Duration::from_secs(60));
+    assert!(line.len() < 40 * 1024, "{} bytes", line.len());
+    let reply: Value = serde_json::from_str(&line).expect("a JSON line");
+    let value = &reply["result"]["structuredContent"]["result"];
+    assert_eq!(value["files_total"], 3_202, "{value}");
+    assert_eq!(value["unowned_total"], 301, "{value}");
+    assert_eq!(
+        actions(value),
+        vec![
+            "docs:test",
+            "lib:build",
+            "lib:test",
+            "app:build",
+            "app:test"
+        ],
+        "{value}"
+    );
+    assert_eq!(value["actions_total"], 5, "{value}");
+    assert_eq!(value["next_cursor"], Value::Null, "{value}");
+    assert_eq!(
+        value["owners"],
+        json!([{"target": "lib", "files": 2_501}, {"target": "docs", "files": 400}])
+    );
+    assert_eq!(value["files"], json!([]));
+
+    // The command line prints the same value, and its text leads with the actions.
+    let cli = json(&once(
+        root,
+        ".",
+        &["query", "affected", "--since", "HEAD~1", "--json"],
+    ));
+    assert_eq!(&cli, value);
+    let text = once(root, ".", &["query", "affected", "--since", "HEAD~1"]);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.starts_with("5 affected actions\n"), "{stdout}");
+    assert!(
+        stdout.ends_with(
+            "3202 changed files, 301 owned by no target\n  owned by lib (2501), docs (400)\n"
+        ),
+        "{stdout}"
+    );
+
+    // Every file with its owners comes on request, after the actions, a page at a time.
+    let mut cursor = Value::Null;
+    let (mut rows, mut pages) = (0, 0);
+    loop {
+        let mut arguments = json!({"since": "HEAD~1", "ownership": "all", "limit": 200});
+        if !cursor.is_null() {
+            arguments["cursor"] = cursor.clone();
+        }
+        let reply = server.call(10 + pages, "once_query_affected", arguments);
+        let page = &reply["result"]["structuredContent"]["result"];
+        if pages == 0 {
+            assert_eq!(actions(page).len(), 5, "{page}");
+        }
+        rows += page["files"].as_array().expect("files").len();
+        pages += 1;
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() || pages > 100 {
+            break;
+        }
+    }
+    assert_eq!(rows, 3_202);
 }

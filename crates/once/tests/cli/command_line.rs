@@ -179,7 +179,7 @@ fn only_the_top_level_offers_the_version() {
 }
 
 #[test]
-fn query_memory_offers_no_json_flag_since_it_always_prints_json() {
+fn query_memory_offers_json_like_every_query_and_prints_json_either_way() {
     let help = once(&["query", "memory", "--help"]);
     assert!(help.stdout().contains("Always JSON"), "{}", help.stdout());
     let offered = |flag: &str| {
@@ -188,13 +188,10 @@ fn query_memory_offers_no_json_flag_since_it_always_prints_json() {
             .lines()
             .any(|line| line.trim_start().starts_with(flag))
     };
-    assert!(
-        offered("--limit") && !offered("--json"),
-        "{}",
-        help.stdout()
-    );
-    // Scripts that pass it anyway keep working.
-    let run = once(&["query", "memory", "--json"]);
-    assert_eq!(run.code(), 0, "{}", run.transcript());
-    assert!(run.json()["entries"].is_array(), "{}", run.transcript());
+    assert!(offered("--limit") && offered("--json"), "{}", help.stdout());
+    for args in [&["query", "memory"][..], &["query", "memory", "--json"]] {
+        let run = once(args);
+        assert_eq!(run.code(), 0, "{}", run.transcript());
+        assert!(run.json()["entries"].is_array(), "{}", run.transcript());
+    }
 }

@@ -236,7 +236,15 @@ fn the_cli_asks_git_without_running_anything_the_repository_names() {
     let hostile = Hostile::new();
     let output = once(
         &hostile.repo,
-        &["query", "affected", "--since", "HEAD", "--json"],
+        &[
+            "query",
+            "affected",
+            "--since",
+            "HEAD",
+            "--ownership",
+            "all",
+            "--json",
+        ],
     );
     hostile.assert_clean("`once query affected --since HEAD`");
     let answer: Value = serde_json::from_slice(&output.stdout).expect("JSON");
@@ -257,7 +265,11 @@ fn stdio_mcp_asks_git_without_running_anything_the_repository_names() {
     isolate(&mut command, &hostile.repo);
     let mut client = Mcp::from_command(command);
     client.initialize();
-    let result = client.call(2, "once_query_affected", json!({"since": "HEAD"}));
+    let result = client.call(
+        2,
+        "once_query_affected",
+        json!({"since": "HEAD", "ownership": "all"}),
+    );
     hostile.assert_clean("`once_query_affected` over stdio");
     assert_ne!(result["result"]["isError"], true, "{result}");
     let answer = &result["result"]["structuredContent"]["result"];
@@ -315,7 +327,8 @@ fn mcp_over_http_and_the_window_ask_git_without_running_anything_the_repository_
     let reply = post(
         Some(&session),
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "once_query_affected", "arguments": {"since": "HEAD"}}}),
+               "params": {"name": "once_query_affected",
+                          "arguments": {"since": "HEAD", "ownership": "all"}}}),
     );
     hostile.assert_clean("`once_query_affected` over MCP on HTTP");
     let response = mcp_messages(&reply).pop().expect("a response");

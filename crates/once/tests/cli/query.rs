@@ -262,3 +262,43 @@ fn all_targets_in_one_answer_for_scripts() {
     assert_eq!(page["total"], 3);
     assert_eq!(page["next_cursor"], serde_json::Value::Null);
 }
+
+/// One rule for every `once query` subcommand: `--json` prints the JSON value its MCP tool
+/// returns. Those that print text by default switch to JSON; the rest are JSON either way.
+#[test]
+fn every_query_subcommand_takes_json() {
+    for args in [
+        &["query", "workspace", "--json"][..],
+        &["query", "targets", "--json"],
+        &["query", "targets", "--all", "--json"],
+        &["query", "target", "core", "--json"],
+        &["query", "schema", "command", "--json"],
+        &["query", "schema", "--manifest", "--json"],
+        &["query", "graph", "--json"],
+        &["query", "graph", "deps", "web", "--json"],
+        &["query", "graph", "order", "web:build", "--json"],
+        &["query", "affected", "--files", "core/src/lib.rs", "--json"],
+        &["query", "owner", "core/src/lib.rs", "--json"],
+        &["query", "memory", "--json"],
+        &["query", "hashes", "core/src/lib.rs", "--json"],
+        &["query", "key", "proto:build", "--json"],
+        &["query", "tools", "--json"],
+        &["query", "runs", "--json"],
+    ] {
+        let run = shop()
+            .file("core/src/lib.rs", "\n")
+            .args(args.iter().copied())
+            .run();
+        assert_eq!(run.code(), 0, "{args:?}: {}", run.transcript());
+        let stdout = run.stdout();
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&stdout).is_ok(),
+            "{args:?} printed no JSON: {stdout}"
+        );
+    }
+    // `--json` says how to print, so a picture format other than JSON refuses it.
+    let run = shop()
+        .args(["query", "graph", "--format", "dot", "--json"])
+        .run();
+    assert_eq!(run.code(), 2, "{}", run.transcript());
+}

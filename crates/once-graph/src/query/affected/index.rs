@@ -44,12 +44,12 @@ impl Why {
 #[derive(Debug, Default)]
 pub(super) struct Hits {
     /// Owners by target index.
-    pub(super) owners: HashMap<usize, Ownership>,
+    pub(super) owners: HashMap<usize, Claim>,
 }
 
 /// Why one target owns one file.
 #[derive(Debug, Default)]
-pub(super) struct Ownership {
+pub(super) struct Claim {
     /// Its folder is the deepest target folder holding the file.
     folder: bool,
     /// Its capabilities whose folder globs name the file.
@@ -239,7 +239,7 @@ impl<'a> Index<'a> {
     /// The row of `path`: its first owners with their reasons.
     pub(super) fn row(&self, path: String, hits: &Hits) -> ChangedFile {
         let ws = self.ws;
-        let mut owners: Vec<(&usize, &Ownership)> = hits.owners.iter().collect();
+        let mut owners: Vec<(&usize, &Claim)> = hits.owners.iter().collect();
         owners.sort_unstable_by_key(|(t, o)| (!o.folder, **t));
         let total = owners.len();
         let caps = |t: usize, list: &[usize]| {

@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::query::schema_util::{array, integer, nullable, object, record, string, strings};
+use crate::query::schema_util::{
+    array, enumeration, integer, nullable, object, record, string, strings,
+};
 
 fn file_schema() -> Value {
     record(
@@ -48,14 +50,9 @@ pub(crate) fn owner_input_schema() -> Value {
 
 pub(crate) fn output_schema() -> Value {
     record(
-        "A page of changed files with their owners, then of the actions that must run again",
+        "A page of the actions that must run again, then (with `ownership: \"all\"`) of the \
+         changed files with their owners",
         vec![
-            (
-                "files",
-                array(file_schema(), "The changed files of this page, by path"),
-            ),
-            ("files_total", integer("Changed files over all pages")),
-            ("unowned_total", integer("Changed files no target owns")),
             (
                 "actions",
                 array(
@@ -80,6 +77,37 @@ pub(crate) fn output_schema() -> Value {
                 "actions_total",
                 integer("Affected actions over all pages (of `capability` only, when given)"),
             ),
+            ("files_total", integer("Changed files")),
+            ("unowned_total", integer("Changed files no target owns")),
+            (
+                "owners",
+                array(
+                    record(
+                        "A target and how many changed files it owns",
+                        vec![
+                            ("target", string("Target name")),
+                            (
+                                "files",
+                                integer("Changed files it owns (inside its folder, or inputs)"),
+                            ),
+                        ],
+                    ),
+                    "With `ownership: \"summary\"`: the targets owning the most changed files, \
+                     most first (at most 20); else empty",
+                ),
+            ),
+            (
+                "owners_total",
+                integer("Targets owning at least one changed file"),
+            ),
+            (
+                "files",
+                array(
+                    file_schema(),
+                    "With `ownership: \"all\"`: this page's changed files, by path, after the \
+                     actions; else empty",
+                ),
+            ),
             (
                 "next_cursor",
                 nullable(string(
@@ -103,12 +131,20 @@ pub(crate) fn input_schema() -> Value {
                 string("Only actions of this capability, e.g. `test`"),
             ),
             (
+                "ownership",
+                enumeration(
+                    &["summary", "all", "none"],
+                    "`summary` (default): the targets owning the most changed files; `all`: \
+                     every file with its owners, after the actions; `none`: only totals",
+                ),
+            ),
+            (
                 "cursor",
                 string("`next_cursor` from the previous page, unchanged; keep the same arguments"),
             ),
             (
                 "limit",
-                integer("Most rows (files, then actions) per page, 1-200, default 50"),
+                integer("Most rows (actions, then files) per page, 1-200, default 50"),
             ),
         ],
         &[],
