@@ -454,6 +454,14 @@ pub fn stage_name() -> String {
     )
 }
 
+/// Whether `name` is a file `once` stages beside a destination while it writes ([`stage_name`],
+/// and a change set's `.once-stage-<id>-<N>`): there for an instant, renamed or removed, never a
+/// file of the person's, so never an input.
+pub fn is_stage_name(name: &str) -> bool {
+    name.strip_prefix(".once-")
+        .is_some_and(|rest| rest.starts_with("stage-") || rest.ends_with(".tmp"))
+}
+
 /// `PATH_MAX` on Linux, its terminating NUL included.
 pub const PATH_MAX: usize = 4096;
 
@@ -585,6 +593,21 @@ mod tests {
             kind("inside/.git/config"),
             Err(PathError::Reserved { .. })
         ));
+    }
+
+    #[test]
+    fn staged_names_are_recognised_and_nothing_else() {
+        assert!(is_stage_name(&stage_name()));
+        assert!(is_stage_name(".once-stage-20261201-1"));
+        for name in [
+            ".once",
+            ".once-probe-1-ab.git",
+            "a.tmp",
+            ".oncex.tmp",
+            "once-1.tmp",
+        ] {
+            assert!(!is_stage_name(name), "{name}");
+        }
     }
 
     #[test]

@@ -33,7 +33,9 @@ pub use atomic::{
     open_nonblocking, open_own, remove_durably, sync_dir, temp_path, write_atomic, write_replacing,
     write_synced,
 };
-pub use beneath::{Folder, Kind, PATH_MAX, RESERVED, Root, STAGE_ROOM, stage_name, state_dir};
+pub use beneath::{
+    Folder, Kind, PATH_MAX, RESERVED, Root, STAGE_ROOM, is_stage_name, stage_name, state_dir,
+};
 pub use owner::{Owner, owner_of};
 pub use path::{NAME_MAX, PathError, WorkspacePath, open_inside};
 pub use slot_lock::{SlotLock, lock_slot};

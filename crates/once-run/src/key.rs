@@ -237,7 +237,9 @@ fn walk(
         witness,
     ));
     for (name, file_type, entry) in entries {
-        if name == ".git" || name == ".once" {
+        // A file `once` stages while it restores an output or applies a change set is there
+        // for an instant: listed, then renamed away before it could be hashed.
+        if name == ".git" || name == ".once" || once_fs::is_stage_name(&name) {
             continue;
         }
         let is_dir = file_type.is_dir();

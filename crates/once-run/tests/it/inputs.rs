@@ -29,6 +29,33 @@ command = "true"
     assert_eq!(second.counts.ran, 0);
 }
 
+/// A file `once` stages while it restores an output is listed and renamed away in an instant, so
+/// it is never an input: one left in the folder (a write cut by a crash) changes no key.
+#[test]
+fn a_staged_file_of_once_is_never_an_input() {
+    let ws = Fixture::new(
+        r#"
+[targets.report]
+kind = "command"
+[targets.report.capabilities.check]
+command = "true"
+"#,
+    );
+    ws.file("notes.txt", "n\n");
+    let first = ws.run(&["report:check"], &serial());
+    assert_eq!(first.counts.ran, 1, "{first:?}");
+    ws.file(&once_fs::stage_name(), "half a restored output");
+    ws.file(".once-stage-cs1-1", "half an applied change");
+    let second = ws.run(&["report:check"], &serial());
+    assert_eq!(second.counts.cached, 1, "{second:?}");
+    ws.file("notes.txt", "changed\n");
+    let third = ws.run(&["report:check"], &serial());
+    assert_eq!(
+        third.counts.ran, 1,
+        "a real change still runs it again: {third:?}"
+    );
+}
+
 /// `app` declares `deps = ["lib"]` and `lib` has no `test` of its own: a change in `lib`'s
 /// sources still re-runs `app:test`, and the run fails where the test fails.
 #[test]
