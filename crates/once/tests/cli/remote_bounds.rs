@@ -24,6 +24,10 @@ const RUN_LIMIT: Duration = Duration::from_secs(120);
 const RSS_LIMIT_KIB: i64 = 128 * 1024;
 
 /// One target whose build writes `out/big.bin` (and `out/small.txt`) locally.
+/// A `[cache]` deadline far past what any answer here takes on a loaded machine: in the tests
+/// that use it the content of an answer decides, never the time it took.
+const PATIENT: &str = "[cache]\ntimeout = \"60s\"\n";
+
 fn workspace(cache: &str) -> TempDir {
     let dir = TempDir::new();
     let manifest = format!(
@@ -182,7 +186,7 @@ fn a_result_claiming_the_largest_size_is_a_miss_said_once() {
         },
         ..Plan::empty()
     });
-    let root = workspace("");
+    let root = workspace(PATIENT);
     let run = run(root.path(), &server.url(), &[]);
     run.ran_locally_warning(
         "of 9223372036854775807 bytes, over the limit of 1073741824 bytes per blob",
@@ -213,7 +217,9 @@ fn a_claim_of_2_gib_streaming_garbage_forever_ends_at_the_timeout_in_bounded_mem
     let root = workspace("[cache]\ntimeout = \"1500ms\"\n");
     // Limits raised past the claim, so the client downloads and the stream itself is tested.
     let run = run(root.path(), &server.url(), &["--remote-max-blob", "3GiB"]);
-    run.ran_locally_warning("did not answer `Read` within 1500 ms");
+    // The stream never ends, so the deadline does; on a loaded machine it may strike an earlier
+    // call of the same lookup first, which bounds the run just the same.
+    run.ran_locally_warning("within 1500 ms");
     no_staging_left(root.path());
 }
 
@@ -267,7 +273,7 @@ fn a_batch_answer_with_more_blobs_than_asked_is_refused() {
             batch: plan,
             ..Plan::empty()
         });
-        let root = workspace("");
+        let root = workspace(PATIENT);
         let run = run(root.path(), &server.url(), &[]);
         run.ran_locally_warning("2 blobs in the answer, 1 asked for");
         let small = std::fs::read(root.path().join("out/small.txt")).expect("built");
@@ -283,7 +289,7 @@ fn an_honest_large_blob_is_streamed_into_place_and_replayed() {
         read: ReadPlan::Blob(data.clone()),
         ..Plan::empty()
     });
-    let root = workspace("");
+    let root = workspace(PATIENT);
     let run = run(root.path(), &server.url(), &[]);
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
     let report: Value = serde_json::from_str(&run.stdout).expect("a report");
