@@ -166,8 +166,7 @@ fn a_change_in_any_package_affects_the_root_script() {
         &once_graph::query::AffectedQuery {
             files: vec!["packages/reactivity/src/effect.ts".into()],
             capability: Some("test".into()),
-            cursor: None,
-            limit: None,
+            ..Default::default()
         },
     )
     .expect("answers");
