@@ -42,7 +42,9 @@ fn reserved_on_windows(name: &str) -> bool {
 /// exactly it: equal once case is folded, the code points HFS+ ignores are dropped, and
 /// trailing dots and spaces are trimmed (`.GIT`, `.Git.`, `.g\u{200c}it`).
 pub(crate) fn resembles(name: &str) -> Option<&'static str> {
-    if is_reserved(name) {
+    // Every spelling starts with the dot or with a code point HFS+ ignores (UTF-8 leading bytes
+    // 0xE2 and 0xEF): the names of a no-op run's outputs leave here without an allocation.
+    if !matches!(name.as_bytes().first(), Some(b'.' | 0xE2 | 0xEF)) || is_reserved(name) {
         return None;
     }
     let folded: String = name
