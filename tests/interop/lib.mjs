@@ -283,3 +283,22 @@ export async function runCallTable(checks, table, names, callTool, onOutcome) {
         }
     }
 }
+
+/** Every tool `client.listTools` lists, following `nextCursor` (at most 50 pages), checked as
+ *  `tools/list`; `undefined` when the listing failed. */
+export async function listAllTools(checks, client, ms) {
+    const tools = [];
+    const listed = await checks.attempt('tools/list', async () => {
+        let cursor;
+        let pages = 0;
+        do {
+            const page = await client.listTools(cursor ? { cursor } : {}, { timeout: ms });
+            tools.push(...page.tools);
+            cursor = page.nextCursor;
+            pages += 1;
+        } while (cursor && pages < 50);
+        checks.check('tools/list', !cursor && tools.length > 0, () => `pages: ${pages}, tools: ${tools.length}, cursor left: ${cursor}`);
+        return true;
+    });
+    return listed ? tools : undefined;
+}

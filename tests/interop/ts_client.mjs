@@ -19,7 +19,7 @@
 //
 // Prints one line per check and ends with `N passed, N failed`; exits 1 on any failure.
 
-import { Checks, coverageProblems, loadTable, runCallTable, serverArgs, withTimeout } from './lib.mjs';
+import { Checks, coverageProblems, listAllTools, loadTable, runCallTable, serverArgs, withTimeout } from './lib.mjs';
 
 const argv = process.argv.slice(2);
 const v2 = argv[0] === '--sdk' && argv[1] === 'v2';
@@ -117,20 +117,8 @@ async function main() {
     });
 
     // tools/list, following nextCursor.
-    const tools = [];
-    const listed = await checks.attempt('tools/list', async () => {
-        let cursor;
-        let pages = 0;
-        do {
-            const page = await client.listTools(cursor ? { cursor } : {}, { timeout: REQUEST_MS });
-            tools.push(...page.tools);
-            cursor = page.nextCursor;
-            pages += 1;
-        } while (cursor && pages < 50);
-        checks.check('tools/list', !cursor && tools.length > 0, () => `pages: ${pages}, tools: ${tools.length}, cursor left: ${cursor}`);
-        return true;
-    });
-    if (!listed) return;
+    const tools = await listAllTools(checks, client, REQUEST_MS);
+    if (!tools) return;
     const names = tools.map((t) => t.name);
     console.log(`${checks.prefix} info tools: ${names.join(', ')}`);
     const queryTools = tools.filter((t) => t.name.startsWith(table.query_tool_prefix));

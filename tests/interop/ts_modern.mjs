@@ -17,7 +17,7 @@
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { Checks, coverageProblems, describeCall, loadTable, resultShapeProblem, runCallTable, serverArgs, withTimeout } from './lib.mjs';
+import { Checks, coverageProblems, listAllTools, describeCall, loadTable, resultShapeProblem, runCallTable, serverArgs, withTimeout } from './lib.mjs';
 
 const [first, second] = process.argv.slice(2);
 const http = first === '--http';
@@ -72,20 +72,8 @@ async function modern() {
         checks.check('no Mcp-Session-Id in the revision', carrier.sessionId === undefined, () => `got ${carrier.sessionId}`);
     }
 
-    const tools = [];
-    const listed = await checks.attempt('tools/list', async () => {
-        let cursor;
-        let pages = 0;
-        do {
-            const page = await client.listTools(cursor ? { cursor } : {}, { timeout: REQUEST_MS });
-            tools.push(...page.tools);
-            cursor = page.nextCursor;
-            pages += 1;
-        } while (cursor && pages < 50);
-        checks.check('tools/list', !cursor && tools.length > 0, () => `pages: ${pages}, tools: ${tools.length}`);
-        return true;
-    });
-    if (!listed) return client;
+    const tools = await listAllTools(checks, client, REQUEST_MS);
+    if (!tools) return client;
     const names = tools.map((t) => t.name);
     const queryTools = tools.filter((t) => t.name.startsWith(table.query_tool_prefix));
     checks.check('the server lists query tools', queryTools.length > 0, `no tool starts with ${table.query_tool_prefix}`);
