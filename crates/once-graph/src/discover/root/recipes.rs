@@ -47,23 +47,27 @@ struct Recipe {
 /// The capabilities of `recipes`, run by `tool`: a recipe is persistent when its name or body
 /// says it serves or watches, or when it runs a persistent recipe first.
 fn capabilities(tool: &str, rel: &str, recipes: Vec<Recipe>) -> Vec<InferredCapability> {
-    let mut persistent: BTreeSet<&str> = recipes
+    // Persistence flows from a recipe to every recipe that runs it first: one walk over who
+    // depends on whom, linear in the file however its rules are ordered.
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for recipe in &recipes {
+        for dep in &recipe.deps {
+            dependents
+                .entry(dep.as_str())
+                .or_default()
+                .push(recipe.name.as_str());
+        }
+    }
+    let mut persistent: BTreeSet<&str> = BTreeSet::new();
+    let mut queue: Vec<&str> = recipes
         .iter()
         .filter(|r| serves(&r.name, &r.body))
         .map(|r| r.name.as_str())
         .collect();
-    // A chain of dependencies is at most as long as the list: each pass adds one link or stops.
-    for _ in 0..recipes.len() {
-        let more: Vec<&str> = recipes
-            .iter()
-            .filter(|r| !persistent.contains(r.name.as_str()))
-            .filter(|r| r.deps.iter().any(|d| persistent.contains(d.as_str())))
-            .map(|r| r.name.as_str())
-            .collect();
-        if more.is_empty() {
-            break;
+    while let Some(name) = queue.pop() {
+        if persistent.insert(name) {
+            queue.extend(dependents.get(name).into_iter().flatten().copied());
         }
-        persistent.extend(more);
     }
     let mut seen = BTreeSet::new();
     recipes
@@ -286,6 +290,34 @@ fn make_targets(text: &str) -> Vec<Recipe> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn persistence_reaches_the_end_of_a_long_chain_written_in_reverse() {
+        // `r0` runs `r1` first, which runs `r2`, … and the last one serves: a hostile file can
+        // write a chain as long as it likes, in the order that is worst for a pass-by-pass walk.
+        const LONG: usize = 5_000;
+        let recipes: Vec<Recipe> = (0..=LONG)
+            .map(|n| Recipe {
+                name: format!("r{n}"),
+                deps: if n < LONG {
+                    vec![format!("r{}", n + 1)]
+                } else {
+                    Vec::new()
+                },
+                body: if n == LONG {
+                    "cargo watch".into()
+                } else {
+                    String::new()
+                },
+            })
+            .collect();
+        let caps = capabilities("make", "Makefile", recipes);
+        assert_eq!(caps.len(), LONG + 1);
+        assert!(
+            caps.iter().all(|c| c.persistent),
+            "every recipe runs the server first"
+        );
+    }
 
     fn names(recipes: &[Recipe]) -> Vec<&str> {
         recipes.iter().map(|r| r.name.as_str()).collect()
