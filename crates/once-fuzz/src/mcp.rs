@@ -4,9 +4,10 @@
 //! Properties: the loop never panics and ends at end of input; every line it writes is one JSON-RPC
 //! 2.0 message (or, for a batch, an array of them); and whatever came before, the final `ping` is
 //! answered exactly once, so a bad line never ends or wedges the loop. The server has the test
-//! tools of `crates/once-mcp/tests` (one of them panics on purpose) and the real query, memory and
-//! change-set tools of a small scratch workspace; the gates stay closed, so nothing runs and only
-//! change sets are ever written (they are removed after each input). Must never open a gate.
+//! tools of `crates/once-mcp/tests` (one of them panics on purpose) and the real catalog
+//! (`once_mcp::catalog`) of a small scratch workspace; the gates stay closed, so no action or
+//! evaluator runs (only `once_query_affected` may ask git what changed) and only change sets are
+//! ever written (they are removed after each input). Must never open a gate.
 
 use std::cell::RefCell;
 use std::io::{self, Cursor, Write};
@@ -271,12 +272,20 @@ impl Server {
         config.instructions = "Fuzzing.".into();
         config.workspace_root = Some(root.display().to_string());
         config.tools = test_tools();
-        config.tools.extend(once_mcp::query_tools(
+        // The catalog `once mcp` serves, not a copy of it: with the gates closed only the
+        // read-only tools and the change-set proposals are listed or callable.
+        let runtime = once_exec::Registry::new();
+        let evaluators =
+            Arc::new(once_eval::Evaluators::new(&runtime).expect("the evaluator launcher"));
+        config.tools.extend(once_mcp::catalog(
             &live,
             Arc::new(once_graph::query::workspace),
+            &runtime,
+            &evaluators,
+            once_mcp::EvalPolicy {
+                reset_allowed: false,
+            },
         ));
-        config.tools.extend(once_mcp::memory_tools(&live));
-        config.tools.extend(once_mcp::change_tools(&live));
         let refresh = Arc::clone(&live);
         config.before_request = Some(Arc::new(move || refresh.refresh()));
         config.page_size = 3;

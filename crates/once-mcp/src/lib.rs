@@ -18,7 +18,7 @@ pub mod tool;
 pub mod version;
 
 pub use catalog::{
-    DEFAULT_EVAL_DEADLINE, EvalPolicy, LiveWorkspace, Overview, affected_tools, change_tools,
+    DEFAULT_EVAL_DEADLINE, EvalPolicy, LiveWorkspace, Overview, affected_tools, catalog, change_tools,
     eval_tools, evaluator_spec, example_tools, instructions, memory_tools, query_tools, run_tools,
 };
 pub use server::{

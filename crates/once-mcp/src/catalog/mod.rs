@@ -14,7 +14,7 @@ mod run;
 mod tail;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
 use once_graph::Workspace;
 
@@ -27,6 +27,27 @@ pub use examples::example_tools;
 pub use memory::memory_tools;
 pub use query::{Overview, query_tools};
 pub use run::run_tools;
+
+/// The whole catalog, in the order `tools/list` gives it: every tool `once mcp` and `once serve`
+/// offer (the window adds its own after these). The server lists only those whose gate is open,
+/// so callers pass every tool and let the gates decide. Processes the tools start are registered
+/// in `runtime`; `evaluators` are owned by the caller so they outlive one connection.
+pub fn catalog(
+    live: &Arc<LiveWorkspace>,
+    overview: Overview,
+    runtime: &once_exec::Registry,
+    evaluators: &Arc<once_eval::Evaluators>,
+    eval_policy: EvalPolicy,
+) -> Vec<crate::tool::Tool> {
+    let mut tools = query_tools(live, overview);
+    tools.extend(affected_tools(live, runtime));
+    tools.extend(memory_tools(live));
+    tools.extend(change_tools(live));
+    tools.extend(example_tools(live));
+    tools.extend(run_tools(live, runtime));
+    tools.extend(eval_tools(live, evaluators, eval_policy));
+    tools
+}
 
 /// A workspace that reloads itself when a manifest's content changes.
 #[derive(Debug)]

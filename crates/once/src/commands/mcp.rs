@@ -136,21 +136,11 @@ pub fn build_server(
     config.workspace_root = Some(root_text);
     config.gates = gates;
     let overview: once_mcp::Overview = Arc::new(crate::overview::workspace_overview);
-    config.tools = once_mcp::query_tools(&live, overview);
-    config
-        .tools
-        .extend(once_mcp::affected_tools(&live, runtime));
-    config.tools.extend(once_mcp::memory_tools(&live));
-    config.tools.extend(once_mcp::change_tools(&live));
-    config.tools.extend(once_mcp::example_tools(&live));
-    config.tools.extend(once_mcp::run_tools(&live, runtime));
     // Owned by the config, so they live as long as the server (in `once serve`, the session):
     // an agent that reconnects finds its evaluators, and their variables, where it left them.
     let evaluators =
         Arc::new(once_eval::Evaluators::new(runtime).context("cannot set up the evaluators")?);
-    config
-        .tools
-        .extend(once_mcp::eval_tools(&live, &evaluators, eval_policy));
+    config.tools = once_mcp::catalog(&live, overview, runtime, &evaluators, eval_policy);
     let refresh = Arc::clone(&live);
     config.before_request = Some(Arc::new(move || refresh.refresh()));
     Ok(Built {

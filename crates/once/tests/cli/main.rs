@@ -16,6 +16,7 @@ mod dry_run;
 mod eval;
 mod examples;
 mod false_green;
+mod floors;
 // The hostile REAPI cache of `once-remote`'s tests, shared by the remote tests here.
 #[path = "../../../once-remote/tests/support/hostile_cache.rs"]
 mod hostile_cache;
