@@ -297,6 +297,11 @@ extern "C" fn init_process(end: *mut libc::c_void) -> libc::c_int {
 
 /// The subreaper mode: this process becomes the shim, forks the command (which returns), and
 /// kills the command's descendants when asked or when the command ends.
+///
+/// # Safety
+///
+/// Only in a child that `once` forked, before it execs, with `parent` the pid of `once`: it
+/// forks, and whatever runs until `_exit` or the exec must be async-signal-safe.
 unsafe fn subreaper(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: async-signal-safe calls on stack memory, in a forked child.
     unsafe {
@@ -375,6 +380,11 @@ unsafe fn subreaper(parent: libc::pid_t) -> io::Result<()> {
 }
 
 /// Exits the way `status` (a wait status) says: with its code, or killed by its signal.
+///
+/// # Safety
+///
+/// Only in the shim, a forked child of `once`: it never returns, ending this process without
+/// running destructors or flushing anything the parent's memory holds.
 unsafe fn relay(status: libc::c_int) -> ! {
     // SAFETY: async-signal-safe calls on stack memory, in a forked child.
     unsafe {
@@ -402,6 +412,11 @@ unsafe fn relay(status: libc::c_int) -> ! {
 
 /// Unshares a PID namespace for the children of this process, inside a user namespace that maps
 /// our own ids (which needs no privilege) when `user` asks for one.
+///
+/// # Safety
+///
+/// Only in a single-threaded child of `once` before it execs: `unshare` changes the namespaces
+/// of the whole process, which `once` itself must never leave.
 unsafe fn enter_pid_namespace(user: UserNamespace) -> io::Result<()> {
     // SAFETY: async-signal-safe calls on stack memory.
     unsafe {
@@ -419,6 +434,11 @@ unsafe fn enter_pid_namespace(user: UserNamespace) -> io::Result<()> {
 }
 
 /// Maps `uid` and `gid` (ours outside) to themselves in the user namespace we just entered.
+///
+/// # Safety
+///
+/// Only right after this child unshared its user namespace (see [`enter_pid_namespace`]); it
+/// must stay async-signal-safe, so it writes from stack buffers only.
 unsafe fn map_own_ids(uid: libc::uid_t, gid: libc::gid_t) -> io::Result<()> {
     // SAFETY: async-signal-safe calls on stack memory.
     unsafe {
@@ -467,6 +487,12 @@ fn id_map(buffer: &mut [u8; 40], id: u32) -> &[u8] {
     buffer.get(..length).unwrap_or_default()
 }
 
+/// Writes `bytes` to the file at `path` with one `write`, as `/proc` files want.
+///
+/// # Safety
+///
+/// Async-signal-safe, for a forked child: the caller must not rely on it allocating or
+/// buffering, and a short write is an error, never retried.
 unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
     // SAFETY: `path` is NUL-terminated and `bytes` valid for its length.
     unsafe {
@@ -510,6 +536,11 @@ pub(crate) fn sigset(signals: &[libc::c_int]) -> libc::sigset_t {
 
 /// Closes every descriptor but `keep`: a shim must hold no pipe of the command's (its capture
 /// would wait for the shim) and not `std`'s exec-error pipe (spawn would wait for the command).
+///
+/// # Safety
+///
+/// Only in a forked child: it closes descriptors that other owners (an `OwnedFd`, `std`'s
+/// pipes) still believe open, which in `once` itself would lead to double closes.
 unsafe fn close_all_but(keep: libc::c_int) {
     // SAFETY: closing descriptors has no memory effects.
     unsafe {

@@ -318,6 +318,11 @@ extern "C" fn child(start: *mut libc::c_void) -> libc::c_int {
 
 /// What every child does first, with every signal still blocked: no handler of `once`'s, a
 /// group of its own, a death signal, its descriptors and its folder.
+///
+/// # Safety
+///
+/// Only in the child between the clone and the exec, while it shares `once`'s memory: it must
+/// stay async-signal-safe and change nothing but its own registers, stack and process state.
 unsafe fn prepare(start: &Start) -> io::Result<()> {
     // SAFETY: async-signal-safe calls on this stack and on `start`'s read-only fields.
     unsafe {
@@ -347,6 +352,11 @@ unsafe fn prepare(start: &Start) -> io::Result<()> {
 
 /// Sets every caught signal back to its default, and SIGPIPE too (Rust ignores it, and an
 /// ignored disposition survives exec: `yes | head` must end). Other ignored signals stay so.
+///
+/// # Safety
+///
+/// Only in a child before it execs, with every signal blocked: in `once` itself it would
+/// remove the handlers its orderly shutdown depends on.
 unsafe fn default_every_handler() {
     // SAFETY: sigaction with valid pointers to this stack.
     unsafe {
@@ -367,6 +377,11 @@ unsafe fn default_every_handler() {
 }
 
 /// Blocks exactly `signals`.
+///
+/// # Safety
+///
+/// Only in a child before it execs: it replaces the calling thread's whole mask, which in
+/// `once` would let signals reach threads that must not take them.
 unsafe fn set_mask(signals: &[libc::c_int]) {
     // SAFETY: a valid set on this stack.
     unsafe { libc::sigprocmask(libc::SIG_SETMASK, &sigset(signals), std::ptr::null_mut()) };
