@@ -244,7 +244,13 @@ impl Workspace {
         diags.extend(scripts.diagnostics);
         absent.extend(scripts.absent);
         let (targets, graph) = resolve(pending, &declared, &files, &shared, &mut diags);
-        diags.extend(crate::features::unknown(&root, &targets, &files));
+        let mut cargo = Reader::new(&root);
+        diags.extend(crate::features::unknown(&targets, &files, &mut cargo));
+        // Read for the feature check only: recorded for staleness, but a manifest the reader
+        // could not use is cargo's to report, not a second warning of ours.
+        files.extend(cargo.files);
+        manifests.extend(cargo.records);
+        absent.extend(cargo.absent);
 
         // Deterministic order: by file (root first), then position.
         diags.sort_by(|a, b| {

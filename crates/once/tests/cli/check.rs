@@ -103,3 +103,29 @@ fn a_cargo_feature_the_package_does_not_declare_is_a_warning() {
     assert!(stderr.contains("`default`, `fast`, `serde`"), "{stderr}");
     assert_eq!(stderr.matches("unknown-feature").count(), 1, "{stderr}");
 }
+
+/// The feature check reads the package's `Cargo.toml` through discovery's one reader: a FIFO
+/// there (which nobody will ever write) is not a manifest, and must never hang the load.
+#[cfg(unix)]
+#[test]
+fn a_cargo_manifest_that_is_a_fifo_never_hangs_the_feature_check() {
+    let test = crate::support::Test::new().manifest(
+        "[targets.core]\nkind = \"cargo-package\"\npath = \"core\"\nfeatures = [\"fast\"]\n",
+    );
+    std::fs::create_dir_all(test.root().join("core")).unwrap();
+    let fifo = test.root().join("core/Cargo.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let mut command = std::process::Command::new(crate::support::once_binary());
+    command
+        .arg("--workspace")
+        .arg(test.root())
+        .arg("check")
+        .env_remove("ONCE_LOG");
+    let output = crate::support::output_within(command);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("unknown-feature"), "{stderr}");
+}
