@@ -21,8 +21,10 @@ Examples:
   once serve                              Keep a live session; agents join with `once mcp --attach`
 
 The workspace is the nearest folder, upwards from here but never above the repository's top,
-that holds a `once.toml` (else the outermost with a `Cargo.toml`, `package.json`, …);
-`-C DIR` or `--workspace DIR` names it instead, before or after the subcommand.";
+that holds a `once.toml`; else the outermost that holds a `Cargo.toml`, `package.json`,
+`pnpm-workspace.yaml`, `pyproject.toml`, `go.work` or `go.mod`. Outside a repository, a folder
+another user owns is the workspace only if `ONCE_SAFE_DIRECTORIES` names it. `-C DIR` or
+`--workspace DIR` names the workspace instead, before or after the subcommand.";
 
 /// The parsed command line.
 #[derive(Debug, Parser)]

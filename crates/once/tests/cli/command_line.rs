@@ -195,3 +195,19 @@ fn query_memory_offers_json_like_every_query_and_prints_json_either_way() {
         assert!(run.json()["entries"].is_array(), "{}", run.transcript());
     }
 }
+
+/// The footer of `--help` says how the root is found, as `once_graph`'s root search does it:
+/// every manifest that can make a folder the root, the repository's top as the limit, and the
+/// variable that lets another user's folder be one.
+#[test]
+fn the_help_says_how_the_workspace_root_is_found() {
+    let run = once(&["--help"]);
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    let help = run.stdout().split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("nearest folder"), "{help}");
+    assert!(help.contains("never above the repository's top"), "{help}");
+    for marker in once_graph::discover::MARKERS {
+        assert!(help.contains(&format!("`{marker}`")), "{marker} missing: {help}");
+    }
+    assert!(help.contains("`ONCE_SAFE_DIRECTORIES`"), "{help}");
+}
