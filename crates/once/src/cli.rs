@@ -908,8 +908,9 @@ compares them with the parts the key has now. It runs nothing and writes nothing
     /// Every MCP tool of `once mcp`, gated ones included: name, title, description, schemas
     #[command(after_help = "\
 Examples:
-  once query tools --json                    The catalog as JSON: each tool and its gate's flag
-  once query tools --markdown > docs/tools.md    The tools page, generated from the same catalog")]
+  once query tools --json          The catalog as JSON: each tool and its gate's flag
+  once query tools --markdown      The book's tools page (docs/src/reference/tools.md), generated
+                                   from the same catalog")]
     Tools {
         /// Print the tools page (Markdown) instead of JSON
         #[arg(long)]

@@ -2,6 +2,8 @@
 //! One test binary, so the crate links once.
 
 mod affected;
+mod book;
+mod book_console;
 mod bounded;
 mod cache_bound;
 mod cache_worktree;

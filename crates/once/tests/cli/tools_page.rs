@@ -1,6 +1,7 @@
-//! `docs/tools.md` is generated from the MCP catalog (`once query tools --markdown`); this test
-//! regenerates it and fails when the committed page is stale, or when the README's figure of
-//! the size of `tools/list` is not the page's. `ONCE_BLESS=1` rewrites both.
+//! The book's `docs/src/reference/tools.md` is generated from the MCP catalog (`once query tools
+//! --markdown`); this test regenerates it and fails when the committed page is stale, or when the
+//! agents guide's figure of the size of `tools/list` is not the page's. `ONCE_BLESS=1` rewrites
+//! both.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -26,15 +27,15 @@ fn the_tools_page_is_the_catalog_it_documents() {
     let dir = TempDir::new();
     std::fs::write(dir.path().join("once.toml"), "").unwrap();
     let page = generate(dir.path(), &["--markdown"]);
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tools.md");
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/reference/tools.md");
     if std::env::var_os("ONCE_BLESS").is_some() {
         std::fs::write(&committed, &page).unwrap();
     }
     let on_disk = std::fs::read_to_string(&committed).unwrap_or_default();
     assert!(
         on_disk == page,
-        "`docs/tools.md` is stale: regenerate it with `once query tools --markdown > docs/tools.md` \
-         (or run this test with ONCE_BLESS=1)"
+        "`docs/src/reference/tools.md` is stale: regenerate it with `once query tools --markdown > \
+         docs/src/reference/tools.md` (or run this test with ONCE_BLESS=1)"
     );
 
     // Every tool of the catalog has its section, gated ones marked with their flag.
@@ -72,15 +73,15 @@ fn size_figure(text: &str) -> Option<(usize, &str)> {
 }
 
 #[test]
-fn the_readme_quotes_the_size_of_tools_list_that_the_catalog_has() {
+fn the_agents_guide_quotes_the_size_of_tools_list_that_the_catalog_has() {
     let dir = TempDir::new();
     std::fs::write(dir.path().join("once.toml"), "").unwrap();
     let page = generate(dir.path(), &["--markdown"]);
     let (_, figure) = size_figure(&page).expect("the page gives the size of tools/list");
     assert!(figure.contains(" KB in `once mcp` and "), "{figure}");
-    let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/guides/agents.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
-    let (at, quoted) = size_figure(&readme).expect("the README quotes the size of tools/list");
+    let (at, quoted) = size_figure(&readme).expect("the agents guide quotes the size of tools/list");
     if quoted != figure && std::env::var_os("ONCE_BLESS").is_some() {
         let blessed = format!("{}{figure}{}", &readme[..at], &readme[at + quoted.len()..]);
         std::fs::write(&readme_path, blessed).unwrap();
@@ -88,7 +89,7 @@ fn the_readme_quotes_the_size_of_tools_list_that_the_catalog_has() {
     }
     assert_eq!(
         quoted, figure,
-        "the README's size of `tools/list` is stale: copy the figure from \
+        "the agents guide's size of `tools/list` is stale: copy the figure from \
          `once query tools --markdown` (or run this test with ONCE_BLESS=1)"
     );
 }

@@ -1,0 +1,462 @@
+//! The book under `docs/` cannot go stale: its reference pages are generated from the parser
+//! (`reference/cli.md`, every `--help`), the manifest's JSON Schema (`reference/manifest.md`) and
+//! the MCP catalog (`reference/tools.md`, in `tools_page.rs`), and these tests regenerate them and
+//! fail when the committed page differs (`ONCE_BLESS=1` rewrites it). The hand-written reference
+//! pages are checked against the code they describe: every `ONCE_*` variable the code reads is in
+//! `reference/environment.md`, every exit code in `reference/exit-codes.md`. And every link between
+//! pages, anchors included, must lead somewhere, as mdBook would resolve it.
+//!
+//! Nothing here may depend on the machine: a generated page must be the same wherever it is made.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::support::{TempDir, once_binary, output_within};
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn book() -> PathBuf {
+    repository().join("docs/src")
+}
+
+/// Compares `page` with the committed `docs/src/<rel>`, rewriting it first under `ONCE_BLESS`.
+fn assert_page(rel: &str, page: &str, how: &str) {
+    let path = book().join(rel);
+    if std::env::var_os("ONCE_BLESS").is_some() {
+        std::fs::write(&path, page).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == page,
+        "`docs/src/{rel}` is stale: it is generated from {how}; run this test with ONCE_BLESS=1 \
+         to rewrite it"
+    );
+}
+
+/// `once ARGS` in an empty workspace, with a fixed width so clap wraps the same everywhere.
+fn once(args: &[&str]) -> String {
+    let dir = TempDir::new();
+    std::fs::write(dir.path().join("once.toml"), "").unwrap();
+    let mut command = Command::new(once_binary());
+    command
+        .args(args)
+        .current_dir(dir.path())
+        .env("COLUMNS", "100")
+        .env_remove("ONCE_LOG")
+        .env_remove("CLICOLOR_FORCE")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    let output = output_within(command);
+    assert!(output.status.success(), "once {args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The subcommands a help text lists under `Commands:`, `help` left out.
+fn subcommands(help: &str) -> Vec<String> {
+    let Some(start) = help.find("\nCommands:\n") else {
+        return Vec::new();
+    };
+    help[start + "\nCommands:\n".len()..]
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        // A command's name starts at the list's indent; a wrapped description is indented more.
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every command path, depth first, from `once` itself.
+fn command_paths(path: Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    let help = once(&args);
+    let children = subcommands(&help);
+    out.push((path.clone(), help));
+    for child in children {
+        let mut next = path.clone();
+        next.push(child);
+        command_paths(next, out);
+    }
+}
+
+fn cli_page() -> String {
+    let mut commands = Vec::new();
+    command_paths(Vec::new(), &mut commands);
+    let mut page = String::from(
+        "<!-- Generated from `once … --help` by crates/once/tests/cli/book.rs; do not edit by \
+         hand. -->\n\n# Command line\n\nEvery command's `--help`, as the parser declares it. \
+         `once help COMMAND` and `once COMMAND --help` print the same.\n",
+    );
+    for (path, help) in &commands {
+        let name = std::iter::once("once")
+            .chain(path.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let _ = write!(page, "\n## `{name}`\n\n```text\n{}\n```\n", help.trim_end());
+    }
+    page
+}
+
+#[test]
+fn the_cli_reference_is_the_parser() {
+    let page = cli_page();
+    // The parser's own tree, not a list of ours: every top-level command has its section.
+    for command in ["check", "query", "run", "mcp", "serve", "memory", "changes", "eval"] {
+        assert!(
+            page.contains(&format!("\n## `once {command}`\n")),
+            "{command} missing"
+        );
+    }
+    assert!(page.contains("\n## `once query targets`\n"), "no nested commands");
+    assert_page("reference/cli.md", &page, "every `once … --help`");
+}
+
+/// One row of a key's table: its type in a few words.
+fn kind(schema: &Value) -> String {
+    if let Some(values) = schema["enum"].as_array() {
+        let values: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
+        return format!("one of {}", values.join(", "));
+    }
+    let base = match &schema["type"] {
+        Value::String(name) => name.clone(),
+        Value::Array(names) => names
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" or "),
+        _ if schema.get("oneOf").is_some() || schema.get("anyOf").is_some() => {
+            "one of several shapes".to_owned()
+        }
+        _ => "any".to_owned(),
+    };
+    match (base.as_str(), schema.get("items")) {
+        ("array", Some(items)) => format!("array of {}", kind(items)),
+        ("object", _) if schema.get("properties").is_none() => match schema
+            .get("additionalProperties")
+            .filter(|v| v.is_object())
+        {
+            Some(values) => format!("table of {}", kind(values)),
+            None => base,
+        },
+        _ => base,
+    }
+}
+
+/// Text fit for one table cell.
+fn cell(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
+}
+
+/// The sections of the table at `path` (`[workspace]`, `[targets.NAME]`, …) and of every table
+/// below it, in the schema's order.
+fn manifest_sections(path: &str, schema: &Value, out: &mut String) {
+    if let Some(properties) = schema["properties"].as_object() {
+        let _ = write!(out, "\n## `{path}`\n\n");
+        if let Some(description) = schema["description"].as_str() {
+            let _ = write!(out, "{}\n\n", cell(description));
+        }
+        out.push_str("| key | type | default | description |\n| --- | --- | --- | --- |\n");
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for (key, property) in properties {
+            let default = match property.get("default") {
+                Some(value) => format!("`{value}`"),
+                None if required.contains(&key.as_str()) => "required".to_owned(),
+                None => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "| `{key}` | {} | {default} | {} |",
+                kind(property),
+                cell(property["description"].as_str().unwrap_or(""))
+            );
+        }
+        for (key, property) in properties {
+            let inner = path.trim_start_matches('[').trim_end_matches(']');
+            manifest_sections(&format!("[{inner}.{key}]"), property, out);
+        }
+    } else if let Some(values) = schema["additionalProperties"]
+        .as_object()
+        .filter(|v| v.contains_key("properties"))
+    {
+        let inner = path.trim_start_matches('[').trim_end_matches(']');
+        manifest_sections(&format!("[{inner}.NAME]"), &Value::Object(values.clone()), out);
+    }
+}
+
+fn manifest_page() -> String {
+    let schema: Value = serde_json::from_str(&once(&["query", "schema", "--manifest"])).unwrap();
+    let mut page = String::from(
+        "<!-- Generated from `once query schema --manifest` by crates/once/tests/cli/book.rs; do \
+         not edit by hand. -->\n\n# `once.toml`\n\nEvery table and key of `once.toml`, from the \
+         manifest's JSON Schema (`once query schema --manifest`, which editors read too). `NAME` \
+         stands for a name of yours. The guide [Writing `once.toml`](../guides/manifest.md) says \
+         how they work together; `once query schema KIND` gives a kind's own fields.\n",
+    );
+    for (key, property) in schema["properties"].as_object().unwrap() {
+        manifest_sections(&format!("[{key}]"), property, &mut page);
+    }
+    page
+}
+
+#[test]
+fn the_manifest_reference_is_the_schema() {
+    let page = manifest_page();
+    for table in [
+        "[workspace]",
+        "[discover]",
+        "[cache]",
+        "[targets.NAME]",
+        "[targets.NAME.capabilities.NAME]",
+    ] {
+        assert!(
+            page.contains(&format!("\n## `{table}`\n")),
+            "{table} missing"
+        );
+    }
+    assert!(page.contains("| `default-deadline` |"), "{page}");
+    assert_page("reference/manifest.md", &page, "the manifest's JSON Schema");
+}
+
+/// Every Rust source file of the crates, tests left out.
+fn sources(folder: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_variable_once_reads_is_in_the_environment_reference() {
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(repository().join("crates")).unwrap() {
+        let src = krate.unwrap().path().join("src");
+        if src.is_dir() {
+            sources(&src, &mut files);
+        }
+    }
+    let mut names = BTreeSet::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (at, _) in text.match_indices("\"ONCE_") {
+            let name: String = text[at + 1..]
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            names.insert(name.trim_end_matches('_').to_owned());
+        }
+    }
+    assert!(names.contains("ONCE_LOG") && names.len() > 8, "{names:?}");
+    let page = std::fs::read_to_string(book().join("reference/environment.md")).unwrap();
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|name| !page.contains(&format!("`{name}")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "`docs/src/reference/environment.md` does not say what {missing:?} do: add a row for each"
+    );
+    for common in ["NO_COLOR", "CLICOLOR_FORCE", "XDG_STATE_HOME", "EDITOR"] {
+        assert!(page.contains(&format!("`{common}`")), "{common} missing");
+    }
+}
+
+#[test]
+fn the_exit_codes_reference_is_the_binary_s() {
+    let exit = std::fs::read_to_string(repository().join("crates/once/src/exit.rs")).unwrap();
+    let mut codes: BTreeSet<String> = BTreeSet::from(["0".to_owned()]);
+    for (at, _) in exit.match_indices("ExitCode::from(") {
+        let digits: String = exit[at + "ExitCode::from(".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if !digits.is_empty() {
+            codes.insert(digits);
+        }
+    }
+    assert!(exit.contains("128 + signal"), "signals no longer exit 128 + N");
+    codes.insert("128 + N".to_owned());
+    let page = std::fs::read_to_string(book().join("reference/exit-codes.md")).unwrap();
+    let listed: BTreeSet<String> = page
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split('`').next())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        listed, codes,
+        "`docs/src/reference/exit-codes.md` lists other codes than `crates/once/src/exit.rs`"
+    );
+}
+
+/// mdBook's id of a heading: its text lowercased, anything but letters, digits, `_`, `-` and
+/// spaces left out, and each run of spaces made one `-` (`` `once.toml` `` gives `oncetoml`).
+fn anchor(heading: &str) -> String {
+    let kept: String = heading
+        .chars()
+        .filter_map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' {
+                Some(c.to_ascii_lowercase())
+            } else if c.is_whitespace() {
+                Some(' ')
+            } else {
+                None
+            }
+        })
+        .collect();
+    kept.split_whitespace().collect::<Vec<_>>().join("-")
+}
+
+/// The ids of a page's headings, outside code blocks, with mdBook's `-1`, `-2` for repeats.
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut ids = BTreeSet::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced || !line.starts_with('#') {
+            continue;
+        }
+        let id = anchor(line.trim_start_matches('#'));
+        let count = seen.entry(id.clone()).or_default();
+        ids.insert(if *count == 0 {
+            id.clone()
+        } else {
+            format!("{id}-{count}")
+        });
+        *count += 1;
+    }
+    ids
+}
+
+/// The targets of a page's Markdown links outside code (`[text](target)`), with their lines.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for (number, line) in text.lines().enumerate() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced {
+            continue;
+        }
+        // Inline code may hold `](`; only what is outside backticks is a link.
+        let outside: String = line
+            .split('`')
+            .step_by(2)
+            .collect::<Vec<_>>()
+            .join(" ");
+        for (at, _) in outside.match_indices("](") {
+            let rest = &outside[at + 2..];
+            if let Some(end) = rest.find(')') {
+                out.push((number + 1, rest[..end].to_owned()));
+            }
+        }
+    }
+    out
+}
+
+fn pages(folder: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            pages(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_link_of_the_book_leads_to_a_page_and_an_anchor_that_exist() {
+    let root = std::fs::canonicalize(book()).unwrap();
+    let mut all = Vec::new();
+    pages(&root, &mut all);
+    assert!(all.len() > 20, "{all:?}");
+    let texts: BTreeMap<PathBuf, String> = all
+        .iter()
+        .map(|p| (p.clone(), std::fs::read_to_string(p).unwrap()))
+        .collect();
+    let summary = &texts[&root.join("SUMMARY.md")];
+    let mut broken = Vec::new();
+    for (page, text) in &texts {
+        let rel = page.strip_prefix(&root).unwrap().display().to_string();
+        if page != &root.join("SUMMARY.md") && !summary.contains(&format!("]({rel})")) {
+            broken.push(format!("{rel} is in no chapter of SUMMARY.md"));
+        }
+        for (line, target) in links(text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (file, fragment) = match target.split_once('#') {
+                Some((file, fragment)) => (file, Some(fragment)),
+                None => (target.as_str(), None),
+            };
+            let linked = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            let linked = normalise(&linked);
+            let Some(linked_text) = texts.get(&linked) else {
+                broken.push(format!("{rel}:{line}: `{target}` leads to no page of the book"));
+                continue;
+            };
+            if let Some(fragment) = fragment
+                && !anchors(linked_text).contains(fragment)
+            {
+                broken.push(format!("{rel}:{line}: `{target}` names no heading there"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// `a/b/../c` as `a/c`, without touching the file system.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[test]
+fn the_anchor_of_a_heading_is_mdbooks() {
+    assert_eq!(anchor(" The overlay"), "the-overlay");
+    assert_eq!(anchor(" `once.toml`"), "oncetoml");
+    assert_eq!(
+        anchor(" The 2026-07-28 revision, beside the handshake"),
+        "the-2026-07-28-revision-beside-the-handshake"
+    );
+    let ids = anchors("# A\n## A\n```\n# not a heading\n```\n## B c\n");
+    assert_eq!(
+        ids,
+        BTreeSet::from(["a".to_owned(), "a-1".to_owned(), "b-c".to_owned()])
+    );
+}
