@@ -460,3 +460,31 @@ fn the_anchor_of_a_heading_is_mdbooks() {
         BTreeSet::from(["a".to_owned(), "a-1".to_owned(), "b-c".to_owned()])
     );
 }
+
+#[test]
+fn every_link_of_the_front_pages_leads_to_a_file_and_an_anchor_that_exist() {
+    let root = std::fs::canonicalize(repository()).unwrap();
+    let mut broken = Vec::new();
+    for front in ["README.md", "CONTRIBUTING.md", "ARCHITECTURE.md"] {
+        let text = std::fs::read_to_string(root.join(front)).unwrap();
+        for (line, target) in links(&text) {
+            if target.contains("://") {
+                continue;
+            }
+            let (file, fragment) = target.split_once('#').unwrap_or((target.as_str(), ""));
+            let linked = if file.is_empty() {
+                root.join(front)
+            } else {
+                root.join(file)
+            };
+            if !linked.exists() {
+                broken.push(format!("{front}:{line}: `{target}` leads to no file"));
+            } else if !fragment.is_empty()
+                && !anchors(&std::fs::read_to_string(&linked).unwrap()).contains(fragment)
+            {
+                broken.push(format!("{front}:{line}: `{target}` names no heading there"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
