@@ -37,8 +37,8 @@ use crate::version::ProtocolVersion;
 pub const WORKSPACE_META_KEY: &str = "dev.once/workspace";
 
 /// The size at which a `tools/list` page ends. It is well above the whole catalog with every tool
-/// enabled, in `once serve` too (`once query tools --markdown` prints the figure, and the README
-/// quotes it): many hosts read only the first page, and a tool the person enabled must never be
+/// enabled, in `once serve` too (`once query tools --markdown` prints the figure, and the book's
+/// agents guide quotes it): many hosts read only the first page, and a tool the person enabled must never be
 /// hidden on a second one. The catalog does not grow with the workspace; the limit is a guard
 /// against a catalog that one day would.
 pub const TOOLS_PAGE_BYTES: usize = 96 * 1024;
