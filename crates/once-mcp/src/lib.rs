@@ -18,8 +18,9 @@ pub mod tool;
 pub mod version;
 
 pub use catalog::{
-    DEFAULT_EVAL_DEADLINE, EvalPolicy, LiveWorkspace, Overview, affected_tools, catalog, change_tools,
-    eval_tools, evaluator_spec, example_tools, instructions, memory_tools, query_tools, run_tools,
+    DEFAULT_EVAL_DEADLINE, EvalPolicy, LiveWorkspace, Overview, affected_tools, catalog,
+    change_tools, eval_tools, evaluator_spec, example_tools, instructions, memory_tools,
+    query_tools, run_tools,
 };
 pub use server::{
     DetachedCallError, InputEnd, ServeOptions, ServerConfig, TOOLS_PAGE_BYTES, WORKSPACE_META_KEY,

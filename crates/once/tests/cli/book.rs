@@ -109,13 +109,18 @@ fn cli_page() -> String {
 fn the_cli_reference_is_the_parser() {
     let page = cli_page();
     // The parser's own tree, not a list of ours: every top-level command has its section.
-    for command in ["check", "query", "run", "mcp", "serve", "memory", "changes", "eval"] {
+    for command in [
+        "check", "query", "run", "mcp", "serve", "memory", "changes", "eval",
+    ] {
         assert!(
             page.contains(&format!("\n## `once {command}`\n")),
             "{command} missing"
         );
     }
-    assert!(page.contains("\n## `once query targets`\n"), "no nested commands");
+    assert!(
+        page.contains("\n## `once query targets`\n"),
+        "no nested commands"
+    );
     assert_page("reference/cli.md", &page, "every `once … --help`");
 }
 
@@ -139,13 +144,12 @@ fn kind(schema: &Value) -> String {
     };
     match (base.as_str(), schema.get("items")) {
         ("array", Some(items)) => format!("array of {}", kind(items)),
-        ("object", _) if schema.get("properties").is_none() => match schema
-            .get("additionalProperties")
-            .filter(|v| v.is_object())
-        {
-            Some(values) => format!("table of {}", kind(values)),
-            None => base,
-        },
+        ("object", _) if schema.get("properties").is_none() => {
+            match schema.get("additionalProperties").filter(|v| v.is_object()) {
+                Some(values) => format!("table of {}", kind(values)),
+                None => base,
+            }
+        }
         _ => base,
     }
 }
@@ -193,7 +197,11 @@ fn manifest_sections(path: &str, schema: &Value, out: &mut String) {
         .filter(|v| v.contains_key("properties"))
     {
         let inner = path.trim_start_matches('[').trim_end_matches(']');
-        manifest_sections(&format!("[{inner}.NAME]"), &Value::Object(values.clone()), out);
+        manifest_sections(
+            &format!("[{inner}.NAME]"),
+            &Value::Object(values.clone()),
+            out,
+        );
     }
 }
 
@@ -291,7 +299,10 @@ fn the_exit_codes_reference_is_the_binary_s() {
             codes.insert(digits);
         }
     }
-    assert!(exit.contains("128 + signal"), "signals no longer exit 128 + N");
+    assert!(
+        exit.contains("128 + signal"),
+        "signals no longer exit 128 + N"
+    );
     codes.insert("128 + N".to_owned());
     let page = std::fs::read_to_string(book().join("reference/exit-codes.md")).unwrap();
     let listed: BTreeSet<String> = page
@@ -360,11 +371,7 @@ fn links(text: &str) -> Vec<(usize, String)> {
             continue;
         }
         // Inline code may hold `](`; only what is outside backticks is a link.
-        let outside: String = line
-            .split('`')
-            .step_by(2)
-            .collect::<Vec<_>>()
-            .join(" ");
+        let outside: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
         for (at, _) in outside.match_indices("](") {
             let rest = &outside[at + 2..];
             if let Some(end) = rest.find(')') {
@@ -418,7 +425,9 @@ fn every_link_of_the_book_leads_to_a_page_and_an_anchor_that_exist() {
             };
             let linked = normalise(&linked);
             let Some(linked_text) = texts.get(&linked) else {
-                broken.push(format!("{rel}:{line}: `{target}` leads to no page of the book"));
+                broken.push(format!(
+                    "{rel}:{line}: `{target}` leads to no page of the book"
+                ));
                 continue;
             };
             if let Some(fragment) = fragment

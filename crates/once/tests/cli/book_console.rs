@@ -180,7 +180,10 @@ fn every_console_example_prints_what_it_shows() {
             std::fs::write(&path, rewritten).unwrap();
         }
     }
-    assert!(count >= 3, "only {count} console blocks: the examples went missing");
+    assert!(
+        count >= 3,
+        "only {count} console blocks: the examples went missing"
+    );
     assert!(
         stale.is_empty() || bless,
         "console examples are stale (run this test with ONCE_BLESS=1 to rewrite them):\n{}",
@@ -194,5 +197,8 @@ fn a_command_line_splits_into_words_as_a_shell_would_for_plain_quotes() {
         words("once query owner 'a b'  \"c\" d"),
         ["once", "query", "owner", "a b", "c", "d"]
     );
-    assert_eq!(words("once run x --param ''"), ["once", "run", "x", "--param", ""]);
+    assert_eq!(
+        words("once run x --param ''"),
+        ["once", "run", "x", "--param", ""]
+    );
 }

@@ -203,11 +203,18 @@ fn query_memory_offers_json_like_every_query_and_prints_json_either_way() {
 fn the_help_says_how_the_workspace_root_is_found() {
     let run = once(&["--help"]);
     assert_eq!(run.code(), 0, "{}", run.transcript());
-    let help = run.stdout().split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = run
+        .stdout()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(help.contains("nearest folder"), "{help}");
     assert!(help.contains("never above the repository's top"), "{help}");
     for marker in once_graph::discover::MARKERS {
-        assert!(help.contains(&format!("`{marker}`")), "{marker} missing: {help}");
+        assert!(
+            help.contains(&format!("`{marker}`")),
+            "{marker} missing: {help}"
+        );
     }
     assert!(help.contains("`ONCE_SAFE_DIRECTORIES`"), "{help}");
 }

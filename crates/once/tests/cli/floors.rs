@@ -16,7 +16,10 @@ const END: &str = "<!-- /floors -->";
 /// Each crate's floor, 0 the lowest, from the list between the markers: one line per floor,
 /// the top first, crate names in backticks.
 fn floors(architecture: &str) -> BTreeMap<String, usize> {
-    let start = architecture.find(START).expect("ARCHITECTURE.md marks its floors") + START.len();
+    let start = architecture
+        .find(START)
+        .expect("ARCHITECTURE.md marks its floors")
+        + START.len();
     let end = start + architecture[start..].find(END).expect("the floors end");
     let lines: Vec<&str> = architecture[start..end]
         .lines()
@@ -34,14 +37,23 @@ fn floors(architecture: &str) -> BTreeMap<String, usize> {
 /// Every workspace crate with the workspace crates it depends on (normal, build or dev).
 fn edges(root: &Path) -> BTreeMap<String, Vec<String>> {
     let output = Command::new(env!("CARGO"))
-        .args(["metadata", "--offline", "--format-version", "1", "--no-deps"])
+        .args([
+            "metadata",
+            "--offline",
+            "--format-version",
+            "1",
+            "--no-deps",
+        ])
         .current_dir(root)
         .output()
         .expect("cargo metadata runs");
     assert!(output.status.success(), "{output:?}");
     let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
     let packages = metadata["packages"].as_array().unwrap();
-    let names: Vec<&str> = packages.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = packages
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
     packages
         .iter()
         .map(|package| {
@@ -67,7 +79,9 @@ fn no_crate_depends_on_a_crate_of_its_own_floor_or_above() {
     let mut wrong = Vec::new();
     for (krate, deps) in &edges {
         let Some(&floor) = floor_of.get(krate) else {
-            wrong.push(format!("`{krate}` stands on no floor: add it to ARCHITECTURE.md's floors"));
+            wrong.push(format!(
+                "`{krate}` stands on no floor: add it to ARCHITECTURE.md's floors"
+            ));
             continue;
         };
         for dep in deps {
@@ -83,7 +97,9 @@ fn no_crate_depends_on_a_crate_of_its_own_floor_or_above() {
     }
     for krate in floor_of.keys() {
         if !edges.contains_key(krate) {
-            wrong.push(format!("ARCHITECTURE.md's floors name `{krate}`, which is no crate"));
+            wrong.push(format!(
+                "ARCHITECTURE.md's floors name `{krate}`, which is no crate"
+            ));
         }
     }
     assert!(edges.len() >= 13, "{edges:?}");

@@ -81,7 +81,8 @@ fn the_agents_guide_quotes_the_size_of_tools_list_that_the_catalog_has() {
     assert!(figure.contains(" KB in `once mcp` and "), "{figure}");
     let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/guides/agents.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
-    let (at, quoted) = size_figure(&readme).expect("the agents guide quotes the size of tools/list");
+    let (at, quoted) =
+        size_figure(&readme).expect("the agents guide quotes the size of tools/list");
     if quoted != figure && std::env::var_os("ONCE_BLESS").is_some() {
         let blessed = format!("{}{figure}{}", &readme[..at], &readme[at + quoted.len()..]);
         std::fs::write(&readme_path, blessed).unwrap();
