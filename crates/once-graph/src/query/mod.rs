@@ -6,6 +6,7 @@
 //! re-validation): an agent may call them in a loop.
 
 mod affected;
+mod edges;
 mod error;
 mod graph;
 mod page;
