@@ -8,6 +8,21 @@
 use std::io;
 use std::path::PathBuf;
 
+/// `; did you mean `a`?` or `; did you mean one of `a`, `b`?`, or nothing without a suggestion.
+fn did_you_mean(near: &[String]) -> String {
+    match near {
+        [] => String::new(),
+        [one] => format!("; did you mean `{one}`?"),
+        many => format!(
+            "; did you mean one of {}?",
+            many.iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(
@@ -18,12 +33,17 @@ pub enum Error {
     BadAction { text: String },
     #[error("invalid parameter `{text}`: expected `NAME=VALUE`")]
     BadParamSyntax { text: String },
-    #[error("no target named `{name}`{}", near.as_ref().map(|n| format!("; did you mean `{n}`?")).unwrap_or_default())]
-    UnknownTarget { name: String, near: Option<String> },
-    #[error("target `{target}` has no capability `{capability}`; it has: {available}")]
+    #[error("no target named `{name}`{}", did_you_mean(near))]
+    UnknownTarget { name: String, near: Vec<String> },
+    #[error(
+        "target `{target}` has no capability `{capability}`{}; it has: {available}",
+        did_you_mean(near)
+    )]
     UnknownCapability {
         target: String,
         capability: String,
+        /// Its capabilities close to `capability`.
+        near: Vec<String>,
         available: String,
     },
     #[error(

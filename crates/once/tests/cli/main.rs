@@ -11,6 +11,7 @@ mod colour;
 mod command_line;
 mod completions;
 mod contain;
+mod did_you_mean;
 mod discovery;
 mod dry_run;
 mod eval;
