@@ -36,6 +36,7 @@ mod outcomes;
 mod placeholders;
 mod proof;
 mod query;
+mod ran_again;
 mod remote;
 mod remote_bounds;
 mod root_tasks;
