@@ -37,6 +37,7 @@ mod placeholders;
 mod proof;
 mod query;
 mod ran_again;
+mod real_repositories;
 mod remote;
 mod remote_bounds;
 mod root_tasks;
