@@ -23,6 +23,15 @@ fn did_you_mean(near: &[String]) -> String {
     }
 }
 
+/// `; it has: …`, after `; did you mean `x`?` (so `It has`) when there is a suggestion.
+fn capabilities(near: &[String], available: &str) -> String {
+    if near.is_empty() {
+        format!("; it has: {available}")
+    } else {
+        format!("{} It has: {available}", did_you_mean(near))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(
@@ -36,8 +45,8 @@ pub enum Error {
     #[error("no target named `{name}`{}", did_you_mean(near))]
     UnknownTarget { name: String, near: Vec<String> },
     #[error(
-        "target `{target}` has no capability `{capability}`{}; it has: {available}",
-        did_you_mean(near)
+        "target `{target}` has no capability `{capability}`{}",
+        capabilities(near, available)
     )]
     UnknownCapability {
         target: String,
