@@ -2,7 +2,8 @@
 //!
 //! Its lists of neighbours are previews: the first 20 names with the total, and the
 //! graph query pages through the rest, so a target with thousands of dependents still answers
-//! in a few kilobytes. Must never expose raw TOML (values come from the resolved model) nor
+//! in a few kilobytes. The edges its manifest states (`inferred.edges`) are a page of their own,
+//! with a cursor, so every one of them, ordering or not, is reachable from this answer. Must never expose raw TOML (values come from the resolved model) nor
 //! return an unbounded list of neighbours.
 
 use std::collections::BTreeMap;
