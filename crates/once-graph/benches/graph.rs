@@ -78,6 +78,7 @@ fn targets_first_page() -> query::TargetsPage {
 fn target_lookup() -> query::TargetDetail {
     let q = TargetQuery {
         name: "pkg-05000".into(),
+        ..Default::default()
     };
     query::target(loaded(), divan::black_box(&q)).expect("answers")
 }

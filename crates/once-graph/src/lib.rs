@@ -33,6 +33,7 @@ pub use error::Error;
 pub use freshness::Freshness;
 pub use manifest::CacheSettings;
 pub use root::{SAFE_DIRECTORIES_VAR, SafeDirectories, repository_top};
+pub use suggest::{near as near_names, targets as near_targets};
 pub use workspace::Workspace;
 
 /// File name of a manifest.

@@ -8,6 +8,30 @@
 use std::io;
 use std::path::PathBuf;
 
+/// `; did you mean `a`?` or `; did you mean one of `a`, `b`?`, or nothing without a suggestion.
+fn did_you_mean(near: &[String]) -> String {
+    match near {
+        [] => String::new(),
+        [one] => format!("; did you mean `{one}`?"),
+        many => format!(
+            "; did you mean one of {}?",
+            many.iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// `; it has: …`, after `; did you mean `x`?` (so `It has`) when there is a suggestion.
+fn capabilities(near: &[String], available: &str) -> String {
+    if near.is_empty() {
+        format!("; it has: {available}")
+    } else {
+        format!("{} It has: {available}", did_you_mean(near))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(
@@ -18,12 +42,17 @@ pub enum Error {
     BadAction { text: String },
     #[error("invalid parameter `{text}`: expected `NAME=VALUE`")]
     BadParamSyntax { text: String },
-    #[error("no target named `{name}`{}", near.as_ref().map(|n| format!("; did you mean `{n}`?")).unwrap_or_default())]
-    UnknownTarget { name: String, near: Option<String> },
-    #[error("target `{target}` has no capability `{capability}`; it has: {available}")]
+    #[error("no target named `{name}`{}", did_you_mean(near))]
+    UnknownTarget { name: String, near: Vec<String> },
+    #[error(
+        "target `{target}` has no capability `{capability}`{}",
+        capabilities(near, available)
+    )]
     UnknownCapability {
         target: String,
         capability: String,
+        /// Its capabilities close to `capability`.
+        near: Vec<String>,
         available: String,
     },
     #[error(

@@ -20,8 +20,17 @@
 //!
 //! Explaining computes keys as a run does ([`crate::keyer`]) and must never write anything: no
 //! run folder, no entry, no manifest, no saved file hashes.
+//!
+//! # Why it ran again
+//!
+//! A run takes an action's parts before its command runs, as its key saw them (a first `cargo
+//! test` writes `Cargo.lock`: parts taken afterwards would name a lock file the key never read),
+//! and records those. When a cached action misses, [`Recall::ran_again`] compares them with the
+//! last recorded ones and says, in one bounded sentence, what changed ([`because`]): the report
+//! carries it as `ran_again`, and `once query key` puts the same words in its verdict.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -243,6 +252,91 @@ pub(crate) fn recalled(cache: &Cache, action: &str) -> Option<KeyParts> {
     crate::journal::last(cache, action)
 }
 
+/// How many changes [`because`] names before it counts the rest.
+pub const NAMED_CHANGES: usize = 3;
+
+/// One change in the words of a summary: "`Cargo.lock` appeared". Never a variable's value.
+fn words(change: &Change) -> String {
+    let name = change.name.as_deref().unwrap_or_default();
+    let (appeared, disappeared) = ("appeared", "disappeared");
+    let how = match change.how {
+        "added" => appeared,
+        "removed" => disappeared,
+        _ => "changed",
+    };
+    match change.part {
+        // Root-relative inputs are spelled `//…` in the parts; a person knows them without.
+        "file" => format!("`{}` {how}", name.strip_prefix("//").unwrap_or(name)),
+        "env" => format!("variable `{name}` {how}"),
+        "program" if name == "PATH" => format!("`PATH` {how}"),
+        "program" => format!("the program `{name}` {how}"),
+        "outputs" => format!("output `{name}` {how}"),
+        "files_rest" => format!("one of the {name} {how}"),
+        "upstream" => format!("the sources of `{name}` {how}"),
+        "dep" => format!("dependency `{name}` {how}"),
+        "command" => "its command changed".to_owned(),
+        "params" => "its parameters changed".to_owned(),
+        "folder" => "its folder changed".to_owned(),
+        "version" => "the key's version changed (a new `once`)".to_owned(),
+        other => format!("its {other} changed"),
+    }
+}
+
+/// The first [`NAMED_CHANGES`] changes in words, then how many more: "`Cargo.lock` appeared",
+/// "`a` changed, `b` appeared, `c` disappeared and 4 more". Empty for no change.
+pub fn because(changes: &[Change]) -> String {
+    let mut text = changes
+        .iter()
+        .take(NAMED_CHANGES)
+        .map(words)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = changes.len().saturating_sub(NAMED_CHANGES);
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text
+}
+
+/// Why an action whose parts are `now` runs again, given the parts of its last recorded run.
+pub(crate) fn ran_again(last: &KeyParts, now: &KeyParts) -> String {
+    if last.key == now.key {
+        return "its recorded result is no longer in the cache".to_owned();
+    }
+    let changes = changes(last, now);
+    if changes.is_empty() {
+        return "its key changed in a part the record does not name".to_owned();
+    }
+    because(&changes)
+}
+
+/// The last recorded parts of a plan's actions, read from the journal once per run, at the
+/// first action that misses: a run that replays everything never reads it.
+pub(crate) struct Recall<'a> {
+    cache: &'a Cache,
+    plan: &'a Plan,
+    last: OnceLock<HashMap<String, KeyParts>>,
+}
+
+impl<'a> Recall<'a> {
+    pub(crate) fn new(cache: &'a Cache, plan: &'a Plan) -> Recall<'a> {
+        Recall {
+            cache,
+            plan,
+            last: OnceLock::new(),
+        }
+    }
+
+    /// Why the action whose parts are `now` runs again; `None` for its first recorded run.
+    pub(crate) fn ran_again(&self, now: &KeyParts) -> Option<String> {
+        let last = self.last.get_or_init(|| {
+            let wanted: HashSet<&str> = self.plan.steps.iter().map(|s| s.action.as_str()).collect();
+            crate::journal::last_of_each(self.cache, &wanted)
+        });
+        last.get(&now.action).map(|last| ran_again(last, now))
+    }
+}
+
 /// Pushes onto `found` what was removed from, changed in, or added to `a` to make `b`.
 fn compare(
     found: &mut Vec<Change>,
@@ -397,12 +491,8 @@ fn verdict(now: &KeyParts, last: Option<&KeyParts>, entry: bool, changes: &[Chan
             "the key changed in a part the manifest does not name: it would run".to_owned()
         }
         (Some(_), false) => format!(
-            "{} changed since the last recorded run: it would run",
-            if changes.len() == 1 {
-                "1 part".to_owned()
-            } else {
-                format!("{} parts", changes.len())
-            }
+            "{} since the last recorded run: it would run",
+            because(changes)
         ),
     }
 }
@@ -464,5 +554,28 @@ mod tests {
             ]
         );
         assert!(changes(&last, &last).is_empty());
+        assert_eq!(
+            because(&changed),
+            "variable `API_TOKEN` changed, `a.rs` changed, `b.rs` disappeared and 2 more"
+        );
+    }
+
+    #[test]
+    fn a_rerun_names_the_file_that_appeared_or_says_why_it_cannot() {
+        let mut last = parts(&[("src/main.rs", "1")], None);
+        let mut now = parts(&[("src/main.rs", "1"), ("//Cargo.lock", "1")], None);
+        now.key = "k2".into();
+        assert_eq!(ran_again(&last, &now), "`Cargo.lock` appeared");
+        last.key = now.key.clone();
+        assert_eq!(
+            ran_again(&last, &now),
+            "its recorded result is no longer in the cache"
+        );
+        last.key = "k1".into();
+        last.files = now.files.clone();
+        assert_eq!(
+            ran_again(&last, &now),
+            "its key changed in a part the record does not name"
+        );
     }
 }

@@ -15,7 +15,7 @@
 //!
 //! Must never hold a value of a variable (the parts never do) nor grow without bound.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 #[cfg(test)]
 use std::fs::OpenOptions;
@@ -68,6 +68,31 @@ pub(crate) fn last(cache: &Cache, action: &str) -> Option<KeyParts> {
         .filter(|line| line.starts_with(prefix.as_bytes()))
         .find_map(|line| serde_json::from_slice::<KeyParts>(line).ok())
         .filter(|parts| parts.action == action)
+}
+
+/// The last manifest of each action of `wanted` that the journal has a readable one of: read
+/// once for a whole run, where [`last`] would read the journal once per action.
+pub(crate) fn last_of_each(cache: &Cache, wanted: &HashSet<&str>) -> HashMap<String, KeyParts> {
+    let mut found = HashMap::new();
+    let Ok(bytes) = fs::read(cache.journal_file()) else {
+        return found;
+    };
+    for line in bytes.split(|b| *b == b'\n').rev() {
+        if found.len() == wanted.len() {
+            break;
+        }
+        let Ok(head) = serde_json::from_slice::<Head>(line) else {
+            continue;
+        };
+        if !wanted.contains(head.action.as_str()) || found.contains_key(&head.action) {
+            continue;
+        }
+        // A torn or unreadable line is skipped: an older one of the action may still be read.
+        if let Ok(parts) = serde_json::from_slice::<KeyParts>(line) {
+            found.insert(head.action, parts);
+        }
+    }
+    found
 }
 
 /// The size the journal had after its last compaction (its header), or 0.

@@ -141,6 +141,11 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
                 .ok_or_else(|| Error::UnknownCapability {
                     target: name.to_owned(),
                     capability: capability.to_owned(),
+                    near: once_graph::near_names(
+                        capability,
+                        target.capabilities.iter().map(|c| &*c.name),
+                        3,
+                    ),
                     available: capability_list(target),
                 })?,
             None => default_capability(target)?,
@@ -516,23 +521,9 @@ fn find_target(targets: &[Target], name: &str) -> Result<usize, Error> {
         .binary_search_by(|t| t.name.as_str().cmp(name))
         .map_err(|_| Error::UnknownTarget {
             name: name.to_owned(),
-            near: near(targets, name),
+            // By name, folder or package, as the query answers suggest them.
+            near: once_graph::near_targets(targets, name),
         })
-}
-
-/// The closest target name, when it is close enough to be a typo.
-fn near(targets: &[Target], name: &str) -> Option<String> {
-    let allowed = (name.len() / 3).max(1);
-    let length = name.chars().count();
-    // Names whose lengths differ by more than `allowed` are further apart than that: skipping
-    // them keeps a long name against many targets linear instead of quadratic.
-    targets
-        .iter()
-        .filter(|t| t.name.chars().count().abs_diff(length) <= allowed)
-        .map(|t| (strsim::levenshtein(&t.name, name), &t.name))
-        .filter(|(d, _)| *d <= allowed)
-        .min()
-        .map(|(_, n)| n.clone())
 }
 
 fn capability_list(target: &Target) -> String {

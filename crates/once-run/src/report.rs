@@ -130,6 +130,10 @@ pub struct ActionReport {
     /// Only for a skipped action: why it never started (a dependency failed, the run stopped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped_because: Option<String>,
+    /// Only for a cached action that ran although it had run before: what changed since its last
+    /// recorded run, in words ("`Cargo.lock` appeared"), the first few changes and how many more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_again: Option<String>,
 }
 
 /// A whole run.
@@ -493,6 +497,7 @@ pub(crate) fn action_schema() -> Value {
             "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log: written as the command prints, replayed with a cached result; the file is created with the first output, so a command that printed nothing has none"},
             "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
             "skipped_because": {"type": "string", "description": "Only for a skipped action: why it never started"},
+            "ran_again": {"type": "string", "description": "Only for an action that ran although a result of it was recorded before: what changed since its last recorded run (`Cargo.lock` appeared, `src/lib.rs` changed, variable `MODE` changed), the first 3 changes and how many more"},
         },
         "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
         "additionalProperties": false,
@@ -517,6 +522,7 @@ mod tests {
             tail: failed.then(|| vec!["boom".to_owned()]),
             retried: 0,
             skipped_because: None,
+            ran_again: None,
         }
     }
 

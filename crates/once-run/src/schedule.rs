@@ -170,6 +170,7 @@ pub fn execute(
         hashes: &hashes,
         remote,
         describer: remote.map(|_| Describer::new(plan, &environ, &hashes)),
+        recall: crate::explain::Recall::new(cache, plan),
     };
 
     // The calling thread is one of the workers.
@@ -522,6 +523,7 @@ fn skipped(step: &Step, because: String) -> ActionReport {
     ActionReport {
         status: ActionStatus::Skipped,
         skipped_because: Some(because),
+        ran_again: None,
         ..not_started(step)
     }
 }
@@ -540,6 +542,7 @@ fn not_started(step: &Step) -> ActionReport {
         tail: None,
         retried: 0,
         skipped_because: None,
+        ran_again: None,
     }
 }
 
@@ -564,6 +567,8 @@ struct Worker<'a> {
     remote: Option<&'a Remote>,
     /// Describes actions for the remote cache (only when there is one).
     describer: Option<Describer<'a>>,
+    /// The last recorded parts of the plan's actions, to say why one runs again.
+    recall: crate::explain::Recall<'a>,
 }
 
 impl Worker<'_> {
@@ -673,10 +678,25 @@ impl Worker<'_> {
     /// Keeps the parts of `key` beside its entry, for "why did this run again?" next time; a
     /// failure costs that answer, never the run.
     fn remember_parts(&self, step: &Step, dep_keys: &[Key], key: Key, buffer: &mut [u8]) {
+        if let Some(parts) = self.key_parts(step, dep_keys, key, buffer) {
+            crate::explain::remember(self.cache, &parts);
+        }
+    }
+
+    /// The parts of `key`, or `None` (logged) when they cannot be listed: that costs the
+    /// explanation, never the run.
+    fn key_parts(
+        &self,
+        step: &Step,
+        dep_keys: &[Key],
+        key: Key,
+        buffer: &mut [u8],
+    ) -> Option<crate::explain::KeyParts> {
         match crate::explain::parts(self.plan, &self.keyer, step, dep_keys, key, buffer) {
-            Ok(parts) => crate::explain::remember(self.cache, &parts),
+            Ok(parts) => Some(parts),
             Err(error) => {
                 tracing::warn!(action = %step.action, %error, "cannot list the key's parts");
+                None
             }
         }
     }
@@ -697,6 +717,7 @@ impl Worker<'_> {
                 tail: Some(vec![message]),
                 retried: 0,
                 skipped_because: None,
+                ran_again: None,
             },
             key: None,
         };
@@ -722,6 +743,7 @@ impl Worker<'_> {
                         tail: None,
                         retried: 0,
                         skipped_because: None,
+                        ran_again: None,
                     },
                     key: Some(key),
                 }),
@@ -789,6 +811,17 @@ impl Worker<'_> {
                 }
             }
         }
+        // The key's parts as the key saw them, taken before the command can change its inputs
+        // (a first `cargo test` writes `Cargo.lock`): recorded after a success, and compared
+        // with the last recorded ones to say why a cached action runs again.
+        let parts = step
+            .cache
+            .then(|| self.key_parts(step, dep_keys, key, buffer))
+            .flatten();
+        let ran_again = parts
+            .as_ref()
+            .filter(|_| replayable)
+            .and_then(|now| self.recall.ran_again(now));
         let spec = CommandSpec {
             command: step.command.clone(),
             cwd: step.dir.clone(),
@@ -888,7 +921,9 @@ impl Worker<'_> {
                 },
             ) {
                 Ok(result) => {
-                    self.remember_parts(step, dep_keys, key, buffer);
+                    if let Some(parts) = &parts {
+                        crate::explain::remember(self.cache, parts);
+                    }
                     if let (Some(remote), Some(described)) = (self.remote, &described) {
                         remote.upload(described, &result, self.cache);
                     }
@@ -911,6 +946,7 @@ impl Worker<'_> {
                 tail: failure.then_some(tail),
                 retried,
                 skipped_because: None,
+                ran_again,
             },
             key: (status == ActionStatus::Succeeded).then_some(key),
         }

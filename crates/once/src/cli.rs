@@ -783,6 +783,8 @@ Examples:
         /// The target's name
         name: String,
         #[command(flatten)]
+        page: PageArgs,
+        #[command(flatten)]
         json: JsonAlways,
     },
 

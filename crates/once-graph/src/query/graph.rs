@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::error::clip;
 use super::schema_util::{array, boolean, enumeration, integer, object, string};
-use super::{QueryError, action_name, find_target, page};
+use super::{QueryError, action_name, edges, find_target, page};
 use crate::Workspace;
 use crate::graph::{reach, shortest_path};
 
@@ -65,6 +65,14 @@ pub struct GraphNode {
     /// Order: the wave the action runs in (1 runs first); it depends only on earlier waves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wave: Option<u32>,
+    /// Deps/dependents of a target, direct edges (depth 1): what the edge is for (`normal`,
+    /// `dev`, `build`, `optional`, `declared`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kinds: Option<Vec<String>>,
+    /// Deps/dependents of a target, direct edges: whether the edge orders actions (`false`: it
+    /// would close a cycle, so it is recorded and orders nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orders: Option<bool>,
 }
 
 /// The answer: a page of nodes in every mode, plus what only some modes have.
@@ -237,7 +245,30 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
             // Ids follow name order (targets sorted by name, actions by target then
             // capability), so sorting ids avoids building every label.
             let mut found = reach(adj, id, transitive);
+            // A target's direct edges come with their kinds, those that order nothing too:
+            // they are in no adjacency, and an agent must still see them.
+            let direct = if action {
+                Vec::new()
+            } else if q.mode == GraphMode::Deps {
+                edges::deps_of(ws, start.target)
+            } else {
+                edges::dependents_of(ws, start.target)
+            };
+            let other_end = |e: &edges::TargetEdge| {
+                let end = if q.mode == GraphMode::Deps {
+                    e.to
+                } else {
+                    e.from
+                };
+                u32::try_from(end).unwrap_or(u32::MAX)
+            };
+            for e in direct.iter().filter(|e| !e.orders) {
+                let end = other_end(e);
+                found.retain(|&(n, _)| n != end);
+                found.push((end, 1));
+            }
             found.sort_unstable_by_key(|&(n, depth)| (depth, n));
+            let edge_of = |n: u32| direct.iter().find(|e| other_end(e) == n);
             let mode = if q.mode == GraphMode::Deps {
                 "deps"
             } else {
@@ -248,10 +279,15 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
                 start_name.clone(),
                 &[mode, &start_name, if transitive { "t" } else { "d" }],
                 &found,
-                |_, &(n, depth)| GraphNode {
-                    name: label(n, action),
-                    depth: Some(depth),
-                    wave: None,
+                |_, &(n, depth)| {
+                    let edge = if depth == 1 { edge_of(n) } else { None };
+                    GraphNode {
+                        name: label(n, action),
+                        depth: Some(depth),
+                        wave: None,
+                        kinds: edge.map(|e| e.kinds.iter().map(|k| (*k).to_string()).collect()),
+                        orders: edge.map(|e| e.orders),
+                    }
                 },
             )
         }
@@ -296,6 +332,8 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
                     name: label(n, action),
                     depth: Some(count(i)),
                     wave: None,
+                    kinds: None,
+                    orders: None,
                 },
             )?;
             if path.is_empty() {
@@ -334,6 +372,8 @@ pub fn graph(ws: &Workspace, q: &GraphQuery) -> Result<GraphAnswer, QueryError> 
                             name: action_name(ws, n),
                             depth: None,
                             wave: Some(wave),
+                            kinds: None,
+                            orders: None,
                         },
                     )?;
                     out.wave_count = Some(count(waves.len()));
@@ -386,6 +426,19 @@ pub(crate) fn output_schema() -> Value {
                                 "wave",
                                 integer(
                                     "order: the wave it runs in, 1 first; it needs only earlier waves",
+                                ),
+                            ),
+                            (
+                                "kinds",
+                                array(
+                                    enumeration(edges::EDGE_KINDS, "An edge kind"),
+                                    "deps/dependents of a target, depth 1: what the edge is for; `declared`: a once.toml `deps` states it, no ecosystem manifest",
+                                ),
+                            ),
+                            (
+                                "orders",
+                                boolean(
+                                    "deps/dependents of a target, depth 1: whether the edge orders actions; false: it would close a cycle, so it orders nothing (and is not followed transitively)",
                                 ),
                             ),
                         ],

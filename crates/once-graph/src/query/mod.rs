@@ -6,6 +6,7 @@
 //! re-validation): an agent may call them in a loop.
 
 mod affected;
+mod edges;
 mod error;
 mod graph;
 mod page;
@@ -114,7 +115,7 @@ pub(crate) fn find_target(ws: &crate::Workspace, name: &str) -> Result<usize, Qu
     ws.target_index(name)
         .ok_or_else(|| QueryError::NoSuchTarget {
             name: name.to_string(),
-            near: crate::suggest::near(name, ws.targets.iter().map(|t| t.name.as_str()), 3),
+            near: crate::suggest::targets(&ws.targets, name),
         })
 }
 

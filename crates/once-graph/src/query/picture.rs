@@ -1,5 +1,5 @@
 //! `picture`: the whole target graph at once — every target with what a drawing needs, and every
-//! dependency edge — and its renderings as Graphviz `dot` and Mermaid text.
+//! dependency edge, with its kinds and whether it orders actions — and its renderings as Graphviz `dot` and Mermaid text.
 //!
 //! The other graph queries walk from one target and page their answer for agents; this one is
 //! for pictures (the window page, `once query graph --format dot`), which need everything. It
@@ -42,6 +42,12 @@ pub struct PictureEdge {
     pub from: String,
     /// The dependency.
     pub to: String,
+    /// What it is for: `normal`, `dev`, `build`, `optional` (as an ecosystem's manifest says),
+    /// or `declared` (a once.toml `deps`).
+    pub kinds: Vec<String>,
+    /// Whether it orders actions; `false` when it would close a cycle (a test-only dependency
+    /// back on a dependent), so it is recorded and orders nothing.
+    pub orders: bool,
 }
 
 /// The whole graph of `ws`.
@@ -57,22 +63,18 @@ pub fn picture(ws: &Workspace) -> Picture {
             capabilities: t.capabilities.iter().map(|c| c.name.to_string()).collect(),
         })
         .collect();
-    let mut edges: Vec<PictureEdge> = ws
-        .graph()
-        .target_adjacency()
-        .iter()
-        .enumerate()
-        .flat_map(|(from, tos)| {
-            tos.iter().filter_map(move |&to| {
-                Some(PictureEdge {
-                    from: targets.get(from)?.name.clone(),
-                    to: targets.get(to as usize)?.name.clone(),
-                })
+    // Targets are sorted by name and each target's edges by dependency: already in order.
+    let edges: Vec<PictureEdge> = super::edges::all_edges(ws)
+        .into_iter()
+        .filter_map(|e| {
+            Some(PictureEdge {
+                from: targets.get(e.from)?.name.clone(),
+                to: targets.get(e.to)?.name.clone(),
+                kinds: e.kinds.iter().map(|k| (*k).to_string()).collect(),
+                orders: e.orders,
             })
         })
         .collect();
-    edges.sort();
-    edges.dedup();
     Picture {
         targets: nodes,
         edges,
@@ -92,8 +94,15 @@ impl Picture {
                 dot_id(&format!("{}\n{}", node.name, node.kind))
             );
         }
+        // An edge that orders nothing is dashed, as it is in Mermaid.
         for edge in &self.edges {
-            let _ = writeln!(out, "  {} -> {};", dot_id(&edge.from), dot_id(&edge.to));
+            let style = if edge.orders { "" } else { " [style=dashed]" };
+            let _ = writeln!(
+                out,
+                "  {} -> {}{style};",
+                dot_id(&edge.from),
+                dot_id(&edge.to)
+            );
         }
         out.push_str("}\n");
         out
@@ -118,7 +127,8 @@ impl Picture {
         };
         for edge in &self.edges {
             if let (Some(from), Some(to)) = (index_of(&edge.from), index_of(&edge.to)) {
-                let _ = writeln!(out, "  t{from} --> t{to}");
+                let arrow = if edge.orders { "-->" } else { "-.->" };
+                let _ = writeln!(out, "  t{from} {arrow} t{to}");
             }
         }
         out
@@ -173,6 +183,8 @@ mod tests {
             edges: vec![PictureEdge {
                 from: "we\"b<1>".into(),
                 to: "core".into(),
+                kinds: vec!["normal".into()],
+                orders: true,
             }],
         }
     }

@@ -2,7 +2,8 @@
 //!
 //! Its lists of neighbours are previews: the first 20 names with the total, and the
 //! graph query pages through the rest, so a target with thousands of dependents still answers
-//! in a few kilobytes. Must never expose raw TOML (values come from the resolved model) nor
+//! in a few kilobytes. The edges its manifest states (`inferred.edges`) are a page of their own,
+//! with a cursor, so every one of them, ordering or not, is reachable from this answer. Must never expose raw TOML (values come from the resolved model) nor
 //! return an unbounded list of neighbours.
 
 use std::collections::BTreeMap;
@@ -13,9 +14,9 @@ use serde_json::{Value, json};
 use super::schema_util::{
     array, boolean, enumeration, integer, map, nullable, object, record, string, strings,
 };
-use super::{QueryError, find_target};
+use super::{QueryError, find_target, page};
 use crate::Workspace;
-use crate::model::{EVALUATOR_LANGUAGES, Evaluator, Origin, Param, ParamType};
+use crate::model::{EVALUATOR_LANGUAGES, Evaluator, Inference, Origin, Param, ParamType};
 
 /// How many dependencies and dependents a target (and each capability) lists by name.
 pub(crate) const PREVIEW: usize = 20;
@@ -26,6 +27,12 @@ pub(crate) const PREVIEW: usize = 20;
 pub struct TargetQuery {
     /// Target name.
     pub name: String,
+    /// `inferred.next_cursor` of the previous answer: the next page of its edges.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Most edges per page of `inferred.edges`, default 20, max 200.
+    #[serde(default)]
+    pub limit: Option<u32>,
 }
 
 /// Where a target is declared.
@@ -97,10 +104,14 @@ pub struct InferredFrom {
     pub manifest: ManifestLocation,
     /// Where a once.toml overlay changes it, if one does.
     pub overlay: Option<ManifestLocation>,
-    /// The first 20 dependencies its manifest states, by target name.
+    /// A page of the dependencies its manifest states (the first 20 unless `limit` says
+    /// otherwise), in the manifest's order, those that order nothing included.
     pub edges: Vec<InferredEdge>,
     /// Those dependencies over all.
     pub edges_total: u32,
+    /// Pass as `cursor`, with the same `name`, for the next page of `edges`; absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// One target in full.
@@ -237,28 +248,11 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
         description: t.description.clone(),
         tags: t.tags.clone(),
         manifest: ManifestLocation { file, line },
-        inferred: t.inference.as_deref().map(|inf| {
-            let at = |(file, offset): (usize, usize)| {
-                let (file, line) = ws.location(file, offset);
-                ManifestLocation { file, line }
-            };
-            InferredFrom {
-                ecosystem: inf.ecosystem.name().to_string(),
-                manifest: at(inf.source),
-                overlay: inf.overlay.map(at),
-                edges: inf
-                    .edges
-                    .iter()
-                    .take(PREVIEW)
-                    .map(|e| InferredEdge {
-                        target: e.0.clone(),
-                        kind: e.1.name().to_string(),
-                        orders: !inf.unordered.contains(e),
-                    })
-                    .collect(),
-                edges_total: total(inf.edges.len()),
-            }
-        }),
+        inferred: t
+            .inference
+            .as_deref()
+            .map(|inf| inferred(ws, &t.name, inf, q))
+            .transpose()?,
         fields: t.fields.clone(),
         evaluator: t.evaluator.clone(),
         capabilities,
@@ -266,6 +260,40 @@ pub fn target(ws: &Workspace, q: &TargetQuery) -> Result<TargetDetail, QueryErro
         deps_total: total(target_deps.len()),
         dependents: names(target_dependents),
         dependents_total: total(target_dependents.len()),
+    })
+}
+
+/// How `inf` inferred the target named `name`, with the page of its edges `q` asks for.
+fn inferred(
+    ws: &Workspace,
+    name: &str,
+    inf: &Inference,
+    q: &TargetQuery,
+) -> Result<InferredFrom, QueryError> {
+    let at = |(file, offset): (usize, usize)| {
+        let (file, line) = ws.location(file, offset);
+        ManifestLocation { file, line }
+    };
+    // The fingerprint names the target: a cursor of another target's edges is refused.
+    let fp = page::fingerprint(&["target-edges", name]);
+    let limit = Some(q.limit.unwrap_or(PREVIEW as u32));
+    let (start, end, next) = page::window(q.cursor.as_deref(), limit, &fp, inf.edges.len())?;
+    let mut edges: Vec<InferredEdge> = inf.edges[start..end]
+        .iter()
+        .map(|e| InferredEdge {
+            target: e.0.clone(),
+            kind: e.1.name().to_string(),
+            orders: !inf.unordered.contains(e),
+        })
+        .collect();
+    let next_cursor = page::fit(&mut edges, start, next, &fp);
+    Ok(InferredFrom {
+        ecosystem: inf.ecosystem.name().to_string(),
+        manifest: at(inf.source),
+        overlay: inf.overlay.map(at),
+        edges,
+        edges_total: total(inf.edges.len()),
+        next_cursor,
     })
 }
 
@@ -373,7 +401,7 @@ pub(crate) fn output_schema() -> Value {
             ),
             (
                 "inferred",
-                nullable(record(
+                nullable(object(
                     "How the target was inferred from its ecosystem's manifests",
                     vec![
                         (
@@ -407,11 +435,18 @@ pub(crate) fn output_schema() -> Value {
                                         ),
                                     ],
                                 ),
-                                "The first 20 dependencies its manifest states",
+                                "A page of the dependencies its manifest states, in its order (the first 20 unless `limit` says otherwise), those that order nothing included",
                             ),
                         ),
                         ("edges_total", integer("Those dependencies over all")),
+                        (
+                            "next_cursor",
+                            string(
+                                "Pass as `cursor`, with the same `name`, for the next page of `edges`; absent on the last page",
+                            ),
+                        ),
                     ],
+                    &["ecosystem", "manifest", "overlay", "edges", "edges_total"],
                 )),
             ),
             (
@@ -474,10 +509,22 @@ fn location(description: &str) -> Value {
 pub(crate) fn input_schema() -> Value {
     object(
         "Everything about one target",
-        vec![(
-            "name",
-            string("Target name, as listed by once_query_targets"),
-        )],
+        vec![
+            (
+                "name",
+                string("Target name, as listed by once_query_targets"),
+            ),
+            (
+                "cursor",
+                string(
+                    "`inferred.next_cursor` from the previous answer, unchanged, with the same `name`: the next page of its edges",
+                ),
+            ),
+            (
+                "limit",
+                integer("Most edges per page of `inferred.edges`, 1-200, default 20"),
+            ),
+        ],
         &["name"],
     )
 }

@@ -45,8 +45,11 @@ pub struct Counts {
     pub targets: u32,
     /// Actions (target capabilities).
     pub capabilities: u32,
-    /// Action dependency edges.
+    /// Edges between targets, of every kind, those that order nothing included: what
+    /// `once_query_graph` and the picture list.
     pub edges: u32,
+    /// Edges between actions (`target:capability` → `target:capability`).
+    pub action_edges: u32,
 }
 
 /// How many targets use a kind.
@@ -158,7 +161,8 @@ pub fn workspace(ws: &Workspace) -> WorkspaceInfo {
         counts: Counts {
             targets: n(ws.targets.len()),
             capabilities: n(ws.graph.action_count()),
-            edges: n(ws.graph.edge_count()),
+            edges: n(super::edges::edge_count(ws)),
+            action_edges: n(ws.graph.edge_count()),
         },
         kinds_in_use: kinds
             .into_iter()
@@ -223,7 +227,18 @@ pub(crate) fn output_schema() -> Value {
                     vec![
                         ("targets", integer("Targets")),
                         ("capabilities", integer("Actions (target capabilities)")),
-                        ("edges", integer("Action dependency edges")),
+                        (
+                            "edges",
+                            integer(
+                                "Edges between targets, of every kind, those that order nothing included (not actions: see action_edges)",
+                            ),
+                        ),
+                        (
+                            "action_edges",
+                            integer(
+                                "Edges between actions, `target:capability` to `target:capability`",
+                            ),
+                        ),
                     ],
                 ),
             ),

@@ -5,6 +5,7 @@ mod affected;
 mod bad;
 mod cache;
 mod deep_globs;
+mod edges;
 mod identity;
 mod needs;
 mod placeholders;

@@ -234,6 +234,7 @@ fn target_query() {
         &ws,
         &TargetQuery {
             name: "docs".into(),
+            ..TargetQuery::default()
         },
     )
     .unwrap();
@@ -242,11 +243,19 @@ fn target_query() {
         &ws,
         &TargetQuery {
             name: "core".into(),
+            ..TargetQuery::default()
         },
     )
     .unwrap();
     insta::assert_json_snapshot!("target_core", c);
-    let api = query::target(&ws, &TargetQuery { name: "api".into() }).unwrap();
+    let api = query::target(
+        &ws,
+        &TargetQuery {
+            name: "api".into(),
+            ..TargetQuery::default()
+        },
+    )
+    .unwrap();
     assert_eq!(api.manifest.file, "services/api/once.toml");
     assert_eq!(api.manifest.line, 2);
     assert_eq!(api.path, "services/api");
@@ -254,6 +263,7 @@ fn target_query() {
         &ws,
         &TargetQuery {
             name: "webb".into(),
+            ..TargetQuery::default()
         },
     )
     .unwrap_err();

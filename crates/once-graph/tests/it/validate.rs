@@ -172,8 +172,17 @@ fn every_query_value_matches_its_output_schema() {
     for t in ["docs", "core", "web", "api"] {
         check(
             QueryName::Target,
-            serde_json::to_value(query::target(&ws, &TargetQuery { name: t.into() }).unwrap())
+            serde_json::to_value(
+                query::target(
+                    &ws,
+                    &TargetQuery {
+                        name: t.into(),
+                        ..TargetQuery::default()
+                    },
+                )
                 .unwrap(),
+            )
+            .unwrap(),
         );
     }
     check(

@@ -54,6 +54,7 @@ pub fn evaluator_spec(workspace: &Workspace, target: &str) -> Result<EvaluatorSp
     let Some(found) = workspace.target(target) else {
         let query = once_graph::query::TargetQuery {
             name: target.to_owned(),
+            ..Default::default()
         };
         return Err(match once_graph::query::target(workspace, &query) {
             Err(error) => error.to_string(),
@@ -304,6 +305,7 @@ fn reset_evaluator(
         if workspace.target(target).is_none() {
             let query = once_graph::query::TargetQuery {
                 name: target.to_owned(),
+                ..Default::default()
             };
             if let Err(error) = once_graph::query::target(&workspace, &query) {
                 return Err(Answer::refused(error.to_string()));

@@ -53,7 +53,10 @@ pub fn query_tools(live: &Arc<LiveWorkspace>, overview: Overview) -> Vec<Tool> {
             "One target by name: its kind and typed fields, every capability with its command, \
              parameter schema, dependencies, inputs, outputs, environment and deadline, and its \
              direct dependencies and dependents. Lists of neighbours show the first 20 with \
-             their total (`deps_total`, `dependents_total`); once_query_graph pages the rest.",
+             their total (`deps_total`, `dependents_total`); once_query_graph pages the rest. \
+             An inferred target's `inferred.edges` are every edge its manifest states, with its \
+             kind and whether it orders actions, a page at a time: pass \
+             `inferred.next_cursor` back as `cursor`, with the same `name`, for more.",
             |workspace, q| query::target(workspace, &q),
         ),
         query_tool(
@@ -76,7 +79,10 @@ pub fn query_tools(live: &Arc<LiveWorkspace>, overview: Overview) -> Vec<Tool> {
              `path` (the shortest dependency path from `target` to `to`); or `order` (the \
              actions that `target:capability` needs, each with the `wave` it can run in, \
              parallel within a wave). Every mode answers a page of `nodes` with the `total`: \
-             pass `next_cursor` back as `cursor`, with the same arguments, for more.",
+             pass `next_cursor` back as `cursor`, with the same arguments, for more. In \
+             `deps` and `dependents` of a target, each direct node says what its edge is for \
+             (`kinds`) and whether it orders actions (`orders`; false for an edge that would \
+             close a cycle, listed but not followed).",
             |workspace, q| query::graph(workspace, &q),
         ),
     ]

@@ -91,7 +91,17 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
                 print(query::targets(&loaded, &q))
             }
         }
-        Query::Target { name, .. } => print(query::target(&loaded, &TargetQuery { name })),
+        Query::Target { name, page, .. } => {
+            let (cursor, limit) = self::page(page);
+            print(query::target(
+                &loaded,
+                &TargetQuery {
+                    name,
+                    cursor,
+                    limit,
+                },
+            ))
+        }
         Query::Schema { kind, .. } => print(query::schema(&loaded, &SchemaQuery { kind })),
         Query::Graph(GraphArgs {
             walk: None,

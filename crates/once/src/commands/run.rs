@@ -390,7 +390,11 @@ fn request(args: &RunArgs) -> Result<Request, String> {
     })
 }
 
-/// The end of a run on stderr: each failure's tail and log, then one summary line. With
+/// How many actions the end of a run says why they ran again.
+const RAN_AGAIN_SHOWN: usize = 5;
+
+/// The end of a run on stderr: each failure's tail and log, why actions ran again, then one
+/// summary line. With
 /// `--output-logs none` a failure's tail is left out when it is the command's output (it has a
 /// log); a tail without a log is once's own word on why the action failed, and always shown.
 fn summarise(report: &RunReport, mode: OutputLogs) {
@@ -414,6 +418,24 @@ fn summarise(report: &RunReport, mode: OutputLogs) {
                 None => {}
             }
         }
+    }
+    // Why what had run before ran again, a few actions at a time: "ran again" is a question a
+    // person asks of a run that should have been cached.
+    let again: Vec<_> = report
+        .actions
+        .iter()
+        .filter_map(|a| Some((&a.action, a.ran_again.as_deref()?)))
+        .collect();
+    for (action, why) in again.iter().take(RAN_AGAIN_SHOWN) {
+        let _ = writeln!(err, "  {action} ran again: {why}");
+    }
+    if again.len() > RAN_AGAIN_SHOWN {
+        let _ = writeln!(
+            err,
+            "  and {} more ran again: `once query runs {}` lists them",
+            again.len() - RAN_AGAIN_SHOWN,
+            report.run_id
+        );
     }
     let counts = &report.counts;
     let status = word(&report.status);

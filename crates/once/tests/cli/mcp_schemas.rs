@@ -222,6 +222,12 @@ fn query_cases(answers: &mut Answers, server: &mut Mcp, listed: &[String], run_i
         ("once_query_schema", json!({})),
         ("once_query_schema", json!({"kind": "command"})),
         ("once_query_graph", json!({"mode": "deps", "target": "ok"})),
+        ("once_query_target", json!({"name": "a", "limit": 1})),
+        ("once_query_graph", json!({"mode": "deps", "target": "b"})),
+        (
+            "once_query_graph",
+            json!({"mode": "dependents", "target": "a"}),
+        ),
         (
             "once_query_graph",
             json!({"mode": "order", "target": "ok:build"}),
@@ -255,6 +261,48 @@ fn query_cases(answers: &mut Answers, server: &mut Mcp, listed: &[String], run_i
     }
     id += 1;
     answers.call(server, id, "once_query_target", json!({"name": "nope"}));
+    // The edges that order nothing are in the answers, with their kinds, and a target's edges
+    // page on from its cursor.
+    id += 1;
+    let first = answers.call(
+        server,
+        id,
+        "once_query_target",
+        json!({"name": "a", "limit": 1}),
+    );
+    let inferred = &first["result"]["inferred"];
+    assert_eq!(inferred["edges_total"], 2, "{first}");
+    let cursor = inferred["next_cursor"].clone();
+    assert!(cursor.is_string(), "{first}");
+    id += 1;
+    let second = answers.call(
+        server,
+        id,
+        "once_query_target",
+        json!({"name": "a", "limit": 1, "cursor": cursor}),
+    );
+    let mut kinds: Vec<Value> = [&first, &second]
+        .iter()
+        .map(|answer| answer["result"]["inferred"]["edges"][0]["kind"].clone())
+        .collect();
+    kinds.sort_by_key(Value::to_string);
+    assert_eq!(kinds, vec![json!("normal"), json!("optional")], "{second}");
+    assert!(
+        second["result"]["inferred"]["next_cursor"].is_null(),
+        "{second}"
+    );
+    id += 1;
+    let deps = answers.call(
+        server,
+        id,
+        "once_query_graph",
+        json!({"mode": "deps", "target": "b"}),
+    );
+    assert_eq!(
+        deps["result"]["nodes"],
+        json!([{"name": "a", "depth": 1, "kinds": ["dev"], "orders": false}]),
+        "{deps}"
+    );
     id += 1;
     answers.call(server, id, "once_query_runs", json!({"run_id": "nope"}));
 }
@@ -481,7 +529,23 @@ fn closed_gate_cases(answers: &mut Answers, root: &Path, open: &[String]) {
 
 #[test]
 fn every_answer_of_every_tool_matches_its_output_schema() {
-    let test = Test::new().manifest(MANIFEST);
+    // Beside the declared targets, an npm workspace whose two packages depend on each other:
+    // one of the edges would close a cycle and orders nothing, as the graph answers must say.
+    let test = Test::new()
+        .manifest(MANIFEST)
+        .file(
+            "package.json",
+            r#"{"name": "w", "private": true, "workspaces": ["pkgs/*"]}"#,
+        )
+        .file(
+            "pkgs/a/package.json",
+            r#"{"name": "a", "dependencies": {"b": "*"}, "optionalDependencies": {"c": "*"}}"#,
+        )
+        .file(
+            "pkgs/b/package.json",
+            r#"{"name": "b", "devDependencies": {"a": "*"}}"#,
+        )
+        .file("pkgs/c/package.json", r#"{"name": "c"}"#);
     let root = test.root().to_path_buf();
     let mut answers = Answers::new();
 

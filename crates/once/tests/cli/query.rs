@@ -93,7 +93,10 @@ fn the_whole_graph_as_json_dot_and_mermaid() {
     );
     assert_eq!(
         value["edges"],
-        serde_json::json!([{"from": "core", "to": "proto"}, {"from": "web", "to": "core"}])
+        serde_json::json!([
+            {"from": "core", "to": "proto", "kinds": ["declared"], "orders": true},
+            {"from": "web", "to": "core", "kinds": ["declared"], "orders": true},
+        ])
     );
     assert_snapshot!(
         "graph_dot",
@@ -301,4 +304,82 @@ fn every_query_subcommand_takes_json() {
         .args(["query", "graph", "--format", "dot", "--json"])
         .run();
     assert_eq!(run.code(), 2, "{}", run.transcript());
+}
+
+/// Two npm packages that depend on each other: `b`'s dev dependency back on `a` would close a
+/// cycle, so it orders nothing, and still every answer about edges shows it.
+fn mutual() -> Test {
+    Test::new()
+        .file(
+            "package.json",
+            r#"{"name": "w", "private": true, "workspaces": ["pkgs/*"]}"#,
+        )
+        .file(
+            "pkgs/a/package.json",
+            r#"{"name": "a", "dependencies": {"b": "*"}, "optionalDependencies": {"c": "*"}}"#,
+        )
+        .file("pkgs/c/package.json", r#"{"name": "c"}"#)
+        .file(
+            "pkgs/b/package.json",
+            r#"{"name": "b", "devDependencies": {"a": "*"}}"#,
+        )
+}
+
+#[test]
+fn a_targets_edges_page_on_from_their_cursor() {
+    let first = mutual()
+        .args(["query", "target", "a", "--limit", "1"])
+        .run();
+    assert_eq!(first.code(), 0, "{}", first.transcript());
+    let inferred = &first.json()["inferred"];
+    assert_eq!(inferred["edges_total"], 2, "{}", first.stdout());
+    assert_eq!(inferred["edges"].as_array().map(Vec::len), Some(1));
+    let cursor = inferred["next_cursor"]
+        .as_str()
+        .expect("a cursor")
+        .to_owned();
+    let second = mutual()
+        .args(["query", "target", "a", "--limit", "1", "--cursor", &cursor])
+        .run();
+    assert_eq!(second.code(), 0, "{}", second.transcript());
+    let kinds: Vec<serde_json::Value> = [&first, &second]
+        .iter()
+        .map(|run| run.json()["inferred"]["edges"][0]["kind"].clone())
+        .collect();
+    assert_eq!(kinds, vec!["normal", "optional"]);
+    assert!(second.json()["inferred"]["next_cursor"].is_null());
+    // A cursor of another target's edges is a wrong argument, not an offset.
+    let refused = mutual()
+        .args(["query", "target", "b", "--cursor", &cursor])
+        .run();
+    assert_eq!(refused.code(), 2, "{}", refused.transcript());
+}
+
+#[test]
+fn the_graph_shows_every_edge_with_its_kinds() {
+    let run = mutual().args(["query", "graph"]).run();
+    assert_eq!(run.code(), 0, "{}", run.transcript());
+    assert_eq!(
+        run.json()["edges"],
+        serde_json::json!([
+            {"from": "a", "to": "b", "kinds": ["normal"], "orders": true},
+            {"from": "a", "to": "c", "kinds": ["optional"], "orders": true},
+            {"from": "b", "to": "a", "kinds": ["dev"], "orders": false},
+        ]),
+        "{}",
+        run.stdout()
+    );
+    let dot = mutual().args(["query", "graph", "--format", "dot"]).run();
+    assert!(
+        dot.stdout().contains("\"b\" -> \"a\" [style=dashed];"),
+        "{}",
+        dot.stdout()
+    );
+    let overview = mutual().args(["query", "workspace"]).run();
+    assert_eq!(
+        overview.json()["counts"]["edges"],
+        3,
+        "{}",
+        overview.stdout()
+    );
 }

@@ -273,7 +273,10 @@ fn the_graph_has_every_target_and_edge() {
         .filter_map(|t| t["name"].as_str())
         .collect();
     assert_eq!(names, ["core", "web"]);
-    assert_eq!(graph["edges"], json!([{"from": "web", "to": "core"}]));
+    assert_eq!(
+        graph["edges"],
+        json!([{"from": "web", "to": "core", "kinds": ["declared"], "orders": true}])
+    );
 }
 
 #[test]
