@@ -16,6 +16,9 @@ pub(super) struct Pyproject {
     pub name: Option<(String, usize)>,
     /// Byte offset of the `[project]` table (where a missing name is reported).
     pub project_offset: Option<usize>,
+    /// Whether `[project] dynamic` lists `dependencies` or `optional-dependencies`: a build
+    /// hook fills them in, and `deps` lacks them.
+    pub dynamic_deps: bool,
     /// Every dependency's normalised name, with the kind of list it is in.
     pub deps: Vec<(String, EdgeKind)>,
     /// `[tool.uv.sources]`, keyed by normalised name.
@@ -69,6 +72,9 @@ pub(super) fn parse(text: &str) -> Result<Pyproject, (usize, String)> {
         {
             out.name = Some((s.to_string(), name.span().start));
         }
+        out.dynamic_deps = strings(project.and_then(|p| p.get("dynamic")))
+            .iter()
+            .any(|d| matches!(d.as_str(), "dependencies" | "optional-dependencies"));
         let deps = project.and_then(|p| p.get("dependencies"));
         push_deps(&mut out.deps, deps, EdgeKind::Normal);
         for (_, list) in tables(project.and_then(|p| p.get("optional-dependencies"))) {
