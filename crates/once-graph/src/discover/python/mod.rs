@@ -16,6 +16,7 @@
 //!
 //! It reads manifests only through the [`Reader`] and never runs Python or uv.
 
+mod ini;
 mod lock;
 mod pyproject;
 #[cfg(test)]

@@ -31,6 +31,10 @@ pub(super) struct Pyproject {
     pub ruff: bool,
     /// `[tool.mypy]`.
     pub mypy: bool,
+    /// `[tool.mypy] files`: mypy then needs no path on its command line.
+    pub mypy_files: bool,
+    /// `[tool.pyright]`.
+    pub pyright: bool,
     /// `[build-system]`.
     pub build_system: bool,
 }
@@ -124,6 +128,9 @@ pub(super) fn parse(text: &str) -> Result<Pyproject, (usize, String)> {
     out.pytest = pytest.is_some();
     out.ruff = has("ruff");
     out.mypy = has("mypy");
+    out.mypy_files =
+        table(tool.and_then(|t| t.get("mypy"))).is_some_and(|m| m.get("files").is_some());
+    out.pyright = has("pyright");
     out.build_system = doc.get("build-system").is_some();
     Ok(out)
 }

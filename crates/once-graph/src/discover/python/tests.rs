@@ -179,8 +179,8 @@ fn a_uv_workspace_runs_everything_through_uv_without_downloading_python() {
     assert_eq!(
         commands(&found, "App"),
         [
+            // mypy is a dependency but configured nowhere: what it would check is unknown.
             "build: uv build --no-python-downloads --out-dir dist".to_string(),
-            format!("check: {uv} App {flags} python -m mypy ."),
             format!("fmt: {uv} App {flags} ruff format ."),
             format!("lint: {uv} App {flags} ruff check ."),
             format!("test: {uv} App {flags} python -m pytest"),
@@ -472,5 +472,81 @@ fn a_lock_that_cannot_be_read_is_a_warning_and_the_manifests_answer() {
         none.1[0].1.contains("`b`") && none.1[0].1.contains("`p/b/pyproject.toml`"),
         "{:?}",
         none.1
+    );
+}
+
+#[test]
+fn the_checkers_and_runner_are_the_ones_the_project_configures() {
+    let ws = Scratch::new(&[
+        (
+            "pyproject.toml",
+            "[tool.uv.workspace]\nmembers = [\"p/*\"]\n",
+        ),
+        (
+            "uv.lock",
+            "version = 1\n[[package]]\nname = \"both\"\nsource = { editable = \"p/both\" }\n\
+                     [[package]]\nname = \"ini\"\nsource = { editable = \"p/ini\" }\n\
+                     [[package]]\nname = \"cfg\"\nsource = { editable = \"p/cfg\" }\n\
+                     [[package]]\nname = \"guess\"\nsource = { editable = \"p/guess\" }\n\
+                     [[package]]\nname = \"rc\"\nsource = { editable = \"p/rc\" }\n",
+        ),
+        // Both configured, mypy with its own `files`: mypy is run without a path.
+        (
+            "p/both/pyproject.toml",
+            "[project]\nname = \"both\"\n[tool.pyright]\nstrict = [\"src\"]\n\
+             [tool.mypy]\nfiles = \"tests/typed.py\"\n",
+        ),
+        ("p/ini/pyproject.toml", "[project]\nname = \"ini\"\n"),
+        ("p/ini/mypy.ini", "[mypy]\nstrict = True\n"),
+        ("p/ini/tox.ini", "[tox]\n[pytest]\naddopts = -q\n"),
+        ("p/cfg/pyproject.toml", "[project]\nname = \"cfg\"\n"),
+        (
+            "p/cfg/setup.cfg",
+            "[metadata]\nname = cfg\n[mypy]\nfiles = src\n[tool:pytest]\ntestpaths = tests\n",
+        ),
+        // Only installed, never configured: no checker is guessed.
+        (
+            "p/guess/pyproject.toml",
+            "[project]\nname = \"guess\"\n[dependency-groups]\nlint = [\"mypy\", \"pyright\"]\n",
+        ),
+        (
+            "p/guess/setup.cfg",
+            "[metadata]\nname = guess\n[mypyc]\nx = 1\n",
+        ),
+        ("p/rc/pyproject.toml", "[project]\nname = \"rc\"\n"),
+        ("p/rc/pyrightconfig.json", "{}\n"),
+        ("p/rc/tests/conftest.py", ""),
+    ]);
+    let (found, reader) = run(&ws.0);
+    assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
+    let uv = |name: &str| format!("uv run --package {name} --locked --no-python-downloads");
+    assert_eq!(
+        commands(&found, "both"),
+        [format!(
+            "check: {0} pyright && {0} python -m mypy",
+            uv("both")
+        )]
+    );
+    assert_eq!(
+        commands(&found, "ini"),
+        [
+            format!("check: {} python -m mypy .", uv("ini")),
+            format!("test: {} python -m pytest", uv("ini")),
+        ]
+    );
+    assert_eq!(
+        commands(&found, "cfg"),
+        [
+            format!("check: {} python -m mypy", uv("cfg")),
+            format!("test: {} python -m pytest", uv("cfg")),
+        ]
+    );
+    assert_eq!(commands(&found, "guess"), Vec::<String>::new());
+    assert_eq!(
+        commands(&found, "rc"),
+        [
+            format!("check: {} pyright", uv("rc")),
+            format!("test: {} python -m pytest", uv("rc")),
+        ]
     );
 }
