@@ -22,6 +22,7 @@ mod pyproject;
 #[cfg(test)]
 mod tests;
 mod tools;
+mod workspace;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -29,6 +30,7 @@ use super::{Ecosystem, Edge, EdgeKind, Inferred, Reader, target_name};
 use crate::relpath::join;
 use pyproject::{Pyproject, Source, normalize, valid_name};
 use tools::Runner;
+pub(crate) use workspace::workspace_commands;
 
 /// A member project, parsed.
 struct Member {
@@ -261,7 +263,13 @@ fn infer(
             edges.sort();
             edges.dedup();
         }
-        let capabilities = tools::capabilities(reader, runner, &m.folder, &m.name, &m.manifest);
+        let capabilities = tools::capabilities(
+            reader,
+            runner,
+            &m.folder,
+            tools::Scope::Package(&m.name),
+            &m.manifest,
+        );
         let mut fields = BTreeMap::new();
         fields.insert("package".into(), serde_json::Value::String(m.name.clone()));
         out.push(Inferred {

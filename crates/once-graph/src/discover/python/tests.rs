@@ -550,3 +550,81 @@ fn the_checkers_and_runner_are_the_ones_the_project_configures() {
         ]
     );
 }
+
+/// `name: command` of the root target discovery gives the workspace at `root`.
+fn root_commands(root: &Path) -> Vec<String> {
+    let (found, mut reader) = run(root);
+    let Some(target) = crate::discover::root::discover(&mut reader, &found) else {
+        return Vec::new();
+    };
+    let capabilities = target.capabilities.unwrap();
+    for c in &capabilities {
+        assert_eq!(
+            c.stands_for,
+            Some(crate::discover::Ecosystem::Python),
+            "{}",
+            c.name
+        );
+        let inputs = c.inputs.as_ref().expect("inputs");
+        // Every member's folder and the root's own tests are read; caches never are.
+        assert_eq!(inputs[0], "**", "{}", c.name);
+        assert!(
+            inputs.iter().any(|i| i == "!**/__pycache__/**"),
+            "{inputs:?}"
+        );
+    }
+    capabilities
+        .iter()
+        .map(|c| format!("{}: {}", c.name, c.command))
+        .collect()
+}
+
+#[test]
+fn a_uv_workspace_root_runs_the_configured_tools_once_for_every_member() {
+    let all = "uv run --all-packages --locked --no-python-downloads";
+    // pydantic-ai's CI runs `uv run pytest` and `make typecheck-both` at the root.
+    assert_eq!(
+        root_commands(&fixture("python-pydantic-ai")),
+        [
+            format!("test: {all} python -m pytest"),
+            format!("check: {all} pyright && {all} python -m mypy"),
+            format!("lint: {all} ruff check ."),
+            format!("fmt: {all} ruff format ."),
+        ]
+    );
+    // A virtual root (no `[project]`) with pytest among its dev dependencies.
+    let ws = Scratch::new(&[
+        (
+            "pyproject.toml",
+            "[tool.uv.workspace]\nmembers = [\"p/*\"]\n\
+             [dependency-groups]\ndev = [\"pytest\"]\n",
+        ),
+        (
+            "uv.lock",
+            "version = 1\n[[package]]\nname = \"a\"\nsource = { editable = \"p/a\" }\n\
+             [[package]]\nname = \"b\"\nsource = { editable = \"p/b\" }\n",
+        ),
+        ("p/a/pyproject.toml", "[project]\nname = \"a\"\n"),
+        ("p/b/pyproject.toml", "[project]\nname = \"b\"\n"),
+    ]);
+    assert_eq!(
+        root_commands(&ws.0),
+        [format!("test: {all} python -m pytest")]
+    );
+    // Without a lock, or with nothing configured at the root, nothing is guessed.
+    std::fs::remove_file(ws.0.join("uv.lock")).unwrap();
+    assert_eq!(root_commands(&ws.0), Vec::<String>::new());
+    let bare = Scratch::new(&[
+        (
+            "pyproject.toml",
+            "[tool.uv.workspace]\nmembers = [\"p/*\"]\n",
+        ),
+        ("uv.lock", "version = 1\n"),
+        (
+            "p/a/pyproject.toml",
+            "[project]\nname = \"a\"\n[tool.pytest]\n",
+        ),
+        ("p/b/pyproject.toml", "[project]\nname = \"b\"\n"),
+    ]);
+    assert_eq!(root_commands(&bare.0), Vec::<String>::new());
+}

@@ -22,22 +22,35 @@ pub(super) enum Runner {
     Python,
 }
 
-/// The capabilities of the project named `name` in `folder` (`.` for the root).
+/// Whose environment a command runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope<'a> {
+    /// The project of this name: `uv run --package NAME`.
+    Package(&'a str),
+    /// Every member at once, from the root: `uv run --all-packages`. It builds nothing.
+    Workspace,
+}
+
+/// The capabilities of the project in `folder` (`.` for the root), as `scope` runs them.
 pub(super) fn capabilities(
     reader: &mut Reader,
     runner: Runner,
     folder: &str,
-    name: &str,
+    scope: Scope<'_>,
     p: &Pyproject,
 ) -> Vec<InferredCapability> {
     let exists = |reader: &mut Reader, file: &str| reader.exists(&at(folder, file));
     let dep = |tool: &str| p.deps.iter().any(|(d, _)| d == tool);
-    let (run, python) = match runner {
-        Runner::Uv => (
+    let (run, python) = match (runner, scope) {
+        (Runner::Uv, Scope::Package(name)) => (
             format!("uv run --package {name} --locked --no-python-downloads "),
             "python",
         ),
-        Runner::Python => (String::new(), "python3"),
+        (Runner::Uv, Scope::Workspace) => (
+            "uv run --all-packages --locked --no-python-downloads ".to_string(),
+            "python",
+        ),
+        (Runner::Python, _) => (String::new(), "python3"),
     };
     let mut out = Vec::new();
     // Evidence in the manifest first: a config file is looked for only when it decides.
@@ -127,7 +140,7 @@ pub(super) fn capabilities(
             format!("Type-check ({})", whys.join(", ")),
         ));
     }
-    if p.build_system {
+    if p.build_system && scope != Scope::Workspace {
         // `uv build` writes to the workspace root's `dist/` unless told: the kind's output
         // is the project's own `dist/`.
         let command = match runner {
