@@ -174,4 +174,12 @@ name = "nameless"
             assert!(parse(odd).unwrap().is_empty(), "{odd}");
         }
     }
+
+    #[test]
+    fn a_lock_nested_past_the_parsers_depth_is_an_error_not_a_crash() {
+        let n = 100_000;
+        let text = format!("x = {}{}\n", "[".repeat(n), "]".repeat(n));
+        let (_, message) = parse(&text).unwrap_err();
+        assert!(message.contains("recursion"), "{message}");
+    }
 }
