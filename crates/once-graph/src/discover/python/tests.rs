@@ -559,12 +559,8 @@ fn root_commands(root: &Path) -> Vec<String> {
     };
     let capabilities = target.capabilities.unwrap();
     for c in &capabilities {
-        assert_eq!(
-            c.stands_for,
-            Some(crate::discover::Ecosystem::Python),
-            "{}",
-            c.name
-        );
+        // Never in place of a member's own: what the root's pytest collects is its own.
+        assert_eq!(c.stands_for, None, "{}", c.name);
         let inputs = c.inputs.as_ref().expect("inputs");
         // Every member's folder and the root's own tests are read; caches never are.
         assert_eq!(inputs[0], "**", "{}", c.name);
@@ -580,40 +576,46 @@ fn root_commands(root: &Path) -> Vec<String> {
 }
 
 #[test]
-fn a_uv_workspace_root_runs_the_configured_tools_once_for_every_member() {
+fn a_virtual_uv_root_runs_the_tools_it_configures_once_for_every_member() {
     let all = "uv run --all-packages --locked --no-python-downloads";
-    // pydantic-ai's CI runs `uv run pytest` and `make typecheck-both` at the root.
+    // livekit-agents' root: no `[project]`; `[tool.pytest.ini_options]`, `[tool.mypy]` (no
+    // `files`), `[tool.ruff]` and ruff in its dev group; its tests in the root's `tests/`. Its
+    // lock is not in the fixture.
+    let livekit = Scratch::new(&[]);
+    copy_tree(&fixture("python-livekit-agents"), &livekit.0);
+    livekit.write("uv.lock", "version = 1\nrevision = 3\n");
     assert_eq!(
-        root_commands(&fixture("python-pydantic-ai")),
+        root_commands(&livekit.0),
         [
             format!("test: {all} python -m pytest"),
-            format!("check: {all} pyright && {all} python -m mypy"),
+            format!("check: {all} python -m mypy ."),
             format!("lint: {all} ruff check ."),
             format!("fmt: {all} ruff format ."),
         ]
     );
-    // A virtual root (no `[project]`) with pytest among its dev dependencies.
-    let ws = Scratch::new(&[
-        (
-            "pyproject.toml",
-            "[tool.uv.workspace]\nmembers = [\"p/*\"]\n\
-             [dependency-groups]\ndev = [\"pytest\"]\n",
-        ),
-        (
-            "uv.lock",
-            "version = 1\n[[package]]\nname = \"a\"\nsource = { editable = \"p/a\" }\n\
-             [[package]]\nname = \"b\"\nsource = { editable = \"p/b\" }\n",
-        ),
-        ("p/a/pyproject.toml", "[project]\nname = \"a\"\n"),
-        ("p/b/pyproject.toml", "[project]\nname = \"b\"\n"),
-    ]);
+    // pydantic-ai's root is a project: its CI's `uv run pytest` is that project's own `test`.
+    let pydantic = fixture("python-pydantic-ai");
+    assert_eq!(root_commands(&pydantic), Vec::<String>::new());
+    let (found, _) = run(&pydantic);
     assert_eq!(
-        root_commands(&ws.0),
-        [format!("test: {all} python -m pytest")]
+        commands(&found, "pydantic-ai"),
+        [
+            "build: uv build --no-python-downloads --out-dir dist".to_string(),
+            format!(
+                "check: {0} pyright && {0} python -m mypy",
+                "uv run --package pydantic-ai --locked --no-python-downloads"
+            ),
+            "fmt: uv run --package pydantic-ai --locked --no-python-downloads ruff format ."
+                .to_string(),
+            "lint: uv run --package pydantic-ai --locked --no-python-downloads ruff check ."
+                .to_string(),
+            "test: uv run --package pydantic-ai --locked --no-python-downloads python -m pytest"
+                .to_string(),
+        ]
     );
     // Without a lock, or with nothing configured at the root, nothing is guessed.
-    std::fs::remove_file(ws.0.join("uv.lock")).unwrap();
-    assert_eq!(root_commands(&ws.0), Vec::<String>::new());
+    std::fs::remove_file(livekit.0.join("uv.lock")).unwrap();
+    assert_eq!(root_commands(&livekit.0), Vec::<String>::new());
     let bare = Scratch::new(&[
         (
             "pyproject.toml",
@@ -627,4 +629,18 @@ fn a_uv_workspace_root_runs_the_configured_tools_once_for_every_member() {
         ("p/b/pyproject.toml", "[project]\nname = \"b\"\n"),
     ]);
     assert_eq!(root_commands(&bare.0), Vec::<String>::new());
+}
+
+/// Copies the files below `from` into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }

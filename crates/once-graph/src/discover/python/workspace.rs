@@ -1,11 +1,16 @@
-//! A uv workspace's workspace-wide commands, for the root target: the tools the root
-//! configures, run once for every member (`uv run --all-packages …`), as contributors run
-//! `uv run pytest` from the root (pydantic-ai's CI does).
+//! A uv workspace's workspace-wide commands, for the root target: the tools a virtual root
+//! (`[tool.uv.workspace]` without a `[project]`, as livekit-agents has) configures, run once
+//! for every member (`uv run --all-packages …`), since there is no root project to run them in.
 //!
-//! Only with a root `[tool.uv.workspace]`, a `uv.lock` (`--locked` needs one) and evidence at
-//! the root itself, by the same rules as a project's ([`tools`](super::tools)): it must never
-//! offer a root command because a member configures a tool, since pytest run from the root
-//! reads the root's configuration, not the member's.
+//! Only with a `uv.lock` (`--locked` needs one) and evidence at the root itself, by the same
+//! rules as a project's ([`tools`](super::tools)): it must never offer a root command because a
+//! member configures a tool, since pytest run from the root reads the root's configuration, not
+//! the member's. A root that is a project has these already as its own capabilities, run where
+//! its CI runs them (pydantic-ai's `uv run pytest` is its root project's pytest), so it gets
+//! none here: the same suite must not run twice. And none stands for the members' capability
+//! of its name (`stands_for`), unlike Cargo's: `cargo test --workspace` is exactly every
+//! crate's `cargo test`, but what pytest collects from the root is the root's configuration's
+//! to say, so leaving out a member's own tests in its favour could skip them.
 
 use super::pyproject;
 use super::tools::{self, Runner, Scope};
@@ -47,16 +52,15 @@ pub(crate) fn workspace_commands(
     let file = reader.read("pyproject.toml")?;
     // Discovery parsed it already and warned if it could not: no second warning here.
     let root = pyproject::parse(reader.text(file)).ok()?;
-    root.workspace.as_ref()?;
+    if root.workspace.is_none() || root.project_offset.is_some() {
+        return None;
+    }
     let mut commands: Vec<InferredCapability> =
         tools::capabilities(reader, Runner::Uv, ".", Scope::Workspace, &root)
             .into_iter()
             .filter(|c| ORDER.contains(&c.name.as_str()))
             .map(|mut c| {
                 c.inputs = Some(INPUTS.map(str::to_string).to_vec());
-                // `--all test` runs this once instead of each member's; `--affected test`
-                // the affected members' own.
-                c.stands_for = Some(Ecosystem::Python);
                 c
             })
             .collect();
