@@ -361,6 +361,77 @@ env = { PYTHONPATH = "../lib" }
     );
 }
 
+/// A uv workspace whose `app` fills its dependencies in with a build hook (`dynamic`): only
+/// `uv.lock` says it depends on `mylib`. That edge must reach `app:test`'s key, so a change
+/// that breaks `mylib` re-runs the test and it fails where Python fails. The overlay only
+/// swaps the inferred `uv run` for `python3` (uv is not needed here); the edge is inferred.
+#[test]
+fn a_uv_lock_only_edge_reruns_and_fails_where_python_fails() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(
+        root,
+        "pyproject.toml",
+        "[tool.uv.workspace]\nmembers = [\"lib\", \"app\"]\n\
+         [tool.uv.sources]\nmylib = { workspace = true }\n",
+    );
+    write(
+        root,
+        "uv.lock",
+        "version = 1\nrevision = 3\n\n[[package]]\nname = \"app\"\n\
+         source = { editable = \"app\" }\ndependencies = [{ name = \"mylib\" }]\n\n\
+         [[package]]\nname = \"mylib\"\nsource = { editable = \"lib\" }\n",
+    );
+    write(root, "lib/pyproject.toml", "[project]\nname = \"mylib\"\n");
+    write(root, "lib/mylib.py", "def v():\n    return 1\n");
+    write(
+        root,
+        "app/pyproject.toml",
+        "[project]\nname = \"app\"\ndynamic = [\"version\", \"dependencies\"]\n\
+         [tool.hatch.metadata.hooks.custom]\n",
+    );
+    write(root, "app/tests/__init__.py", "");
+    write(
+        root,
+        "app/tests/test_app.py",
+        "import unittest\nimport mylib\n\nclass T(unittest.TestCase):\n    def test_v(self):\n        self.assertEqual(mylib.v(), 1)\n",
+    );
+    write(
+        root,
+        "once.toml",
+        "[targets.app.capabilities.test]\ncommand = \"python3 -m unittest discover -s tests -t .\"\n\
+         env = { PYTHONPATH = \"../lib\" }\n",
+    );
+    let check = Command::new(once_binary())
+        .args(["query", "target", "app"])
+        .current_dir(root)
+        .output()
+        .expect("runs once");
+    assert!(check.status.success(), "{check:?}");
+    let target: Value = serde_json::from_slice(&check.stdout).expect("a target");
+    assert_eq!(target["deps"], serde_json::json!(["mylib"]), "{target}");
+    table(
+        "uv.lock edge",
+        root,
+        "app:test",
+        &[],
+        &[
+            Change {
+                what: "locked dependency source",
+                path: "lib/mylib.py",
+                edit: &|text| text.replace('1', "2"),
+                fails: Some(true),
+            },
+            Change {
+                what: "root uv.lock relocked",
+                path: "uv.lock",
+                edit: &|text| format!("{text}# relocked\n"),
+                fails: Some(false),
+            },
+        ],
+    );
+}
+
 /// With no once.toml at all, Cargo's own manifests give the edge: a dependency declared only as a
 /// path in `Cargo.toml` reaches its dependent's key, so a change that breaks the dependent's tests
 /// re-runs them, and they fail as `cargo test` does.

@@ -25,6 +25,7 @@ mod floors;
 mod hostile_cache;
 mod hostile_deep_pnpm;
 mod hostile_git_config;
+mod hostile_lying_uv_lock;
 mod hostile_manifest_above;
 mod hostile_remote_credentials;
 mod key;

@@ -7,19 +7,30 @@
 //! `[tool.uv.sources]` entry, the project's own or else the root's, takes from a member
 //! (`workspace = true`, or a `path` to a member's folder), as uv resolves them.
 //!
+//! With a `uv.lock` at the root, a member's edges are also those the lock records (see
+//! [`lock`]): uv's own resolved answer, the only place that names what a build hook fills in
+//! (`dynamic = ["dependencies"]`). The two are joined, never one replacing the other: an edge
+//! too many costs a re-run, an edge too few a false green. A lock that disagrees with a
+//! `pyproject.toml` (a member missing, an edge the lock lacks) is stale, and says so; one that
+//! cannot be read is a warning and the manifests alone answer.
+//!
 //! It reads manifests only through the [`Reader`] and never runs Python or uv.
 
+mod ini;
+mod lock;
 mod pyproject;
 #[cfg(test)]
 mod tests;
 mod tools;
+mod workspace;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{Ecosystem, Edge, Inferred, Reader, target_name};
+use super::{Ecosystem, Edge, EdgeKind, Inferred, Reader, target_name};
 use crate::relpath::join;
 use pyproject::{Pyproject, Source, normalize, valid_name};
 use tools::Runner;
+pub(crate) use workspace::workspace_commands;
 
 /// A member project, parsed.
 struct Member {
@@ -97,7 +108,58 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
             manifest,
         });
     }
-    infer(reader, runner, &root, &members)
+    let locked = if runner == Runner::Uv && members.len() > 1 {
+        read_lock(reader)
+    } else {
+        None
+    };
+    // With a lock that cannot be read, its own warning has already said what to do.
+    if runner == Runner::Python {
+        for m in members.iter().filter(|m| m.manifest.dynamic_deps) {
+            let rel = reader.rel(m.file).to_string();
+            reader.warn(
+                m.file,
+                m.offset,
+                "dynamic-dependencies",
+                format!(
+                    "the dependencies of `{}` are `dynamic` in `{rel}`, so its edges to other \
+                     members are unknown; run `uv lock` to write a `uv.lock` they are read from",
+                    m.name
+                ),
+            );
+        }
+    }
+    infer(reader, runner, &root, &members, locked.as_ref())
+}
+
+/// What a lock says, by member folder: the file it was read from and each member's edges.
+struct Locked {
+    file: usize,
+    deps: HashMap<String, Vec<(String, EdgeKind)>>,
+}
+
+/// The root `uv.lock`, when it can be read (else a warning, and `None`: the manifests alone
+/// answer). The [`Reader`] bounds its size as it bounds every manifest's.
+fn read_lock(reader: &mut Reader) -> Option<Locked> {
+    let file = reader.read("uv.lock")?;
+    match lock::parse(reader.text(file)) {
+        Ok(members) => Some(Locked {
+            file,
+            deps: members.into_iter().map(|m| (m.folder, m.deps)).collect(),
+        }),
+        Err((at, message)) => {
+            reader.warn(
+                file,
+                at,
+                "invalid-uv-lock",
+                format!(
+                    "cannot parse `uv.lock`: {message}; edges come from `pyproject.toml` alone; \
+                     run `uv lock` to write it again"
+                ),
+            );
+            None
+        }
+    }
 }
 
 fn parse(reader: &mut Reader, file: usize) -> Option<Pyproject> {
@@ -132,6 +194,7 @@ fn infer(
     runner: Runner,
     root: &Pyproject,
     members: &[Member],
+    locked: Option<&Locked>,
 ) -> Vec<Inferred> {
     let names = names(reader, members);
     let mut by_name: HashMap<String, usize> = HashMap::new();
@@ -141,6 +204,8 @@ fn infer(
         by_folder.insert(m.folder.as_str(), i);
     }
     let root_sources = sources(root);
+    // Members whose `pyproject.toml` says what the lock does not: named in one warning.
+    let mut stale: Vec<&str> = Vec::new();
     let mut out = Vec::with_capacity(members.len());
     for (i, m) in members.iter().enumerate() {
         let own = sources(&m.manifest);
@@ -175,7 +240,36 @@ fn infer(
         }
         edges.sort();
         edges.dedup();
-        let capabilities = tools::capabilities(reader, runner, &m.folder, &m.name, &m.manifest);
+        if let Some(locked) = locked {
+            let from_lock: BTreeSet<(&str, EdgeKind)> = locked
+                .deps
+                .get(m.folder.as_str())
+                .into_iter()
+                .flatten()
+                .filter(|(to, _)| to != &m.folder && by_folder.contains_key(to.as_str()))
+                .map(|(to, kind)| (to.as_str(), *kind))
+                .collect();
+            let agrees = locked.deps.contains_key(m.folder.as_str())
+                && edges
+                    .iter()
+                    .all(|e| from_lock.contains(&(e.folder.as_str(), e.kind)));
+            if !agrees {
+                stale.push(&m.name);
+            }
+            edges.extend(from_lock.into_iter().map(|(to, kind)| Edge {
+                folder: to.to_string(),
+                kind,
+            }));
+            edges.sort();
+            edges.dedup();
+        }
+        let capabilities = tools::capabilities(
+            reader,
+            runner,
+            &m.folder,
+            tools::Scope::Package(&m.name),
+            &m.manifest,
+        );
         let mut fields = BTreeMap::new();
         fields.insert("package".into(), serde_json::Value::String(m.name.clone()));
         out.push(Inferred {
@@ -189,6 +283,21 @@ fn infer(
             offset: m.offset,
             ecosystem: Ecosystem::Python,
         });
+    }
+    if let Some(locked) = locked
+        && !stale.is_empty()
+    {
+        let names: Vec<String> = stale.iter().map(|n| format!("`{n}`")).collect();
+        reader.warn(
+            locked.file,
+            0,
+            "stale-uv-lock",
+            format!(
+                "`uv.lock` does not match the `pyproject.toml` of {}; their edges come from both; \
+                 run `uv lock` to update it",
+                names.join(", ")
+            ),
+        );
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out

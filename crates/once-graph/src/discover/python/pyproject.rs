@@ -16,6 +16,9 @@ pub(super) struct Pyproject {
     pub name: Option<(String, usize)>,
     /// Byte offset of the `[project]` table (where a missing name is reported).
     pub project_offset: Option<usize>,
+    /// Whether `[project] dynamic` lists `dependencies` or `optional-dependencies`: a build
+    /// hook fills them in, and `deps` lacks them.
+    pub dynamic_deps: bool,
     /// Every dependency's normalised name, with the kind of list it is in.
     pub deps: Vec<(String, EdgeKind)>,
     /// `[tool.uv.sources]`, keyed by normalised name.
@@ -28,6 +31,10 @@ pub(super) struct Pyproject {
     pub ruff: bool,
     /// `[tool.mypy]`.
     pub mypy: bool,
+    /// `[tool.mypy] files`: mypy then needs no path on its command line.
+    pub mypy_files: bool,
+    /// `[tool.pyright]`.
+    pub pyright: bool,
     /// `[build-system]`.
     pub build_system: bool,
 }
@@ -69,6 +76,9 @@ pub(super) fn parse(text: &str) -> Result<Pyproject, (usize, String)> {
         {
             out.name = Some((s.to_string(), name.span().start));
         }
+        out.dynamic_deps = strings(project.and_then(|p| p.get("dynamic")))
+            .iter()
+            .any(|d| matches!(d.as_str(), "dependencies" | "optional-dependencies"));
         let deps = project.and_then(|p| p.get("dependencies"));
         push_deps(&mut out.deps, deps, EdgeKind::Normal);
         for (_, list) in tables(project.and_then(|p| p.get("optional-dependencies"))) {
@@ -118,6 +128,9 @@ pub(super) fn parse(text: &str) -> Result<Pyproject, (usize, String)> {
     out.pytest = pytest.is_some();
     out.ruff = has("ruff");
     out.mypy = has("mypy");
+    out.mypy_files =
+        table(tool.and_then(|t| t.get("mypy"))).is_some_and(|m| m.get("files").is_some());
+    out.pyright = has("pyright");
     out.build_system = doc.get("build-system").is_some();
     Ok(out)
 }

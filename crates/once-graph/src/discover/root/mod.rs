@@ -4,7 +4,8 @@
 //!
 //! Its capabilities come from, in this order (the first keeps a shared name, a later one is
 //! `SOURCE-NAME`): the root `package.json`'s scripts when it is a JavaScript workspace's root
-//! (turbo's `//#task`), a Cargo workspace's workspace-wide commands ([`cargo_workspace`]), the
+//! (turbo's `//#task`), a Cargo workspace's workspace-wide commands ([`cargo_workspace`]), a uv
+//! workspace's (`python::workspace_commands`), the
 //! `justfile`'s recipes and the `Makefile`'s targets ([`recipes`]). It declares no `inputs`, so
 //! its key reads every file of the repository: a root script that runs vitest, jest or eslint
 //! across the packages re-runs when any of them changes. There is no root target when nothing
@@ -51,6 +52,13 @@ pub(crate) fn discover(reader: &mut Reader, found: &[Inferred]) -> Option<Inferr
         file = file.or(Some(at));
         sources.push(Source {
             prefix: "cargo",
+            capabilities: commands,
+        });
+    }
+    if let Some((at, commands)) = super::python::workspace_commands(reader, found) {
+        file = file.or(Some(at));
+        sources.push(Source {
+            prefix: "uv",
             capabilities: commands,
         });
     }

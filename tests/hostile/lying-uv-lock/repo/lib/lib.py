@@ -1,0 +1,2 @@
+def v():
+    return 1
