@@ -310,9 +310,11 @@ fn the_real_repository_table_is_what_the_fixtures_answer() {
          ONCE_BLESS=1\n{plans}"
     );
 
-    let guide_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/guides/discovery.md");
+    let guide_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/guides/discovery.md");
     let guide = std::fs::read_to_string(&guide_path).expect("reads docs/src/guides/discovery.md");
-    let fresh = between_markers(&guide, &table).expect("docs/src/guides/discovery.md has the table's markers");
+    let fresh = between_markers(&guide, &table)
+        .expect("docs/src/guides/discovery.md has the table's markers");
     if bless && fresh != guide {
         std::fs::write(&guide_path, &fresh).expect("writes docs/src/guides/discovery.md");
         return;

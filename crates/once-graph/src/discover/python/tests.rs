@@ -105,10 +105,11 @@ fn livekit_agents_matches_its_uv_lock() {
         .unwrap();
     assert!(reader.text(openai.file)[openai.offset..].starts_with("\"livekit-plugins-openai\""));
     assert_eq!(openai.fields["package"], "livekit-plugins-openai");
-    // Its manifest configures no tool and no test (the root's are not its own); it builds.
+    // Its manifest configures no tool and no test (the root's are not its own); it builds, through
+    // uv since the workspace has a lock.
     assert_eq!(
         commands(&found, "livekit-plugins-openai"),
-        ["build: python3 -m build"]
+        ["build: uv build --no-python-downloads --out-dir dist"]
     );
 }
 
