@@ -459,6 +459,7 @@ fn build_kinds() -> Vec<Kind> {
                 mutex: None,
                 needs: None,
                 stands_for: None,
+                batch: None,
                 origin: Origin::Kind,
             })
             .collect();
