@@ -121,14 +121,15 @@ pub struct Capability {
 /// How an action joins others of its capability in one command: a kind's declaration, which an
 /// overlay's `batch = true|false` switches on or off.
 ///
-/// A member's own command must still be [`Batch::alone`] once rendered (no parameter given, no
-/// words after `--`, no overlay `command`): anything else would make the batch do something
-/// the action does not, so such an action runs on its own.
+/// A member's command must still be [`Batch::alone`] (no overlay `command`), run with every
+/// parameter at its default and no words after `--`: anything else would make the batch do
+/// something the action does not, so such an action runs on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Batch {
     /// What the batch's command starts with, before every member's words: `cargo test`.
     pub command: Arc<str>,
-    /// The member's own command, rendered, when it may join: `cargo test`.
+    /// The command template a member must still have to join, every parameter at its default:
+    /// `cargo test {filter}`.
     pub alone: Arc<str>,
     /// The words that select this member in the batch's command: `-p once-fs@0.1.0`.
     pub member: Arc<str>,

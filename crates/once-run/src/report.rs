@@ -130,6 +130,10 @@ pub struct ActionReport {
     /// Only for a skipped action: why it never started (a dependency failed, the run stopped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped_because: Option<String>,
+    /// The batch it ran in, numbered from 1 in its run: the actions with one number ran as one
+    /// command, whose log `log` names; absent for an action that ran alone or was replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<usize>,
 }
 
 /// A whole run.
@@ -493,6 +497,7 @@ pub(crate) fn action_schema() -> Value {
             "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log: written as the command prints, replayed with a cached result; the file is created with the first output, so a command that printed nothing has none"},
             "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
             "skipped_because": {"type": "string", "description": "Only for a skipped action: why it never started"},
+            "batch": {"type": "integer", "minimum": 1, "description": "The batch it ran in, numbered in its run: actions with the same number ran as one command of their tool (`cargo test -p a -p b`), which `log` holds; absent when it ran alone or was replayed"},
         },
         "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
         "additionalProperties": false,
@@ -517,6 +522,7 @@ mod tests {
             tail: failed.then(|| vec!["boom".to_owned()]),
             retried: 0,
             skipped_because: None,
+            batch: None,
         }
     }
 

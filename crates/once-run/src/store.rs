@@ -310,6 +310,7 @@ mod tests {
                 tail: None,
                 retried: 0,
                 skipped_because: None,
+                batch: None,
             }],
             owner: None,
             remote: None,
@@ -352,6 +353,7 @@ mod tests {
             tail: None,
             retried: 0,
             skipped_because: None,
+            batch: None,
         };
         let me = crate::owner::current().unwrap();
         let mut report = RunReport {

@@ -36,7 +36,7 @@ fn run(root: &Path, action: &str, env: &[(&str, String)]) -> (bool, bool) {
     (ran, report["status"] != "succeeded")
 }
 
-fn write(root: &Path, path: &str, text: &str) {
+pub(crate) fn write(root: &Path, path: &str, text: &str) {
     let path = root.join(path);
     std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
     std::fs::write(path, text).expect("writes");
@@ -116,7 +116,7 @@ fn the_starters_main_job_is_fully_cached_the_second_time() {
 
 /// What cargo needs to run here: a target folder of the test's own, offline, and never a
 /// toolchain download.
-fn cargo_env(root: &Path) -> [(&'static str, String); 3] {
+pub(crate) fn cargo_env(root: &Path) -> [(&'static str, String); 3] {
     [
         (
             "CARGO_TARGET_DIR",
@@ -129,7 +129,7 @@ fn cargo_env(root: &Path) -> [(&'static str, String); 3] {
 
 /// Writes `Cargo.lock` as a repository has it. Cargo writes a missing one on its first run: a
 /// change of an input, which a second run would rightly notice.
-fn generate_lockfile(root: &Path, env: &[(&str, String)]) {
+pub(crate) fn generate_lockfile(root: &Path, env: &[(&str, String)]) {
     let lock = Command::new("cargo")
         .args(["generate-lockfile", "--offline"])
         .current_dir(root)

@@ -2,6 +2,7 @@
 //! One test binary, so the crate links once.
 
 mod affected;
+mod batch;
 mod bounded;
 mod cache_bound;
 mod cache_worktree;

@@ -87,12 +87,12 @@ pub(crate) const CARGO_TEST_BATCH: bool = false;
 
 /// How `cargo test` of the package `spec` joins others: `cargo test -p a -p b …` from the
 /// workspace root, which builds the test binaries of all of them in one cargo and runs them.
-/// Only a member whose command is still plain `cargo test` joins (no filter, no words after
-/// `--`: those would reach every member's binaries).
+/// Only a member whose command is still `cargo test {filter}` with no filter given and no words
+/// after `--` joins: those would reach every member's binaries.
 fn test_batch(spec: &str) -> Batch {
     Batch {
         command: Arc::from("cargo test"),
-        alone: Arc::from("cargo test"),
+        alone: Arc::from("cargo test {filter}"),
         member: Arc::from(format!("-p {spec}")),
         dir: Arc::from("."),
         on: CARGO_TEST_BATCH,

@@ -617,7 +617,7 @@ fn a_member_test_declares_how_it_joins_a_batch_and_the_root_package_does_not() {
     };
     assert_eq!(
         batch("m"),
-        ["test: cargo test [-p m@0.1.0] in . alone `cargo test` on=false"]
+        ["test: cargo test [-p m@0.1.0] in . alone `cargo test {filter}` on=false"]
     );
     assert!(batch("top").is_empty(), "{:?}", batch("top"));
     assert!(batch("v").is_empty(), "{:?}", batch("v"));
