@@ -128,6 +128,10 @@ pub struct Capability {
 pub struct Batch {
     /// What the batch's command starts with, before every member's words: `cargo test`.
     pub command: Arc<str>,
+    /// What it ends with, after them: the words each member's own command ends with, so that
+    /// the batch runs exactly what each would (`''`, the empty filter `{filter}` renders to:
+    /// given any filter, cargo runs no doc-tests, so neither may the batch).
+    pub tail: Arc<str>,
     /// The command template a member must still have to join, every parameter at its default:
     /// `cargo test {filter}`.
     pub alone: Arc<str>,

@@ -119,6 +119,8 @@ pub struct Joinable {
     pub group: String,
     /// The command every member's words follow: `cargo test`.
     pub command: Arc<str>,
+    /// What follows every member's words: `''`.
+    pub tail: Arc<str>,
     /// This member's words: `-p core@0.1.0`.
     pub member: Arc<str>,
     /// Where the batch runs (the Cargo workspace's root).
@@ -358,10 +360,11 @@ fn joinable(
         && !capability.persistent;
     plain.then(|| Joinable {
         group: format!(
-            "{}\0{}\0{}\0{}",
-            target.kind, capability.name, batch.command, batch.dir
+            "{}\0{}\0{}\0{}\0{}",
+            target.kind, capability.name, batch.command, batch.tail, batch.dir
         ),
         command: Arc::clone(&batch.command),
+        tail: Arc::clone(&batch.tail),
         member: Arc::clone(&batch.member),
         dir: root.join(&*batch.dir),
         on: batch.on,

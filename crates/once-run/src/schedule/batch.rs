@@ -141,6 +141,10 @@ impl Worker<'_> {
                 command.push_str(&member.member);
             }
         }
+        if !joinable.tail.is_empty() {
+            command.push(' ');
+            command.push_str(&joinable.tail);
+        }
         let deadline = members.iter().fold(Duration::ZERO, |sum, (i, _, _)| {
             sum.saturating_add(steps[*i].deadline)
         });

@@ -78,7 +78,7 @@ fn ready_members_run_as_one_command_from_the_workspace_root_and_hits_never_join(
         [
             "a [test] []".to_owned(),
             format!(
-                "{} [test] [-p] [b@0.1.0] [-p] [c@0.1.0]",
+                "{} [test] [-p] [b@0.1.0] [-p] [c@0.1.0] []",
                 ws.root.file_name().unwrap().to_string_lossy()
             ),
         ]
@@ -132,7 +132,7 @@ fn a_parameter_or_words_after_dashes_keep_an_action_out_of_the_batch() {
         calls(&ws),
         [
             "c [test] [] [--exact]".to_owned(),
-            format!("{root} [test] [-p] [a@0.1.0] [-p] [b@0.1.0]"),
+            format!("{root} [test] [-p] [a@0.1.0] [-p] [b@0.1.0] []"),
         ]
     );
 }

@@ -262,3 +262,35 @@ fn batches_are_off_by_default_and_once_toml_turns_them_on_per_capability() {
         "{report:#}"
     );
 }
+
+#[test]
+fn a_batch_runs_exactly_what_its_members_run_alone() {
+    // A failing doc-test: whatever each crate's own `cargo test {filter}` makes of it (cargo
+    // runs no doc-tests once given a filter, even the empty one), the batch must make the same.
+    let dir = TempDir::new();
+    let root = dir.path();
+    let env = three_crates(root);
+    write(
+        root,
+        "crates/a/src/lib.rs",
+        "/// ```\n/// assert!(false, \"a doc-test\");\n/// ```\npub fn documented() {}\n\n\
+         #[test]\nfn a_passes() {\n    assert_eq!(1, 1);\n}\n",
+    );
+    let (alone_code, alone) = run(root, &env, &[THREE, &["--no-batch"]].concat());
+    let (batch_code, batch) = run(root, &env, &[THREE, &["--batch", "--force"]].concat());
+    assert_eq!(batch_code, alone_code, "{batch:#}\n{alone:#}");
+    let status = |rows: Vec<String>| -> Vec<String> {
+        rows.iter()
+            .map(|r| r.split(" cached").next().unwrap_or("").to_owned())
+            .collect()
+    };
+    assert_eq!(status(rows(&batch)), status(rows(&alone)), "{batch:#}");
+    assert!(
+        batch["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["batch"] == 1),
+        "{batch:#}"
+    );
+}

@@ -85,13 +85,16 @@ pub(super) fn capabilities(selection: &Selection, spec: Option<&str>) -> Vec<Inf
 /// another), see README.md, *Batches*.
 pub(crate) const CARGO_TEST_BATCH: bool = false;
 
-/// How `cargo test` of the package `spec` joins others: `cargo test -p a -p b …` from the
+/// How `cargo test` of the package `spec` joins others: `cargo test -p a -p b … ''` from the
 /// workspace root, which builds the test binaries of all of them in one cargo and runs them.
 /// Only a member whose command is still `cargo test {filter}` with no filter given and no words
 /// after `--` joins: those would reach every member's binaries.
 fn test_batch(spec: &str) -> Batch {
     Batch {
         command: Arc::from("cargo test"),
+        // What `{filter}` renders to by default. With it, `cargo test` runs no doc-tests (as
+        // with any filter), so the batch takes it too, or it would run more than its members.
+        tail: Arc::from("''"),
         alone: Arc::from("cargo test {filter}"),
         member: Arc::from(format!("-p {spec}")),
         dir: Arc::from("."),

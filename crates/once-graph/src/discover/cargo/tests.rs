@@ -609,15 +609,15 @@ fn a_member_test_declares_how_it_joins_a_batch_and_the_root_package_does_not() {
             .map(|(n, b)| {
                 let b = b.unwrap();
                 format!(
-                    "{n}: {} [{}] in {} alone `{}` on={}",
-                    b.command, b.member, b.dir, b.alone, b.on
+                    "{n}: {} [{}] {} in {} alone `{}` on={}",
+                    b.command, b.member, b.tail, b.dir, b.alone, b.on
                 )
             })
             .collect::<Vec<_>>()
     };
     assert_eq!(
         batch("m"),
-        ["test: cargo test [-p m@0.1.0] in . alone `cargo test {filter}` on=false"]
+        ["test: cargo test [-p m@0.1.0] '' in . alone `cargo test {filter}` on=false"]
     );
     assert!(batch("top").is_empty(), "{:?}", batch("top"));
     assert!(batch("v").is_empty(), "{:?}", batch("v"));
