@@ -497,7 +497,7 @@ pub(crate) fn action_schema() -> Value {
             "log": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "The full log: written as the command prints, replayed with a cached result; the file is created with the first output, so a command that printed nothing has none"},
             "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
             "skipped_because": {"type": "string", "description": "Only for a skipped action: why it never started"},
-            "batch": {"type": "integer", "minimum": 1, "description": "The batch it ran in, numbered in its run: actions with the same number ran as one command of their tool (`cargo test -p a -p b`), which `log` holds; absent when it ran alone or was replayed"},
+            "batch": {"type": "integer", "minimum": 1, "description": "Actions with the same number ran as one command (`cargo test -p a -p b`); absent when it ran alone"},
         },
         "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
         "additionalProperties": false,

@@ -131,8 +131,16 @@ impl Worker<'_> {
         let number = self.batches.fetch_add(1, Ordering::Relaxed) + 1;
         let first = &steps[members[0].0];
         let Some(joinable) = &first.batch else {
-            // The scheduler hands over only steps that join; nothing to do otherwise.
-            return Vec::new();
+            // The scheduler hands over only steps that join; should one not, each still ends
+            // (never left running), and says why.
+            let start = Instant::now();
+            return members
+                .iter()
+                .map(|(i, _, _)| {
+                    let message = "once: this action cannot run in a batch".to_owned();
+                    (*i, failure(&steps[*i], start, message))
+                })
+                .collect();
         };
         let mut command = joinable.command.to_string();
         for (i, _, _) in members {

@@ -338,6 +338,12 @@ fn request_words(args: &RunArgs) -> Vec<String> {
     if args.force {
         words.push("--force".to_owned());
     }
+    if args.batch {
+        words.push("--batch".to_owned());
+    }
+    if args.no_batch {
+        words.push("--no-batch".to_owned());
+    }
     if !args.args.is_empty() {
         words.push("--".to_owned());
         words.extend(args.args.iter().cloned());
