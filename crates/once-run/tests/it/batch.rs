@@ -136,3 +136,49 @@ fn a_parameter_or_words_after_dashes_keep_an_action_out_of_the_batch() {
         ]
     );
 }
+
+#[test]
+fn a_cancel_stops_the_batch_process_and_every_member_ends_cancelled() {
+    use once_exec::{Cancel, Registry};
+    use once_run::{Cache, RunStore};
+    use std::time::Instant;
+
+    let ws = three_packages("sleep 30");
+    let loaded = once_graph::Workspace::load(&ws.root).unwrap();
+    let plan = once_run::plan(&loaded, &all_three()).unwrap();
+    let run = RunStore::new(loaded.root()).create().unwrap();
+    let cancel = Cancel::new();
+    let started = Instant::now();
+    let report = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Cancel once the batch's process has started (its stand-in wrote its call).
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while ws.read("calls").is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            cancel.cancel();
+        });
+        once_run::execute(
+            &plan,
+            &Cache::new(loaded.root()),
+            &run,
+            &Registry::new(),
+            &cancel,
+            &Options::default(),
+            &mut |_| {},
+        )
+    });
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the batch was not stopped"
+    );
+    assert_eq!(report.status, RunStatus::Cancelled, "{report:#?}");
+    assert!(
+        report
+            .actions
+            .iter()
+            .all(|a| a.status == ActionStatus::Cancelled && a.batch == Some(1)),
+        "{report:#?}"
+    );
+    assert_eq!(calls(&ws).len(), 1, "one process for the three");
+}
