@@ -130,6 +130,7 @@ pub fn execute(
             pending,
             reports: vec![None; total],
             started: vec![None; total],
+            writes: (0..total).collect(),
             keys: vec![None; total],
             held: HashSet::new(),
             running: 0,
@@ -366,6 +367,9 @@ struct State<'o> {
     /// When each action was handed to a worker (and not necessarily ended), in milliseconds
     /// after the run started.
     started: Vec<Option<u64>>,
+    /// Whose log each action's command writes while it runs: its own, or for a member of a
+    /// batch the first member's (the batch's one log).
+    writes: Vec<usize>,
     keys: Vec<Option<Key>>,
     /// The mutexes of the actions running now: a ready action naming one of them waits.
     held: HashSet<Arc<str>>,
@@ -400,7 +404,8 @@ impl<'o> Board<'o> {
                 None => ActionReport {
                     // The log a command writes as it runs; a cache hit in progress has none
                     // yet, and its page reads as empty until it has.
-                    log: state.started[i].map(|_| run.log_path(&step.action)),
+                    // A batch's members all write the log of its first (`State::writes`).
+                    log: state.started[i].map(|_| run.log_path(&steps[state.writes[i]].action)),
                     started_ms: state.started[i],
                     status: if state.started[i].is_some() {
                         ActionStatus::Running
@@ -657,6 +662,7 @@ impl Worker<'_> {
                 for &j in &members[1..] {
                     state.running += 1;
                     state.started[j] = state.started[i];
+                    state.writes[j] = i;
                 }
                 for &j in &members {
                     (state.observe)(Event::Started {

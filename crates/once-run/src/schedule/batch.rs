@@ -105,7 +105,9 @@ impl Worker<'_> {
             }
             if missed.len() >= 2 {
                 missed.sort_by_key(|(i, _, _)| *i);
-                ended.extend(self.run_batch(&missed, buffer));
+                // The log is the first member's as the scheduler took them, whose log every
+                // member's record points at while the batch runs, even if that one replayed.
+                ended.extend(self.run_batch(members[0].0, &missed, buffer));
                 drop(locks);
                 missed.clear();
             }
@@ -120,10 +122,11 @@ impl Worker<'_> {
         ended
     }
 
-    /// Runs `members` (two or more misses, their keys locked) as one command and records each
-    /// member's result when it succeeds.
+    /// Runs `members` (two or more misses, their keys locked) as one command, its log named
+    /// after step `lead`, and records each member's result when it succeeds.
     fn run_batch(
         &self,
+        lead: usize,
         members: &[(usize, &[Key], Key)],
         buffer: &mut [u8],
     ) -> Vec<(usize, Finished)> {
@@ -169,8 +172,9 @@ impl Worker<'_> {
             },
             deadline,
             grace: once_exec::DEFAULT_GRACE,
-            // One log, named after the first member, which every member's report names.
-            log_path: self.run.log_path(&first.action),
+            // One log, named after the action the batch was formed around, which every
+            // member's report names.
+            log_path: self.run.log_path(&steps[lead].action),
             tail_lines: once_exec::DEFAULT_TAIL_LINES,
             label: format!("{} and {} more", first.action, members.len() - 1),
         };

@@ -149,16 +149,31 @@ fn a_cancel_stops_the_batch_process_and_every_member_ends_cancelled() {
     let run = RunStore::new(loaded.root()).create().unwrap();
     let cancel = Cancel::new();
     let started = Instant::now();
-    let report = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            // Cancel once the batch's process has started (its stand-in wrote its call).
+    let (report, logs) = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            // Once the batch's process has started (its stand-in wrote its call), the record
+            // shows every member running, each pointing at the batch's one log; then cancel.
             let deadline = Instant::now() + Duration::from_secs(20);
-            while ws.read("calls").is_empty() && Instant::now() < deadline {
+            let store = RunStore::new(&ws.root);
+            let mut logs = Vec::new();
+            while Instant::now() < deadline {
+                let record = store.read(&run.id).ok();
+                let running: Vec<_> = record
+                    .iter()
+                    .flat_map(|r| &r.actions)
+                    .filter(|a| a.status == ActionStatus::Running)
+                    .map(|a| a.log.clone())
+                    .collect();
+                if !ws.read("calls").is_empty() && running.len() == 3 {
+                    logs = running;
+                    break;
+                }
                 std::thread::sleep(Duration::from_millis(10));
             }
             cancel.cancel();
+            logs
         });
-        once_run::execute(
+        let report = once_run::execute(
             &plan,
             &Cache::new(loaded.root()),
             &run,
@@ -166,8 +181,11 @@ fn a_cancel_stops_the_batch_process_and_every_member_ends_cancelled() {
             &cancel,
             &Options::default(),
             &mut |_| {},
-        )
+        );
+        (report, watcher.join().unwrap())
     });
+    let batch_log = run.log_path("a:test");
+    assert_eq!(logs, vec![Some(batch_log); 3], "while it ran");
     assert!(
         started.elapsed() < Duration::from_secs(25),
         "the batch was not stopped"
