@@ -304,8 +304,13 @@ fn build_kinds() -> Vec<Kind> {
     cargo_test.params.push(Param {
         name: "filter".into(),
         ty: ParamType::String,
-        default: Some(serde_json::Value::String(String::new())),
-        description: Some("Only run tests whose name contains this".into()),
+        // Not given, the placeholder is left out: `cargo test ''` (any filter, even an empty
+        // one) makes cargo skip every doc-test, which the package's own `cargo test` runs.
+        default: Some(serde_json::Value::Null),
+        description: Some(
+            "Only run tests whose name contains this (not given: every test, doc-tests included)"
+                .into(),
+        ),
         flag: None,
     });
 
@@ -459,6 +464,7 @@ fn build_kinds() -> Vec<Kind> {
                 mutex: None,
                 needs: None,
                 stands_for: None,
+                batch: None,
                 origin: Origin::Kind,
             })
             .collect();

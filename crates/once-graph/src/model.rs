@@ -110,8 +110,38 @@ pub struct Capability {
     /// instead of them, `--affected` runs the affected packages instead of it
     /// ([`crate::stand_in`]), so no test runs twice.
     pub stands_for: Option<Ecosystem>,
+    /// How several actions of this capability run as one command of the ecosystem's tool, where
+    /// that tool takes several packages at once and its kind declares how (`cargo test -p a -p
+    /// b`); `None` for every other capability.
+    pub batch: Option<Batch>,
     /// Where the definition comes from.
     pub origin: Origin,
+}
+
+/// How an action joins others of its capability in one command: a kind's declaration, which an
+/// overlay's `batch = true|false` switches on or off.
+///
+/// A member's command must still be [`Batch::alone`] (no overlay `command`), run with every
+/// parameter at its default and no words after `--`: anything else would make the batch do
+/// something the action does not, so such an action runs on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// What the batch's command starts with, before every member's words: `cargo test`.
+    pub command: Arc<str>,
+    /// What it ends with, after them: the words each member's own command ends with, so that
+    /// the batch runs exactly what each would (`''`, the empty filter `{filter}` renders to:
+    /// given any filter, cargo runs no doc-tests, so neither may the batch).
+    pub tail: Arc<str>,
+    /// The command template a member must still have to join, every parameter at its default:
+    /// `cargo test {filter}`.
+    pub alone: Arc<str>,
+    /// The words that select this member in the batch's command: `-p once-fs@0.1.0`.
+    pub member: Arc<str>,
+    /// The folder, relative to the workspace root, where the batch's command runs (the Cargo
+    /// workspace's root); members of batches in different folders never join.
+    pub dir: Arc<str>,
+    /// Whether its actions join batches unless a run says otherwise (`--batch`, `--no-batch`).
+    pub on: bool,
 }
 
 /// How the environment of a command is built from the caller's (`[workspace] env-mode`).

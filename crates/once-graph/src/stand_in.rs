@@ -87,6 +87,7 @@ mod tests {
             mutex: None,
             needs: None,
             stands_for,
+            batch: None,
             origin: Origin::Inferred,
         }
     }

@@ -527,6 +527,7 @@ mod tests {
 
     fn step(dir: &Path, inputs: &[&str], outputs: &[&str]) -> Step {
         Step {
+            batch: None,
             action: "t:build".into(),
             command: "true".into(),
             dir: dir.to_path_buf(),

@@ -123,7 +123,7 @@ pub use explain::{
 pub use git::GIT_DEADLINE;
 pub use key::{Key, hash_file};
 pub use params::resolve as resolve_params;
-pub use plan::{Plan, SourceSet, Step, Upstream, plan};
+pub use plan::{Joinable, Plan, SourceSet, Step, Upstream, plan};
 pub use preview::{Preview, PreviewAction, PreviewOptions, Reason, Verdict, preview};
 pub use prune::{CacheStats, DEFAULT_MAX_SIZE, Pruned};
 pub use query::{

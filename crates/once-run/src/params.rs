@@ -128,9 +128,11 @@ fn convert(action: &str, param: &Param, value: &Value) -> Result<Value, Error> {
 }
 
 /// What a parameter's value gives its placeholder: a boolean with a flag gives the flag or
-/// nothing, anything else its text (the template quotes it for where it sits).
+/// nothing, a parameter left at a `null` default (a built-in kind's optional argument) nothing,
+/// anything else its text (the template quotes it for where it sits).
 pub(crate) fn render(param: &Param, value: &Value) -> Fill {
     match value {
+        Value::Null => Fill::Nothing,
         Value::Bool(on) => match &param.flag {
             Some(flag) if *on => Fill::Text(flag.clone()),
             Some(_) => Fill::Nothing,

@@ -105,6 +105,28 @@ pub struct Step {
     pub deps: Vec<usize>,
     /// Asked for by the request (not only needed by another action).
     pub requested: bool,
+    /// How this action may join others in one command (`crate::schedule` decides whether it
+    /// does): only when its capability declares a batch and the action does exactly what the
+    /// batch would do for it (see [`Joinable`]).
+    pub batch: Option<Joinable>,
+}
+
+/// An action's part in a batch: what its members share and the words that select it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joinable {
+    /// What members of one batch have in common besides their environment: the target kind,
+    /// the capability, the batch's command and folder.
+    pub group: String,
+    /// The command every member's words follow: `cargo test`.
+    pub command: Arc<str>,
+    /// What follows every member's words: `''`.
+    pub tail: Arc<str>,
+    /// This member's words: `-p core@0.1.0`.
+    pub member: Arc<str>,
+    /// Where the batch runs (the Cargo workspace's root).
+    pub dir: PathBuf,
+    /// Whether it joins one unless the run says otherwise (`batch` in `once.toml`).
+    pub on: bool,
 }
 
 /// The sources of a target that an action's target depends on.
@@ -273,7 +295,9 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
             .collect();
         deps.sort_unstable();
         let (env, env_file_vars) = environment(ws.root(), &action, target, capability)?;
+        let batch = joinable(ws.root(), target, capability, &values, args);
         steps.push(Step {
+            batch,
             command,
             dir: ws.root().join(&target.path),
             path: target.path.clone(),
@@ -314,6 +338,41 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
         root: ws.root().to_path_buf(),
         steps,
         sources: sets.sets,
+    })
+}
+
+/// How the action of `capability` of `target` may join a batch: only when it does what the
+/// batch does for it: its command is still the batch's form for one member (no overlay
+/// `command`), every parameter is at its default (`values`, `defaults` from the capability),
+/// no words follow `--`, and it neither retries, takes a mutex nor runs until stopped.
+fn joinable(
+    root: &Path,
+    target: &Target,
+    capability: &Capability,
+    values: &BTreeMap<String, Value>,
+    args: &[String],
+) -> Option<Joinable> {
+    let batch = capability.batch.as_ref()?;
+    let defaults = capability
+        .params
+        .iter()
+        .all(|p| p.default.is_some() && values.get(&p.name) == p.default.as_ref());
+    let plain = *capability.command == *batch.alone
+        && defaults
+        && args.is_empty()
+        && capability.retries == 0
+        && capability.mutex.is_none()
+        && !capability.persistent;
+    plain.then(|| Joinable {
+        group: format!(
+            "{}\0{}\0{}\0{}\0{}",
+            target.kind, capability.name, batch.command, batch.tail, batch.dir
+        ),
+        command: Arc::clone(&batch.command),
+        tail: Arc::clone(&batch.tail),
+        member: Arc::clone(&batch.member),
+        dir: root.join(&*batch.dir),
+        on: batch.on,
     })
 }
 

@@ -134,6 +134,10 @@ pub struct ActionReport {
     /// recorded run, in words ("`Cargo.lock` appeared"), the first few changes and how many more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ran_again: Option<String>,
+    /// The batch it ran in, numbered from 1 in its run: the actions with one number ran as one
+    /// command, whose log `log` names; absent for an action that ran alone or was replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<usize>,
 }
 
 /// A whole run.
@@ -498,6 +502,7 @@ pub(crate) fn action_schema() -> Value {
             "tail": {"type": "array", "items": {"type": "string"}, "description": "Only for a failure: the last lines of its log"},
             "skipped_because": {"type": "string", "description": "Only for a skipped action: why it never started"},
             "ran_again": {"type": "string", "description": "Only for an action that ran although a result of it was recorded before: what changed since its last recorded run (`Cargo.lock` appeared, `src/lib.rs` changed, variable `MODE` changed), the first 3 changes and how many more"},
+            "batch": {"type": "integer", "minimum": 1, "description": "Actions with the same number ran as one command (`cargo test -p a -p b`); absent when it ran alone"},
         },
         "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
         "additionalProperties": false,
@@ -523,6 +528,7 @@ mod tests {
             retried: 0,
             skipped_because: None,
             ran_again: None,
+            batch: None,
         }
     }
 

@@ -16,6 +16,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -35,6 +36,8 @@ use crate::report::{ActionReport, ActionStatus, Owner, RunReport, RunStatus, Sto
 use crate::store::RunDir;
 use crate::witness::Witness;
 
+mod batch;
+
 /// How a plan is run.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -51,6 +54,9 @@ pub struct Options {
     pub witness: Option<Arc<Witness>>,
     /// What was asked and by whom, kept in the run's record.
     pub asked: Option<Asked>,
+    /// Whether actions that can run in batches do (`--batch`, `--no-batch`); `None` follows
+    /// each capability's `batch` (see `batch.rs`).
+    pub batch: Option<bool>,
 }
 
 /// How many actions run at once by default: the cores, plus two. A command spends part of its
@@ -70,6 +76,7 @@ impl Default for Options {
             remote: None,
             witness: None,
             asked: None,
+            batch: None,
         }
     }
 }
@@ -123,6 +130,7 @@ pub fn execute(
             pending,
             reports: vec![None; total],
             started: vec![None; total],
+            writes: (0..total).collect(),
             keys: vec![None; total],
             held: HashSet::new(),
             running: 0,
@@ -171,6 +179,8 @@ pub fn execute(
         remote,
         describer: remote.map(|_| Describer::new(plan, &environ, &hashes)),
         recall: crate::explain::Recall::new(cache, plan),
+        batch: options.batch,
+        batches: AtomicUsize::new(0),
     };
 
     // The calling thread is one of the workers.
@@ -358,6 +368,9 @@ struct State<'o> {
     /// When each action was handed to a worker (and not necessarily ended), in milliseconds
     /// after the run started.
     started: Vec<Option<u64>>,
+    /// Whose log each action's command writes while it runs: its own, or for a member of a
+    /// batch the first member's (the batch's one log).
+    writes: Vec<usize>,
     keys: Vec<Option<Key>>,
     /// The mutexes of the actions running now: a ready action naming one of them waits.
     held: HashSet<Arc<str>>,
@@ -392,7 +405,8 @@ impl<'o> Board<'o> {
                 None => ActionReport {
                     // The log a command writes as it runs; a cache hit in progress has none
                     // yet, and its page reads as empty until it has.
-                    log: state.started[i].map(|_| run.log_path(&step.action)),
+                    // A batch's members all write the log of its first (`State::writes`).
+                    log: state.started[i].map(|_| run.log_path(&steps[state.writes[i]].action)),
                     started_ms: state.started[i],
                     status: if state.started[i].is_some() {
                         ActionStatus::Running
@@ -495,6 +509,40 @@ impl<'o> Board<'o> {
     }
 }
 
+/// `step`, started at `start`, failed before or without its command: `message` says why.
+fn failure(step: &Step, start: Instant, message: String) -> Finished {
+    Finished {
+        report: ActionReport {
+            action: step.action.clone(),
+            status: ActionStatus::Failed,
+            cached: false,
+            remote: false,
+            exit_code: None,
+            duration_ms: millis(start.elapsed()),
+            started_ms: None,
+            log: None,
+            tail: Some(vec![message]),
+            retried: 0,
+            skipped_because: None,
+            batch: None,
+            ran_again: None,
+        },
+        key: None,
+    }
+}
+
+/// An action's status and exit code (`128 + N` for signal N) after its command ended so.
+fn status_of(status: &Status) -> (ActionStatus, Option<i32>) {
+    match status {
+        Status::Exited { code: 0 } => (ActionStatus::Succeeded, Some(0)),
+        Status::Exited { code } => (ActionStatus::Failed, Some(*code)),
+        Status::Signaled { signal } => (ActionStatus::Failed, Some(128 + signal)),
+        Status::TimedOut => (ActionStatus::TimedOut, None),
+        Status::Cancelled => (ActionStatus::Cancelled, None),
+        Status::FailedToStart { .. } => (ActionStatus::Failed, None),
+    }
+}
+
 /// Where the log of failed attempt `n` (from 1) is kept: `web_test.log` → `web_test.attempt-1.log`.
 fn attempt_log(log: &Path, n: usize) -> PathBuf {
     let stem = log
@@ -543,6 +591,7 @@ fn not_started(step: &Step) -> ActionReport {
         retried: 0,
         skipped_because: None,
         ran_again: None,
+        batch: None,
     }
 }
 
@@ -569,6 +618,10 @@ struct Worker<'a> {
     describer: Option<Describer<'a>>,
     /// The last recorded parts of the plan's actions, to say why one runs again.
     recall: crate::explain::Recall<'a>,
+    /// The run's word on batches, over each capability's (`Options::batch`).
+    batch: Option<bool>,
+    /// Batches started so far: the next one's number is this plus one.
+    batches: AtomicUsize,
 }
 
 impl Worker<'_> {
@@ -604,18 +657,47 @@ impl Worker<'_> {
                 if !state.ready.is_empty() && state.idle > 0 {
                     board.wake.notify_one();
                 }
-                (state.observe)(Event::Started {
-                    action: &steps[i].action,
-                });
-                let dep_keys: Vec<Key> = steps[i]
-                    .deps
-                    .iter()
-                    .filter_map(|&d| state.keys[d])
-                    .collect();
-                drop(state);
-                let finished = self.perform(i, &dep_keys, &mut buffer);
-                state = board.lock();
-                board.finish(&mut state, steps, i, finished);
+                // Ready beside it, the same capability of the same kind and workspace with
+                // the same environment: one command for all of them (see `batch.rs`).
+                let mut members = vec![i];
+                if self.batches(i) {
+                    members.extend(batch::take_joining(&mut state.ready, steps, i, |j| {
+                        self.batches(j)
+                    }));
+                }
+                for &j in &members[1..] {
+                    state.running += 1;
+                    state.started[j] = state.started[i];
+                    state.writes[j] = i;
+                }
+                for &j in &members {
+                    (state.observe)(Event::Started {
+                        action: &steps[j].action,
+                    });
+                }
+                let dep_keys = |j: usize| -> Vec<Key> {
+                    steps[j]
+                        .deps
+                        .iter()
+                        .filter_map(|&d| state.keys[d])
+                        .collect()
+                };
+                if members.len() == 1 {
+                    let dep_keys = dep_keys(i);
+                    drop(state);
+                    let finished = self.perform(i, &dep_keys, &mut buffer);
+                    state = board.lock();
+                    board.finish(&mut state, steps, i, finished);
+                } else {
+                    let members: Vec<(usize, Vec<Key>)> =
+                        members.iter().map(|&j| (j, dep_keys(j))).collect();
+                    drop(state);
+                    let ended = self.perform_batch(&members, &mut buffer);
+                    state = board.lock();
+                    for (j, finished) in ended {
+                        board.finish(&mut state, steps, j, finished);
+                    }
+                }
                 board.warn_once(&mut state, self.remote);
                 continue;
             }
@@ -701,78 +783,74 @@ impl Worker<'_> {
         }
     }
 
+    /// `step`'s result under `key` replayed from the local cache: `None` on a miss, or when its
+    /// outputs cannot be restored (the action then runs). From the lookup to the end of the
+    /// restore, a prune removes nothing (see `prune.rs`).
+    fn replay(&self, step: &Step, key: Key, buffer: &mut [u8]) -> Option<Finished> {
+        let _hold = match self.cache.hold() {
+            Ok(hold) => hold,
+            Err(error) => {
+                tracing::warn!(action = %step.action, %error, "cannot hold the cache: running instead");
+                return None;
+            }
+        };
+        let finished = self.restored(
+            step,
+            key,
+            self.cache.lookup_seen(&key, self.hashes.witness())?,
+            false,
+            buffer,
+        )?;
+        self.cache.used(&key);
+        Some(finished)
+    }
+
+    /// `hit` (from the remote cache when `remote`) restored for `step`, as its report.
+    fn restored(
+        &self,
+        step: &Step,
+        key: Key,
+        hit: ActionResult,
+        remote: bool,
+        buffer: &mut [u8],
+    ) -> Option<Finished> {
+        match self.cache.restore(&step.dir, &hit, self.hashes, buffer) {
+            Ok(()) => Some(Finished {
+                report: ActionReport {
+                    action: step.action.clone(),
+                    status: ActionStatus::Succeeded,
+                    cached: true,
+                    remote,
+                    exit_code: Some(hit.exit_code),
+                    duration_ms: hit.duration_ms,
+                    started_ms: None,
+                    log: self.cache.replay_log(&hit),
+                    tail: None,
+                    retried: 0,
+                    skipped_because: None,
+                    batch: None,
+                    ran_again: None,
+                },
+                key: Some(key),
+            }),
+            Err(error) => {
+                tracing::warn!(action = %step.action, %error, "cannot restore outputs: running instead");
+                None
+            }
+        }
+    }
+
     fn perform(&self, i: usize, dep_keys: &[Key], buffer: &mut [u8]) -> Finished {
         let step = &self.plan.steps[i];
         let start = Instant::now();
-        let failed = |message: String| Finished {
-            report: ActionReport {
-                action: step.action.clone(),
-                status: ActionStatus::Failed,
-                cached: false,
-                remote: false,
-                exit_code: None,
-                duration_ms: millis(start.elapsed()),
-                started_ms: None,
-                log: None,
-                tail: Some(vec![message]),
-                retried: 0,
-                skipped_because: None,
-                ran_again: None,
-            },
-            key: None,
-        };
+        let failed = |message: String| failure(step, start, message);
         let key = match self.keyer.key(step, dep_keys, buffer) {
             Ok(key) => key,
             Err(error) => return failed(format!("once: cannot compute the cache key: {error}")),
         };
-        let replay_result = |hit: ActionResult,
-                             remote: bool,
-                             buffer: &mut [u8]|
-         -> Option<Finished> {
-            match self.cache.restore(&step.dir, &hit, self.hashes, buffer) {
-                Ok(()) => Some(Finished {
-                    report: ActionReport {
-                        action: step.action.clone(),
-                        status: ActionStatus::Succeeded,
-                        cached: true,
-                        remote,
-                        exit_code: Some(hit.exit_code),
-                        duration_ms: hit.duration_ms,
-                        started_ms: None,
-                        log: self.cache.replay_log(&hit),
-                        tail: None,
-                        retried: 0,
-                        skipped_because: None,
-                        ran_again: None,
-                    },
-                    key: Some(key),
-                }),
-                Err(error) => {
-                    tracing::warn!(action = %step.action, %error, "cannot restore outputs: running instead");
-                    None
-                }
-            }
-        };
-        // From the lookup to the end of the restore, a prune removes nothing (see `prune.rs`).
-        let replay = |buffer: &mut [u8]| -> Option<Finished> {
-            let _hold = match self.cache.hold() {
-                Ok(hold) => hold,
-                Err(error) => {
-                    tracing::warn!(action = %step.action, %error, "cannot hold the cache: running instead");
-                    return None;
-                }
-            };
-            let finished = replay_result(
-                self.cache.lookup_seen(&key, self.hashes.witness())?,
-                false,
-                buffer,
-            )?;
-            self.cache.used(&key);
-            Some(finished)
-        };
         // An uncached action, and whatever depends on one, is never replayed nor recorded.
         let replayable = step.cache && !self.force;
-        if replayable && let Some(finished) = replay(buffer) {
+        if replayable && let Some(finished) = self.replay(step, key, buffer) {
             return finished;
         }
         // Another process may be running this very action; wait for it, then look again. A
@@ -787,7 +865,7 @@ impl Worker<'_> {
         };
         if replayable {
             self.cache.look_again();
-            if let Some(finished) = replay(buffer) {
+            if let Some(finished) = self.replay(step, key, buffer) {
                 return finished;
             }
         }
@@ -802,7 +880,7 @@ impl Worker<'_> {
                 if let Some(found) = described
                     .as_ref()
                     .and_then(|d| self.fetch(remote, step, d, &key))
-                    && let Some(finished) = replay_result(found, true, buffer)
+                    && let Some(finished) = self.restored(step, key, found, true, buffer)
                 {
                     drop(hold);
                     // Recorded in the local cache now, so its key's parts go beside it as after a run.
@@ -892,14 +970,7 @@ impl Worker<'_> {
             tracing::info!(action = %step.action, attempt = retried + 1, "failed: running it again");
         };
         let duration_ms = millis(outcome.duration);
-        let (status, exit_code) = match &outcome.status {
-            Status::Exited { code: 0 } => (ActionStatus::Succeeded, Some(0)),
-            Status::Exited { code } => (ActionStatus::Failed, Some(*code)),
-            Status::Signaled { signal } => (ActionStatus::Failed, Some(128 + signal)),
-            Status::TimedOut => (ActionStatus::TimedOut, None),
-            Status::Cancelled => (ActionStatus::Cancelled, None),
-            Status::FailedToStart { .. } => (ActionStatus::Failed, None),
-        };
+        let (status, exit_code) = status_of(&outcome.status);
         let mut tail = outcome.tail;
         if let Status::FailedToStart { message } = &outcome.status {
             tail.push(message.clone());
@@ -947,6 +1018,7 @@ impl Worker<'_> {
                 retried,
                 skipped_because: None,
                 ran_again,
+                batch: None,
             },
             key: (status == ActionStatus::Succeeded).then_some(key),
         }

@@ -311,6 +311,7 @@ mod tests {
                 retried: 0,
                 skipped_because: None,
                 ran_again: None,
+                batch: None,
             }],
             owner: None,
             remote: None,
@@ -354,6 +355,7 @@ mod tests {
             retried: 0,
             skipped_because: None,
             ran_again: None,
+            batch: None,
         };
         let me = crate::owner::current().unwrap();
         let mut report = RunReport {

@@ -628,6 +628,13 @@ pub struct RunArgs {
     /// After a failure, go on with everything that does not depend on it
     #[arg(long)]
     pub keep_going: bool,
+    /// Run the actions that can be batched (a Cargo package's `test`) as one command of their
+    /// tool when they are ready together (`cargo test -p a -p b`), whatever `once.toml` says
+    #[arg(long, overrides_with = "no_batch")]
+    pub batch: bool,
+    /// Run every action as a process of its own, whatever `once.toml` says
+    #[arg(long, overrides_with = "batch")]
+    pub no_batch: bool,
     /// Print the report as JSON on stdout (the value the MCP tool `once_run` returns)
     #[arg(long)]
     pub json: bool,

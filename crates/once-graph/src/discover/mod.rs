@@ -61,6 +61,9 @@ pub(crate) struct InferredCapability {
     /// The ecosystem whose every package's capability of this name it does at once
     /// ([`Capability::stands_for`](crate::model::Capability::stands_for)).
     pub stands_for: Option<Ecosystem>,
+    /// How several packages' actions of this capability run as one command
+    /// ([`Capability::batch`](crate::model::Capability::batch)).
+    pub batch: Option<crate::model::Batch>,
 }
 
 /// A target inferred from an ecosystem manifest.

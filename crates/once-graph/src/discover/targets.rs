@@ -86,6 +86,7 @@ pub(crate) fn to_target(
                         mutex: None,
                         needs: None,
                         stands_for: None,
+                        batch: None,
                         origin: Origin::Inferred,
                     },
                 };
@@ -95,6 +96,7 @@ pub(crate) fn to_target(
                     cap.inputs = inputs.clone().into();
                 }
                 cap.stands_for = ic.stands_for;
+                cap.batch = ic.batch;
                 cap.description = Some(Arc::from(ic.description.as_str()));
                 cap.origin = Origin::Inferred;
                 if ic.persistent {

@@ -600,4 +600,21 @@ mod tests {
         assert!(!valid_name("a b"));
         assert!(!valid_name("a:b"));
     }
+
+    /// Every key a capability table takes is in the JSON Schema an editor checks it with, and
+    /// nothing else is: an editor must neither flag `batch = true` nor accept a key we refuse.
+    #[test]
+    fn the_schema_knows_every_capability_key() {
+        let schema = crate::query::manifest_schema();
+        let capability = &schema["properties"]["targets"]["additionalProperties"]["properties"]["capabilities"]
+            ["additionalProperties"]["properties"];
+        let mut in_schema: Vec<&str> = capability
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut parsed = target::CAP_KEYS.to_vec();
+        in_schema.sort_unstable();
+        parsed.sort_unstable();
+        assert_eq!(in_schema, parsed);
+    }
 }

@@ -53,7 +53,7 @@ const TARGET_KEYS: &[&str] = &[
     "evaluator",
 ];
 const EVALUATOR_KEYS: &[&str] = &["language", "command", "port-file"];
-const CAP_KEYS: &[&str] = &[
+pub(super) const CAP_KEYS: &[&str] = &[
     "command",
     "description",
     "inputs",
@@ -69,6 +69,7 @@ const CAP_KEYS: &[&str] = &[
     "retries",
     "mutex",
     "needs",
+    "batch",
 ];
 const PARAM_KEYS: &[&str] = &["type", "default", "description", "flag", "values"];
 const PARAM_TYPES: &[&str] = &["string", "integer", "boolean", "enum"];
@@ -529,6 +530,7 @@ fn parse_capability(
                 mutex: None,
                 needs: None,
                 stands_for: None,
+                batch: None,
                 origin: Origin::Manifest,
             },
             Vec::new(),
@@ -539,6 +541,9 @@ fn parse_capability(
     // Where `deadline` and `cache = true` are written, to refuse them on a persistent capability.
     let mut deadline_at = None;
     let mut cached_at = None;
+    // Where `batch` is written and what it says: applied once every key is read, since only a
+    // capability whose kind declares a batch can have one switched on.
+    let mut batch_at = None;
     for (k, v) in table.iter() {
         match key_name(k) {
             "command" => {
@@ -660,6 +665,11 @@ fn parse_capability(
                         }),
                 ),
             },
+            "batch" => {
+                if let Some(on) = cx.boolean(v, format_args!("`batch` of {ctx}")) {
+                    batch_at = Some((v.span().start, on));
+                }
+            }
             "mutex" => {
                 if let Some(name) = cx.string(v, format_args!("`mutex` of {ctx}")) {
                     if valid_mutex(name) {
@@ -697,6 +707,22 @@ fn parse_capability(
                 }
             }
             _ => cx.unknown_key(k, CAP_KEYS, &format!("in {ctx}")),
+        }
+    }
+    if let Some((at, on)) = batch_at {
+        match &mut cap.batch {
+            Some(batch) => batch.on = on,
+            // Off is what it already is: nothing to say.
+            None if !on => {}
+            None => cx.diags.push(
+                cx.src
+                    .error(
+                        at,
+                        "no-batch",
+                        format!("{ctx} cannot run in batches"),
+                    )
+                    .help("only a discovered Cargo package's `test` runs in batches (`cargo test -p a -p b`): remove `batch`"),
+            ),
         }
     }
     if cap.persistent {

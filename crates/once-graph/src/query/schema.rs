@@ -81,7 +81,7 @@ pub fn manifest_schema() -> Value {
         "additionalProperties": false,
         "properties": {
             "type": { "enum": ["string", "integer", "boolean", "enum"], "default": "string" },
-            "default": { "description": "Default value; absent means required at run time" },
+            "default": { "description": "Default value; absent means required at run time, null means left out of the command when not given" },
             "description": { "type": "string" },
             "flag": { "type": "string", "description": "Boolean only: rendered when true" },
             "values": { "type": "array", "items": { "type": "string" }, "minItems": 1, "description": "Enum only" }
@@ -104,6 +104,7 @@ pub fn manifest_schema() -> Value {
             "cache": { "type": "boolean", "default": true, "description": "false: always run, never replay nor record the result (a deploy)" },
             "persistent": { "type": "boolean", "default": false, "description": "A server: no deadline (not allowed with `deadline`), never cached, runs until stopped" },
             "retries": { "type": "integer", "minimum": 0, "maximum": MAX_RETRIES, "default": 0, "description": "How many times a failed run (not one that timed out) is run again; a success after a retry is reported with `retried`" },
+            "batch": { "type": "boolean", "description": "Whether actions of this capability that are ready at once run as one command of their tool (a Cargo package's `test`: `cargo test -p a -p b`); `once run --batch`/`--no-batch` overrides it for one run. Default: off (see the README's *Batches*)" },
             "mutex": { "type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$", "description": "Actions naming the same mutex never run at the same time, in one run or in concurrent runs on the workspace (a database, a port)" },
             "needs": { "type": "array", "items": { "type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$" }, "uniqueItems": true, "description": "The capabilities of each discovered dependency to wait for (turbo's `^build`); `[]` waits for none. Default: a JavaScript package's dependencies' `build`, nothing for Cargo, Python and Go, whose tools build dependencies themselves" }
         }

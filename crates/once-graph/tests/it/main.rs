@@ -3,6 +3,7 @@
 
 mod affected;
 mod bad;
+mod batch;
 mod cache;
 mod deep_globs;
 mod edges;

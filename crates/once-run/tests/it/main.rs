@@ -3,6 +3,7 @@
 //! Commands leave side effects in files (a counter appended on each run, markers), so each test
 //! proves what ran by what it finds on disk, never by timing.
 
+mod batch;
 mod cache;
 mod describe;
 mod inputs;

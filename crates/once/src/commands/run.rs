@@ -125,6 +125,12 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
     let mut options = Options {
         keep_going: args.keep_going,
         force: args.force,
+        // The last of the two flags wins (`overrides_with`); neither follows `once.toml`.
+        batch: match (args.batch, args.no_batch) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
         asked: Some(once_run::Asked::new(
             &request_words(&args),
             once_run::TERMINAL,
@@ -331,6 +337,12 @@ fn request_words(args: &RunArgs) -> Vec<String> {
     }
     if args.force {
         words.push("--force".to_owned());
+    }
+    if args.batch {
+        words.push("--batch".to_owned());
+    }
+    if args.no_batch {
+        words.push("--no-batch".to_owned());
     }
     if !args.args.is_empty() {
         words.push("--".to_owned());

@@ -36,7 +36,7 @@ fn run(root: &Path, action: &str, env: &[(&str, String)]) -> (bool, bool) {
     (ran, report["status"] != "succeeded")
 }
 
-fn write(root: &Path, path: &str, text: &str) {
+pub(crate) fn write(root: &Path, path: &str, text: &str) {
     let path = root.join(path);
     std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
     std::fs::write(path, text).expect("writes");
@@ -116,7 +116,7 @@ fn the_starters_main_job_is_fully_cached_the_second_time() {
 
 /// What cargo needs to run here: a target folder of the test's own, offline, and never a
 /// toolchain download.
-fn cargo_env(root: &Path) -> [(&'static str, String); 3] {
+pub(crate) fn cargo_env(root: &Path) -> [(&'static str, String); 3] {
     [
         (
             "CARGO_TARGET_DIR",
@@ -129,7 +129,7 @@ fn cargo_env(root: &Path) -> [(&'static str, String); 3] {
 
 /// Writes `Cargo.lock` as a repository has it. Cargo writes a missing one on its first run: a
 /// change of an input, which a second run would rightly notice.
-fn generate_lockfile(root: &Path, env: &[(&str, String)]) {
+pub(crate) fn generate_lockfile(root: &Path, env: &[(&str, String)]) {
     let lock = Command::new("cargo")
         .args(["generate-lockfile", "--offline"])
         .current_dir(root)
@@ -692,4 +692,42 @@ fn a_crate_edge_reaches_the_crate_under_every_overlay() {
             }],
         );
     }
+}
+
+/// A discovered crate's own `test` runs its doc-tests, as `cargo test` in its folder does: a
+/// doc-test that breaks fails the run. (An empty filter, `cargo test ''`, makes cargo skip every
+/// doc-test; that was a green no tool of the crate would give.)
+#[test]
+fn a_broken_doc_test_fails_the_crates_own_test() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    write(
+        root,
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"a\"]\nresolver = \"2\"\n",
+    );
+    write(
+        root,
+        "a/Cargo.toml",
+        "[package]\nname = \"a\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(
+        root,
+        "a/src/lib.rs",
+        "/// ```\n/// assert_eq!(a::one(), 1);\n/// ```\npub fn one() -> u32 {\n    1\n}\n",
+    );
+    let env = cargo_env(root);
+    generate_lockfile(root, &env);
+    table(
+        "cargo doc-test",
+        root,
+        "a:test",
+        &env,
+        &[Change {
+            what: "doc-test broken",
+            path: "a/src/lib.rs",
+            edit: &|text| text.replace("assert_eq!(a::one(), 1)", "assert_eq!(a::one(), 2)"),
+            fails: Some(true),
+        }],
+    );
 }

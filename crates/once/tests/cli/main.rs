@@ -2,6 +2,7 @@
 //! One test binary, so the crate links once.
 
 mod affected;
+mod batch;
 mod book;
 mod book_console;
 mod bounded;

@@ -12,7 +12,10 @@
 //! would fail its dependent's lint too: each package's lint reports its own code only. Commands
 //! must never change the machine: no `rustup`, no `cargo install`.
 
+use std::sync::Arc;
+
 use super::super::InferredCapability;
+use crate::model::Batch;
 
 /// How a package must be selected from its own folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +27,10 @@ pub(super) enum Selection {
     Root { name: String, spec: Option<String> },
 }
 
-/// The five capabilities of the `cargo-package` kind, as commands for `selection`.
-pub(super) fn capabilities(selection: &Selection) -> Vec<InferredCapability> {
+/// The five capabilities of the `cargo-package` kind, as commands for `selection`. `spec` is
+/// the package as `-p` names it from the workspace root (`NAME@VERSION`): with it, `test` may
+/// join others in one `cargo test -p a -p b …` ([`test_batch`]).
+pub(super) fn capabilities(selection: &Selection, spec: Option<&str>) -> Vec<InferredCapability> {
     let (fmt, pick) = match selection {
         Selection::Folder => (String::new(), String::new()),
         Selection::Root { name, spec } => (
@@ -42,7 +47,17 @@ pub(super) fn capabilities(selection: &Selection) -> Vec<InferredCapability> {
         persistent: false,
         inputs: None,
         stands_for: None,
+        batch: None,
     };
+    let mut test = cap(
+        "test",
+        format!("cargo test{pick} {{filter}}"),
+        "Run the package's tests",
+    );
+    // The root's own package already names itself; it runs alone.
+    if *selection == Selection::Folder {
+        test.batch = spec.map(test_batch);
+    }
     vec![
         cap(
             "build",
@@ -60,12 +75,31 @@ pub(super) fn capabilities(selection: &Selection) -> Vec<InferredCapability> {
             format!("cargo clippy{pick} --no-deps -- -D warnings"),
             "Lint with clippy, warnings are errors",
         ),
-        cap(
-            "test",
-            format!("cargo test{pick} {{filter}}"),
-            "Run the package's tests",
-        ),
+        test,
     ]
+}
+
+/// Whether a package's `test` joins others by default. Off: on this repository's five library
+/// crates, warm, one `cargo test -p a -p b …` took longer than one `cargo test` per package
+/// side by side (cargo builds the test binaries in parallel either way, but runs them one after
+/// another), see README.md, *Batches*.
+pub(crate) const CARGO_TEST_BATCH: bool = false;
+
+/// How `cargo test` of the package `spec` joins others: `cargo test -p a -p b …` from the
+/// workspace root, which builds the test binaries of all of them in one cargo and runs them.
+/// Only a member whose command is still `cargo test {filter}` with no filter given and no words
+/// after `--` joins: those would reach every member's binaries.
+fn test_batch(spec: &str) -> Batch {
+    Batch {
+        command: Arc::from("cargo test"),
+        // `{filter}` not given renders to nothing, so the batch adds nothing either: each
+        // member's doc-tests run in the batch as they do alone.
+        tail: Arc::from(""),
+        alone: Arc::from("cargo test {filter}"),
+        member: Arc::from(format!("-p {spec}")),
+        dir: Arc::from("."),
+        on: CARGO_TEST_BATCH,
+    }
 }
 
 /// Whether `word` can stand in a command unquoted and outside any template placeholder:
@@ -88,6 +122,7 @@ pub(super) fn workspace(nextest: bool) -> Vec<InferredCapability> {
         persistent: false,
         inputs: None,
         stands_for: None,
+        batch: None,
     };
     let test = if nextest {
         cap(

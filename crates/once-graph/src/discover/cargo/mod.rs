@@ -393,7 +393,10 @@ fn inferred(reader: &mut Reader, root: &Root, mut packages: Vec<Package>) -> Vec
             kind: "cargo-package",
             path: package.folder.clone(),
             fields,
-            capabilities: Some(capabilities(&selection(root, package))),
+            capabilities: Some(capabilities(
+                &selection(root, package),
+                batch_spec(package).as_deref(),
+            )),
             edges: edges.into_iter().collect(),
             file: package.file,
             offset: package.offset,
@@ -402,6 +405,15 @@ fn inferred(reader: &mut Reader, root: &Root, mut packages: Vec<Package>) -> Vec
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
+}
+
+/// `package` as `-p` names it from the workspace root in a batch: `NAME@VERSION`, which a
+/// registry package of the same name cannot also match unless it has the same version; `None`
+/// (the package never joins a batch) when either is not a plain word.
+fn batch_spec(package: &Package) -> Option<String> {
+    let version = package.version.as_deref()?;
+    (plain_word(&package.name) && plain_word(version))
+        .then(|| format!("{}@{version}", package.name))
 }
 
 /// How the commands of `package` select it (see [`commands`]).

@@ -583,3 +583,42 @@ fn commands_select_their_own_package_with_real_cargo() {
         }
     }
 }
+
+#[test]
+fn a_member_test_declares_how_it_joins_a_batch_and_the_root_package_does_not() {
+    let t = Scratch::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"top\"\nversion.workspace = true\n[workspace]\nmembers = [\"m\", \"v\"]\n\
+             [workspace.package]\nversion = \"1.2.3\"\n",
+        ),
+        ("m/Cargo.toml", &pkg("m", "")),
+        // No plain version to name it by: it never joins a batch.
+        (
+            "v/Cargo.toml",
+            "[package]\nname = \"v\"\nversion = \"1 2\"\n",
+        ),
+    ]);
+    let (found, _) = run(&t.0);
+    let batch = |name: &str| {
+        let t = found.iter().find(|t| t.name == name).unwrap();
+        let caps = t.capabilities.as_ref().unwrap();
+        caps.iter()
+            .map(|c| (c.name.clone(), c.batch.clone()))
+            .filter(|(_, b)| b.is_some())
+            .map(|(n, b)| {
+                let b = b.unwrap();
+                format!(
+                    "{n}: {} [{}] {} in {} alone `{}` on={}",
+                    b.command, b.member, b.tail, b.dir, b.alone, b.on
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        batch("m"),
+        ["test: cargo test [-p m@0.1.0]  in . alone `cargo test {filter}` on=false"]
+    );
+    assert!(batch("top").is_empty(), "{:?}", batch("top"));
+    assert!(batch("v").is_empty(), "{:?}", batch("v"));
+}

@@ -311,6 +311,7 @@ fn capabilities() -> Vec<InferredCapability> {
         persistent: false,
         inputs: None,
         stands_for: None,
+        batch: None,
     })
     .collect()
 }

@@ -87,6 +87,7 @@ pub(super) fn capabilities(
             persistent: is_persistent(script, command),
             inputs: None,
             stands_for: None,
+            batch: None,
             command: format!("{} run {script}", pm.name()),
             description: describe(script, command),
             name,

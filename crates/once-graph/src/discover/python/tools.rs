@@ -199,5 +199,6 @@ fn cap(name: &str, command: String, description: String) -> InferredCapability {
         persistent: false,
         inputs: None,
         stands_for: None,
+        batch: None,
     }
 }

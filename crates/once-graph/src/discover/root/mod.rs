@@ -128,6 +128,7 @@ mod tests {
             persistent: false,
             inputs: None,
             stands_for: None,
+            batch: None,
         }
     }
 

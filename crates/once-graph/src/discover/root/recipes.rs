@@ -80,6 +80,7 @@ fn capabilities(tool: &str, rel: &str, recipes: Vec<Recipe>) -> Vec<InferredCapa
             persistent: persistent.contains(r.name.as_str()),
             inputs: None,
             stands_for: None,
+            batch: None,
         })
         .collect()
 }
