@@ -91,6 +91,8 @@ pub struct Capabilities {
     pub max_batch_total_size_bytes: usize,
     /// Whether the server accepts `UpdateActionResult` from clients.
     pub action_cache_update_enabled: bool,
+    /// Whether the server runs actions (`Execution.Execute`), not only caches their results.
+    pub execution_enabled: bool,
 }
 
 /// A connection to one instance of a REAPI server's caches. Blocking: each call runs the client's
@@ -787,6 +789,7 @@ pub(crate) fn accept_capabilities(caps: reapi::ServerCapabilities) -> Option<Cap
         action_cache_update_enabled: cache
             .action_cache_update_capabilities
             .is_some_and(|c| c.update_enabled),
+        execution_enabled: caps.execution_capabilities.is_some_and(|c| c.exec_enabled),
     })
 }
 
