@@ -16,9 +16,11 @@
 
 mod answers;
 mod blob;
+mod bots;
 mod client;
 mod digest;
 mod error;
+mod execution;
 mod grpc;
 mod proto;
 mod tls;
@@ -26,6 +28,7 @@ mod wire;
 
 pub use answers::{Answer, check_answer, frame};
 pub use blob::{Blob, BlobFile, IN_MEMORY};
+pub use bots::{Work, complete_lease, fail_lease, lease_work, time_out_lease};
 pub use bytes::Bytes;
 pub use client::{Capabilities, Client, LOOKUP_LIMIT, Lookup, MAX_LOOKUPS};
 pub use digest::digest_of;
@@ -35,3 +38,7 @@ pub use error::Error;
 pub use proto::build::bazel::remote::execution::v2 as reapi;
 /// The ByteStream messages (`ReadResponse`, `WriteResponse`, ...) blobs travel in.
 pub use proto::google::bytestream;
+/// The Remote Workers API messages (`BotSession`, `Lease`, ...) a bot speaks.
+pub use proto::google::devtools::remoteworkers::v1test2 as remoteworkers;
+/// The long-running operations remote execution reports through.
+pub use proto::google::longrunning;

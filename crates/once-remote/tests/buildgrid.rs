@@ -408,5 +408,8 @@ fn an_execution_server_runs_on_its_own_postgres_and_leaves_nothing_running() {
     drop(database);
     // SAFETY: signal 0 only asks whether the process exists.
     let alive = unsafe { libc::kill(postmaster as i32, 0) } == 0;
-    assert!(!alive, "postgres ({postmaster}) still runs after its harness was dropped");
+    assert!(
+        !alive,
+        "postgres ({postmaster}) still runs after its harness was dropped"
+    );
 }

@@ -3,6 +3,9 @@
 
 mod affected;
 mod bounded;
+// The BuildGrid and PostgreSQL of `once-remote`'s tests, shared by the remote tests here.
+#[path = "../../../once-remote/tests/support/buildgrid.rs"]
+mod buildgrid;
 mod cache_bound;
 mod cache_worktree;
 mod changes;
@@ -33,6 +36,8 @@ mod mcp_tasks;
 mod memory;
 mod outcomes;
 mod placeholders;
+#[path = "../../../once-remote/tests/support/postgres.rs"]
+mod postgres;
 mod proof;
 mod query;
 mod remote;
@@ -51,3 +56,4 @@ mod tools_page;
 mod window;
 mod window_flood;
 mod window_runs;
+mod worker;
