@@ -21,8 +21,12 @@ const ACTION_TYPE: &str = "type.googleapis.com/build.bazel.remote.execution.v2.A
 const DIGEST_TYPE: &str = "type.googleapis.com/build.bazel.remote.execution.v2.Digest";
 const RESULT_TYPE: &str = "type.googleapis.com/build.bazel.remote.execution.v2.ActionResult";
 
-/// gRPC's `INTERNAL`, the status of a lease the bot could not carry out.
-const INTERNAL: i32 = 13;
+/// gRPC's `FAILED_PRECONDITION`, the status of a lease the bot could not carry out (a blob
+/// missing from the CAS, a tree it refuses): final, as retrying elsewhere would fail the same.
+const FAILED_PRECONDITION: i32 = 9;
+/// gRPC's `UNAVAILABLE`, the status of a lease the bot gives back unfinished (it is stopping):
+/// BuildGrid hands such a job to another bot at once.
+const UNAVAILABLE: i32 = 14;
 /// gRPC's `DEADLINE_EXCEEDED`, the status of an action stopped by its timeout.
 const DEADLINE_EXCEEDED: i32 = 4;
 
@@ -138,11 +142,20 @@ pub fn time_out_lease(lease: &mut rw::Lease, result: &reapi::ActionResult) {
 }
 
 /// Marks `lease` completed without a result: the bot could not carry it out (`message` says
-/// why, for the client that asked for the action).
+/// why, for the client that asked for the action), and no other bot would do better.
 pub fn fail_lease(lease: &mut rw::Lease, message: String) {
+    end_lease(lease, FAILED_PRECONDITION, message);
+}
+
+/// Gives `lease` back unfinished (the bot is stopping), for the server to hand to another bot.
+pub fn release_lease(lease: &mut rw::Lease, message: String) {
+    end_lease(lease, UNAVAILABLE, message);
+}
+
+fn end_lease(lease: &mut rw::Lease, code: i32, message: String) {
     lease.state = rw::LeaseState::Completed as i32;
     lease.status = Some(Status {
-        code: INTERNAL,
+        code,
         message,
         details: Vec::new(),
     });
@@ -197,7 +210,9 @@ mod tests {
             result
         );
         fail_lease(&mut lease, "no input root".into());
-        assert_eq!(lease.status.unwrap().code, INTERNAL);
+        assert_eq!(lease.status.clone().unwrap().code, FAILED_PRECONDITION);
         assert!(lease.result.is_none());
+        release_lease(&mut lease, "stopping".into());
+        assert_eq!(lease.status.unwrap().code, UNAVAILABLE);
     }
 }

@@ -28,7 +28,7 @@ mod wire;
 
 pub use answers::{Answer, check_answer, frame};
 pub use blob::{Blob, BlobFile, IN_MEMORY};
-pub use bots::{Work, complete_lease, fail_lease, lease_work, time_out_lease};
+pub use bots::{Work, complete_lease, fail_lease, lease_work, release_lease, time_out_lease};
 pub use bytes::Bytes;
 pub use client::{Capabilities, Client, LOOKUP_LIMIT, Lookup, MAX_LOOKUPS};
 pub use digest::digest_of;

@@ -13,7 +13,7 @@ use prost::Message;
 
 use crate::support::{TempDir, once_binary};
 
-use crate::buildgrid::{BuildGrid, bgd_path};
+use crate::buildgrid::{self, BuildGrid, bgd_path};
 use crate::postgres::Postgres;
 
 /// The bound of one test's wait for an action: queueing, two workers and BuildGrid share two
@@ -282,4 +282,119 @@ fn a_stopped_worker_closes_its_session_so_the_next_action_goes_to_another() {
     let stdout = read(&client, result.stdout_digest.as_ref().unwrap());
     assert_eq!(stdout, b"ran\n");
     assert!(took < Duration::from_secs(30), "took {took:?}");
+}
+
+#[test]
+fn a_worker_stopped_mid_action_gives_it_back_at_once_and_leaves_no_command_behind() {
+    // Sessions outlive the test: only a lease given back reaches the second worker in time.
+    let farm = Farm::start(60);
+    let mut first = farm.worker("busy");
+    let client = farm.client();
+    let marker = farm.scratch.path().join("started");
+    let script = format!(
+        "if [ -e '{m}' ]; then echo second try; else touch '{m}'; exec sleep 120; fi",
+        m = marker.display()
+    );
+    let action = upload_action(&client, &[], &["sh", "-c", &script], &[]);
+    let url = farm.server.url.clone();
+    let waiting = std::thread::spawn(move || {
+        let client = Client::connect(&url, "", vec![], Duration::from_secs(20)).unwrap();
+        let started = Instant::now();
+        let response = client.execute(&action, true, Duration::from_secs(60), |_| {});
+        (response, started.elapsed())
+    });
+    let deadline = Instant::now() + ACTION_LIMIT;
+    while !marker.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the action never started:\n{}",
+            first.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(first.stop_with(libc::SIGINT), Some(128 + libc::SIGINT));
+    // The action ran in a folder under the scratch one: nothing may still run there.
+    let left: Vec<PathBuf> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| std::fs::read_link(entry.path().join("cwd")).ok())
+        .filter(|cwd| cwd.starts_with(farm.scratch.path()))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the action outlived its worker, in {left:?}"
+    );
+    let _second = farm.worker("fresh");
+    let (response, took) = waiting.join().unwrap();
+    let response = response.unwrap_or_else(|e| panic!("{e}\nfirst:\n{}", first.log()));
+    let status = response.status.unwrap_or_default();
+    assert_eq!(
+        status.code,
+        0,
+        "{}\nfirst:\n{}",
+        status.message,
+        first.log()
+    );
+    let result = response.result.unwrap();
+    assert_eq!(result.exit_code, 0);
+    assert_eq!(
+        read(&client, result.stdout_digest.as_ref().unwrap()),
+        b"second try\n"
+    );
+    // Not a minute of silence: the server heard from the first worker that it gave up.
+    assert!(took < Duration::from_secs(45), "took {took:?}");
+}
+
+#[test]
+fn a_worker_whose_server_goes_away_says_so_and_exits() {
+    let mut farm = Farm::start(5);
+    let mut worker = farm.worker("orphan");
+    farm.server.stop();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = worker.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker kept going:\n{}",
+            worker.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "{}", worker.log());
+    assert!(
+        worker.log().contains("lost the server at"),
+        "{}",
+        worker.log()
+    );
+}
+
+#[test]
+fn a_server_that_does_not_execute_or_cannot_be_reached_is_a_clear_error() {
+    let cache = BuildGrid::start();
+    let scratch = TempDir::new();
+    let out = Command::new(once_binary())
+        .args(["worker", "--server", &cache.url, "--scratch"])
+        .arg(scratch.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("does not execute actions"), "{stderr}");
+    assert!(stderr.contains("`--server`"), "{stderr}");
+    let port = buildgrid::free_port();
+    let out = Command::new(once_binary())
+        .args(["worker", "--server", &format!("grpc://127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot join the server at"), "{stderr}");
+    let out = Command::new(once_binary())
+        .args(["worker", "--server", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("`grpc://host:port`"), "{stderr}");
 }

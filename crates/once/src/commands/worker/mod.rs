@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, bail};
 use once_exec::{Cancel, Registry};
 use once_remote::remoteworkers::{BotSession, BotStatus, LeaseState};
-use once_remote::{Client, complete_lease, fail_lease, lease_work, time_out_lease};
+use once_remote::{Client, complete_lease, fail_lease, lease_work, release_lease, time_out_lease};
 
 use crate::cli::WorkerArgs;
 use crate::exit::Outcome;
@@ -105,6 +105,13 @@ pub fn run(args: WorkerArgs) -> Result<Outcome> {
         scratch,
     };
     let served = worker.serve(&mut session);
+    if registry.is_shutting_down() {
+        // A signal: its thread closes the session and ends the process (bounded by its calls'
+        // timeouts); a report from here could undo the close.
+        loop {
+            std::thread::park();
+        }
+    }
     // Every way out of the loop closes the session, unless the server is gone with it.
     if let Err(error) = &served
         && !is_gone(error)
@@ -164,7 +171,7 @@ impl Worker<'_> {
             Ok(work) => match perform::prepare(self.client, work, &self.scratch, &id) {
                 Err(e) => Err(format!("{e:#}")),
                 Ok(prepared) => match self.run_reporting(session, &id, &prepared)? {
-                    None => Err("the server took the lease back".to_owned()),
+                    None => Ok(Performed::Stopped),
                     Some(outcome) => perform::finish(self.client, &prepared, outcome)?,
                 },
             },
@@ -176,6 +183,12 @@ impl Worker<'_> {
         match outcome {
             Ok(Performed::Done(result)) => complete_lease(lease, &result),
             Ok(Performed::TimedOut(result)) => time_out_lease(lease, &result),
+            Ok(Performed::Stopped) => {
+                release_lease(
+                    lease,
+                    "the worker stopped before the action finished".into(),
+                );
+            }
             Err(reason) => {
                 eprintln!("once worker: lease `{id}` failed: {reason}");
                 fail_lease(lease, reason);
@@ -235,6 +248,11 @@ impl Worker<'_> {
     fn update(&self, session: &mut BotSession, wait: Duration) -> Result<()> {
         let mut retry = FIRST_RETRY;
         loop {
+            // Once a signal is stopping the worker, only its thread speaks to the server: a
+            // report from here says the bot is fine and would take the lease straight back.
+            if self.registry.is_shutting_down() {
+                bail!("the worker is stopping");
+            }
             match self.client.update_bot_session(session, wait) {
                 Ok(answer) => {
                     *session = answer;
@@ -283,7 +301,7 @@ fn close(client: &Client, session: &mut BotSession) {
     session.status = BotStatus::BotTerminating as i32;
     for lease in &mut session.leases {
         if lease.state == LeaseState::Active as i32 || lease.state == LeaseState::Pending as i32 {
-            fail_lease(
+            release_lease(
                 lease,
                 "the worker stopped before the action finished".into(),
             );

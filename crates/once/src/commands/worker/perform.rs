@@ -22,6 +22,9 @@ pub enum Performed {
     Done(reapi::ActionResult),
     /// The action's timeout stopped it; what it wrote so far is in the result.
     TimedOut(reapi::ActionResult),
+    /// The worker stopped it (a signal, or the server took the lease back): another bot may
+    /// run it.
+    Stopped,
 }
 
 /// An action ready to run: its folder (removed on drop), the command and what to collect.
@@ -117,11 +120,7 @@ pub fn finish(
         Status::Exited { code } => *code,
         Status::Signaled { signal } => 128 + signal,
         Status::TimedOut => -1,
-        Status::Cancelled => {
-            return Ok(Err(
-                "the worker was stopped before the action finished".into()
-            ));
-        }
+        Status::Cancelled => return Ok(Ok(Performed::Stopped)),
         Status::FailedToStart { message } => {
             return Ok(Err(format!("the command could not start: {message}")));
         }
