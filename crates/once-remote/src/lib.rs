@@ -3,6 +3,11 @@
 //! HTTP/2 connection (`h2`), without tonic: `grpc://host:port` in plaintext (loopback, trusted
 //! networks) or `grpcs://host[:port]` in TLS (rustls, port 443 by default).
 //!
+//! It also speaks remote execution's two halves: a client's `Execute`/`WaitExecution`/
+//! `CancelOperation` (`execution.rs`) and a bot's Remote Workers API (`bots.rs`), with the same
+//! framing, bounds and checks; calls the server may hold on purpose (a bot's long poll, an
+//! action's run) are bounded by a wait their caller gives instead of the client's timeout.
+//!
 //! Theory of operation: a `Client` owns a current-thread tokio runtime and, at most, one HTTP/2
 //! connection; each public call runs that runtime until its answer or the client's timeout, so
 //! callers see plain blocking functions and no async leaks out. A transport failure drops the
