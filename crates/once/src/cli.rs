@@ -169,7 +169,9 @@ sandbox for files.
 
 The worker offers OSFamily (linux, macos, windows) and ISA (the CPU) as its platform; the server
 gives it only actions whose platform matches. It closes its session on every way it stops
-(Ctrl-C, SIGTERM, an error, the server gone), so the server stops handing it work at once.
+(Ctrl-C, SIGTERM, an error), so the server stops handing it work at once, and gives back an
+action it had not finished, for another worker; a server unreachable for longer than a session
+lives makes it exit with status 1.
 
 Examples:
   once worker --server grpc://127.0.0.1:50051                Join the server's default instance
