@@ -213,11 +213,16 @@ fn an_action_runs_on_a_worker_and_its_outputs_stdout_and_stderr_come_back() {
     let client = farm.client();
     let action = upload_action(
         &client,
-        &[("in/a.txt", b"input bytes\n"), ("tool.sh", b"echo tool\n")],
+        &[
+            ("in/a.txt", b"input bytes\n"),
+            // The same blob twice: fetched once, laid out in both places.
+            ("in/copy.txt", b"input bytes\n"),
+            ("tool.sh", b"echo tool\n"),
+        ],
         &[
             "sh",
             "-c",
-            "cat in/a.txt in/a.txt > out/b.txt; echo \"$GREETING\"; echo oops >&2; sh tool.sh",
+            "cat in/a.txt in/copy.txt > out/b.txt; echo \"$GREETING\"; echo oops >&2; sh tool.sh",
         ],
         &["out/b.txt", "out/never.txt"],
     );

@@ -92,21 +92,22 @@ fn write_files(
     let blobs = client
         .read_blobs(&unique, spill)
         .context("cannot read the input files from the CAS")?;
-    let mut contents: Vec<Option<Vec<u8>>> = Vec::with_capacity(blobs.len());
-    for (blob, digest) in blobs.into_iter().zip(&unique) {
-        let Some(blob) = blob else {
-            bail!("the CAS has no input file `{}`", show(digest));
-        };
-        contents.push(Some(bytes_of(blob)?));
-    }
+    // The first file of each blob gets it (a staged blob is moved there, not read into
+    // memory); the others are copies of that file.
+    let mut first: Vec<Option<PathBuf>> = vec![None; unique.len()];
+    let mut blobs: Vec<Option<Blob>> = blobs.into_iter().collect();
     for (path, digest, executable) in files {
         let i = index[&(digest.hash.clone(), digest.size_bytes)];
-        let data = contents[i].as_deref().unwrap_or_default();
-        std::fs::write(&path, data)
-            .with_context(|| format!("cannot write `{}`", path.display()))?;
-        if executable {
-            set_executable(&path)?;
-        }
+        let written = match (&first[i], blobs[i].take()) {
+            (Some(earlier), _) => std::fs::copy(earlier, &path).map(|_| ()),
+            (None, Some(Blob::Memory(bytes))) => std::fs::write(&path, &bytes),
+            (None, Some(Blob::File(file))) => file.keep(&path),
+            (None, None) => bail!("the CAS has no input file `{}`", show(&digest)),
+        };
+        written.with_context(|| format!("cannot write `{}`", path.display()))?;
+        // Always: a copy takes the mode of the file it copies.
+        set_mode(&path, executable)?;
+        first[i].get_or_insert(path);
     }
     Ok(())
 }
@@ -146,14 +147,15 @@ fn symlink(target: &str, path: &Path) -> Result<()> {
 }
 
 #[cfg(unix)]
-fn set_executable(path: &Path) -> Result<()> {
+fn set_mode(path: &Path, executable: bool) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-        .with_context(|| format!("cannot make `{}` executable", path.display()))
+    let mode = if executable { 0o755 } else { 0o644 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot set the mode of `{}`", path.display()))
 }
 
 #[cfg(not(unix))]
-fn set_executable(_path: &Path) -> Result<()> {
+fn set_mode(_path: &Path, _executable: bool) -> Result<()> {
     Ok(())
 }
 

@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn arguments_reach_sh_as_they_are() {
         let line = shell_line(
-            &["printf".into(), "%s\n".into(), "it's".into()],
+            &["printf".into(), r"%s\n".into(), "it's".into()],
             Path::new("/tmp/x y/stderr"),
         );
         assert_eq!(
