@@ -91,6 +91,8 @@ pub struct Capabilities {
     pub max_batch_total_size_bytes: usize,
     /// Whether the server accepts `UpdateActionResult` from clients.
     pub action_cache_update_enabled: bool,
+    /// Whether the server runs actions (`Execution.Execute`), not only caches their results.
+    pub execution_enabled: bool,
 }
 
 /// A connection to one instance of a REAPI server's caches. Blocking: each call runs the client's
@@ -646,15 +648,27 @@ impl Client {
         Ok(send)
     }
 
-    fn unary<Q: Message, R: Message + Default>(
+    pub(crate) fn unary<Q: Message, R: Message + Default>(
         &self,
         path: &str,
         name: &'static str,
         request: &Q,
     ) -> Result<R, Error> {
+        self.unary_within(path, name, request, self.timeout)
+    }
+
+    /// A unary call bounded by `timeout` instead of the client's: for the calls a server may
+    /// hold on purpose (a bot's long poll for work).
+    pub(crate) fn unary_within<Q: Message, R: Message + Default>(
+        &self,
+        path: &str,
+        name: &'static str,
+        request: &Q,
+        timeout: Duration,
+    ) -> Result<R, Error> {
         let frame = grpc::frame(request).map_err(|e| self.call_error(name, e))?;
         let mut responses: Vec<R> = Vec::new();
-        self.call(path, name, vec![frame], UNARY, |r| {
+        self.call_within(path, name, vec![frame], UNARY, timeout, |r| {
             one_more(&mut responses, r)
         })?;
         match responses.pop() {
@@ -671,8 +685,21 @@ impl Client {
         bounds: Bounds,
         on_message: impl FnMut(R) -> Result<(), CallError>,
     ) -> Result<(), Error> {
+        self.call_within(path, name, requests, bounds, self.timeout, on_message)
+    }
+
+    /// `call`, bounded by `timeout` (a new connection included) instead of the client's.
+    pub(crate) fn call_within<R: Message + Default>(
+        &self,
+        path: &str,
+        name: &'static str,
+        requests: Vec<Bytes>,
+        bounds: Bounds,
+        timeout: Duration,
+        on_message: impl FnMut(R) -> Result<(), CallError>,
+    ) -> Result<(), Error> {
         // One deadline for the whole call, a new connection included.
-        let deadline = Instant::now() + self.timeout;
+        let deadline = Instant::now() + timeout;
         let send = self.connection(deadline)?;
         self.calls.set(self.calls.get() + 1);
         let call = grpc::call(
@@ -699,12 +726,17 @@ impl Client {
             Err(_) => Err(Error::DeadlineExceeded {
                 url: self.url.clone(),
                 call: name,
-                timeout_ms: self.timeout.as_millis(),
+                timeout_ms: timeout.as_millis(),
             }),
         }
     }
 
-    fn call_error(&self, name: &'static str, e: CallError) -> Error {
+    /// The instance every call names.
+    pub(crate) fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    pub(crate) fn call_error(&self, name: &'static str, e: CallError) -> Error {
         match e {
             CallError::Transport(detail) => Error::CannotReach {
                 url: self.url.clone(),
@@ -748,7 +780,7 @@ impl Client {
         }
     }
 
-    fn protocol(&self, name: &'static str, detail: &str) -> Error {
+    pub(crate) fn protocol(&self, name: &'static str, detail: &str) -> Error {
         Error::Protocol {
             url: self.url.clone(),
             call: name,
@@ -787,6 +819,7 @@ pub(crate) fn accept_capabilities(caps: reapi::ServerCapabilities) -> Option<Cap
         action_cache_update_enabled: cache
             .action_cache_update_capabilities
             .is_some_and(|c| c.update_enabled),
+        execution_enabled: caps.execution_capabilities.is_some_and(|c| c.exec_enabled),
     })
 }
 

@@ -3,6 +3,11 @@
 //! HTTP/2 connection (`h2`), without tonic: `grpc://host:port` in plaintext (loopback, trusted
 //! networks) or `grpcs://host[:port]` in TLS (rustls, port 443 by default).
 //!
+//! It also speaks remote execution's two halves: a client's `Execute`/`WaitExecution`/
+//! `CancelOperation` (`execution.rs`) and a bot's Remote Workers API (`bots.rs`), with the same
+//! framing, bounds and checks; calls the server may hold on purpose (a bot's long poll, an
+//! action's run) are bounded by a wait their caller gives instead of the client's timeout.
+//!
 //! Theory of operation: a `Client` owns a current-thread tokio runtime and, at most, one HTTP/2
 //! connection; each public call runs that runtime until its answer or the client's timeout, so
 //! callers see plain blocking functions and no async leaks out. A transport failure drops the
@@ -16,9 +21,11 @@
 
 mod answers;
 mod blob;
+mod bots;
 mod client;
 mod digest;
 mod error;
+mod execution;
 mod grpc;
 mod proto;
 mod tls;
@@ -26,6 +33,7 @@ mod wire;
 
 pub use answers::{Answer, check_answer, frame};
 pub use blob::{Blob, BlobFile, IN_MEMORY};
+pub use bots::{Work, complete_lease, fail_lease, lease_work, release_lease, time_out_lease};
 pub use bytes::Bytes;
 pub use client::{Capabilities, Client, LOOKUP_LIMIT, Lookup, MAX_LOOKUPS};
 pub use digest::digest_of;
@@ -35,3 +43,7 @@ pub use error::Error;
 pub use proto::build::bazel::remote::execution::v2 as reapi;
 /// The ByteStream messages (`ReadResponse`, `WriteResponse`, ...) blobs travel in.
 pub use proto::google::bytestream;
+/// The Remote Workers API messages (`BotSession`, `Lease`, ...) a bot speaks.
+pub use proto::google::devtools::remoteworkers::v1test2 as remoteworkers;
+/// The long-running operations remote execution reports through.
+pub use proto::google::longrunning;

@@ -10,6 +10,16 @@ pub mod google {
     pub mod bytestream {
         include!("gen/google.bytestream.rs");
     }
+    pub mod longrunning {
+        include!("gen/google.longrunning.rs");
+    }
+    pub mod devtools {
+        pub mod remoteworkers {
+            pub mod v1test2 {
+                include!("gen/google.devtools.remoteworkers.v1test2.rs");
+            }
+        }
+    }
 }
 
 pub mod build {

@@ -389,3 +389,27 @@ fn a_plaintext_server_reached_with_grpcs_is_a_clear_error_within_the_timeout() {
         "{text}"
     );
 }
+
+#[path = "support/postgres.rs"]
+mod postgres;
+
+#[test]
+fn an_execution_server_runs_on_its_own_postgres_and_leaves_nothing_running() {
+    let mut database = postgres::Postgres::start(&buildgrid::bgd_path());
+    let postmaster = database.pid();
+    let server = BuildGrid::start_execution(&database.url, 5);
+    let caps = client(&server).capabilities().unwrap();
+    assert!(caps.execution_enabled, "{}", server.log());
+    // A cache-only server says it does not run actions.
+    let cache = BuildGrid::start();
+    assert!(!client(&cache).capabilities().unwrap().execution_enabled);
+    drop(server);
+    assert!(database.is_running());
+    drop(database);
+    // SAFETY: signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(postmaster as i32, 0) } == 0;
+    assert!(
+        !alive,
+        "postgres ({postmaster}) still runs after its harness was dropped"
+    );
+}

@@ -155,6 +155,32 @@ Examples:
   claude mcp add once -- once mcp --attach \"$PWD\"")]
     Serve(ServeArgs),
 
+    /// Run actions for a remote execution server (REAPI), as one of its workers
+    #[command(after_help = "\
+The worker joins the server's pool over the Remote Workers API (the bots protocol BuildGrid
+speaks), takes one action at a time, and for each: reads the Action, its Command and its input
+root from the server's CAS into a fresh scratch folder, runs the command there with once's own
+containment (a PID namespace, a subreaper or a process group, as `once run` does), and uploads
+the outputs the Command declares, its stdout and its stderr. The server hands the result to the
+client that asked and stores it in its action cache.
+
+The command sees the variables its Command sets, on top of the worker's PATH, HOME, locale and
+the other basic variables (the `strict` environment of `once run`); the programs it starts must
+be on this machine. It can read files outside its input root: the scratch folder is not a
+sandbox for files.
+
+The worker offers OSFamily (linux, macos, windows) and ISA (the CPU) as its platform; the server
+gives it only actions whose platform matches. It closes its session on every way it stops
+(Ctrl-C, SIGTERM, an error), so the server stops handing it work at once, and gives back an
+action it had not finished, for another worker; a server unreachable for longer than a session
+lives makes it exit with status 1.
+
+Examples:
+  once worker --server grpc://127.0.0.1:50051                Join the server's default instance
+  once worker --server grpcs://build.example.com --instance main
+  once worker --server grpc://10.0.0.5:50051 --scratch /fast/once-worker")]
+    Worker(WorkerArgs),
+
     /// List the live sessions of `once serve`: pid, workspace, port, uptime
     #[command(after_help = "\
 Examples:
@@ -760,6 +786,23 @@ pub struct ServeArgs {
     /// With `--status`: print JSON
     #[arg(long, requires = "status")]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The server: `grpc://host:port` (plaintext) or `grpcs://host[:port]` (TLS)
+    #[arg(long, value_name = "URL")]
+    pub server: String,
+    /// The server's instance to work for
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub instance: String,
+    /// The name the server knows this worker by (default: the host's name and this process's id)
+    #[arg(long, value_name = "ID")]
+    pub bot_id: Option<String>,
+    /// Where each action's input root is laid out, and removed after it (default: the system's
+    /// temporary folder)
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

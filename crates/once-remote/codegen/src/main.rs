@@ -15,6 +15,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
         "build/bazel/remote/execution/v2/remote_execution.proto",
         "google/bytestream/bytestream.proto",
+        "google/longrunning/operations.proto",
+        "google/devtools/remoteworkers/v1test2/bots.proto",
     ];
     let descriptors = protox::compile(files, [&proto])?;
     prost_build::Config::new()

@@ -23,13 +23,22 @@ pub struct BuildGrid {
 
 impl BuildGrid {
     pub fn start() -> BuildGrid {
-        BuildGrid::start_with("  method: none", None)
+        BuildGrid::start_with("  method: none", None, None)
+    }
+
+    /// Serves remote execution too: the Execution, Operations and Bots services on an SQL
+    /// scheduler in `database` (see `postgres.rs`), which must outlive the server. A bot that
+    /// stays silent for `keepalive` seconds loses its session and its job goes to another.
+    #[allow(dead_code)] // Only the tests of remote execution start one.
+    pub fn start_execution(database: &str, keepalive: u32) -> BuildGrid {
+        BuildGrid::start_with("  method: none", None, Some((database, keepalive)))
     }
 
     /// Asks for JSON Web Tokens signed with a secret that no test knows.
     pub fn start_with_jwt() -> BuildGrid {
         BuildGrid::start_with(
             "  method: jwt\n  algorithm: hs256\n  secret: SECRET_FILE",
+            None,
             None,
         )
     }
@@ -38,10 +47,14 @@ impl BuildGrid {
     /// its test CA).
     #[allow(dead_code)] // Only once-remote's own tests speak TLS to it.
     pub fn start_tls(name: &str) -> BuildGrid {
-        BuildGrid::start_with("  method: none", Some(name))
+        BuildGrid::start_with("  method: none", Some(name), None)
     }
 
-    fn start_with(authorization: &str, certificate: Option<&str>) -> BuildGrid {
+    fn start_with(
+        authorization: &str,
+        certificate: Option<&str>,
+        execution: Option<(&str, u32)>,
+    ) -> BuildGrid {
         let bgd = bgd_path();
         let dir = fresh_dir();
         let port = free_port();
@@ -55,6 +68,30 @@ impl BuildGrid {
                  tls-server-cert: {}",
                 tls_file(&format!("{name}-key.pem")).display(),
                 tls_file(&format!("{name}.pem")).display(),
+            ),
+        };
+        // The scheduler polls its database every tenth of a second so that a test's job is
+        // picked up at once, and reaps a silent bot's session every second.
+        let (scheduler, execution_services) = match execution {
+            None => (String::new(), ""),
+            Some((database, keepalive)) => (
+                format!(
+                    r#"connections:
+  - !sql-connection &sql
+    connection-string: {database}
+    pool-size: 10
+schedulers:
+  - !sql-scheduler &scheduler
+    storage: *cas
+    sql: *sql
+    action-cache: *ac
+    bot-session-keepalive-timeout: {keepalive}
+    session-expiry-timer-interval: 1
+    poll-interval: 0.1
+    bot-poll-interval: 0.1
+"#
+                ),
+                "      - !execution\n        scheduler: *scheduler\n      - !bots\n        scheduler: *scheduler\n",
             ),
         };
         let config = format!(
@@ -73,7 +110,7 @@ caches:
     max-cached-refs: 1000
     allow-updates: true
     cache-failed-actions: false
-instances:
+{scheduler}instances:
   - name: ""
     services:
       - !action-cache
@@ -82,7 +119,7 @@ instances:
         storage: *cas
       - !bytestream
         storage: *cas
-"#,
+{execution_services}"#,
             cas = dir.join("cas").display()
         );
         std::fs::write(dir.join("bgd.yml"), config).expect("writes the config");
@@ -187,7 +224,8 @@ fn find_file(root: &Path, dir: &str, name: &str) -> Option<PathBuf> {
     None
 }
 
-fn bgd_path() -> PathBuf {
+/// BuildGrid's `bgd`: `ONCE_BGD`, else the venv `scripts/install-test-deps` makes.
+pub fn bgd_path() -> PathBuf {
     let path = match std::env::var_os("ONCE_BGD") {
         Some(p) => PathBuf::from(p),
         // Both crates that include this file sit in `crates/`.

@@ -18,6 +18,7 @@ mod run;
 mod serve;
 mod sessions;
 mod tools;
+mod worker;
 
 use std::path::{Path, PathBuf};
 
@@ -45,6 +46,7 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Run(args) => run::run(cli.workspace.as_deref(), args),
         Command::Eval(args) => eval::run(cli.workspace.as_deref(), args),
         Command::Serve(args) => serve::run(cli.workspace.as_deref(), args),
+        Command::Worker(args) => worker::run(args),
         Command::Sessions { json, url: false } => sessions::run(json),
         Command::Sessions { json, url: true } => {
             sessions::login_url(cli.workspace.as_deref(), json)

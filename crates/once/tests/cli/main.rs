@@ -6,6 +6,9 @@ mod batch;
 mod book;
 mod book_console;
 mod bounded;
+// The BuildGrid and PostgreSQL of `once-remote`'s tests, shared by the remote tests here.
+#[path = "../../../once-remote/tests/support/buildgrid.rs"]
+mod buildgrid;
 mod cache_bound;
 mod cache_worktree;
 mod changes;
@@ -39,6 +42,8 @@ mod mcp_tasks;
 mod memory;
 mod outcomes;
 mod placeholders;
+#[path = "../../../once-remote/tests/support/postgres.rs"]
+mod postgres;
 mod proof;
 mod query;
 mod ran_again;
@@ -59,3 +64,4 @@ mod tools_page;
 mod window;
 mod window_flood;
 mod window_runs;
+mod worker;

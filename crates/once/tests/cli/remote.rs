@@ -20,10 +20,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::support::{Mcp, Running, TempDir, copy_tree, once_binary};
 
-#[path = "../../../once-remote/tests/support/buildgrid.rs"]
-mod buildgrid;
-
-use buildgrid::{BuildGrid, free_port};
+use crate::buildgrid::{BuildGrid, free_port};
 
 /// How long one `once run` may take here before the test fails instead of hanging: generous,
 /// as BuildGrid and the runs share two cores with other builds.
