@@ -2,9 +2,13 @@
 //!
 //! With a `go.work` at the root, its `use` folders are the modules; without one, every `go.mod`
 //! below the root is (outside `testdata` and `vendor`, which Go ignores). A module's edges are
-//! its `require`s that resolve inside the workspace: to the folder a local `replace` names
-//! (`go.work`'s replaces override the module's own, as in Go), else to the module of that path.
-//! A `replace` alone adds no edge: Go applies it only to modules the build requires.
+//! its `require`s that Go builds from a folder of the workspace: the folder a local `replace`
+//! names (`go.work`'s replaces override the module's own, as in Go), else, with a `go.work`, the
+//! `use`d module of that path (every `use`d module is a main module). Without a `go.work` each
+//! module builds alone, so a `require` without a local `replace` is fetched from the module proxy
+//! even when a module of that path sits in the tree: it must never become an edge, or a change to
+//! that folder would invalidate a build that never reads it. A `replace` alone adds no edge: Go
+//! applies it only to modules the build requires.
 //!
 //! Every `go` command it offers runs with `GOTOOLCHAIN=local`: Go 1.21+ would otherwise download
 //! the toolchain a `go` or `toolchain` line names, and a run must never change the machine.
@@ -40,7 +44,8 @@ enum Target {
 /// The targets the workspace's Go manifests describe.
 pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
     let mut work_replaces = HashMap::new();
-    let folders = match reader.read("go.work") {
+    let work = reader.read("go.work");
+    let folders = match work {
         Some(file) => {
             let work = syntax::go_work(reader.text(file));
             for r in &work.replaces {
@@ -87,7 +92,21 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
             replaces: parsed.replaces,
         });
     }
-    infer(reader, &modules, &work_replaces)
+    let resolve = if work.is_some() {
+        Unreplaced::UsedModule
+    } else {
+        Unreplaced::Fetched
+    };
+    infer(reader, &modules, &work_replaces, resolve)
+}
+
+/// Where Go takes a required module from when no `replace` names it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unreplaced {
+    /// A `go.work` is in force: the `use`d module of that path, if any.
+    UsedModule,
+    /// Each module builds alone: the module proxy, never a folder.
+    Fetched,
 }
 
 /// The folders `go.work` uses, normalised, each with where it is named.
@@ -145,6 +164,7 @@ fn infer(
     reader: &mut Reader,
     modules: &[Module],
     work_replaces: &HashMap<String, Target>,
+    unreplaced: Unreplaced,
 ) -> Vec<Inferred> {
     let names = names(reader, modules);
     let mut by_path: HashMap<&str, usize> = HashMap::new();
@@ -167,7 +187,8 @@ fn infer(
                     folder.as_deref().and_then(|f| by_folder.get(f)).copied()
                 }
                 Some(Target::Remote) => None,
-                None => by_path.get(req.as_str()).copied(),
+                None if unreplaced == Unreplaced::UsedModule => by_path.get(req.as_str()).copied(),
+                None => None,
             };
             if let Some(to) = to.filter(|&to| to != i) {
                 edges.push(Edge {
