@@ -1,0 +1,150 @@
+//! Workspaces below the root: an ecosystem that has nothing at the root, looked for in the
+//! folders near it (a Cargo workspace in `rust/`, a uv project in `sdk/python/`, a JS app beside
+//! a Go root).
+//!
+//! The rule, in the order it is applied:
+//! 1. Only an ecosystem that found no package at the root is looked for below it: a root
+//!    workspace's own rules (members, `go.mod` walks) already say which folders are its packages,
+//!    and a manifest they leave out is one its tool leaves out too.
+//! 2. A folder one to [`MAX_DEPTH`] levels below the root that holds the ecosystem's root
+//!    manifest is a candidate, unless it or a folder above it is hidden, `node_modules`, `target`
+//!    (never entered), or one of [`NOT_WORKSPACES`] (test data, fixtures, examples and vendored
+//!    code: what the ecosystems' tools build only when a workspace lists it).
+//! 3. Candidates are taken shallowest first, and one below a nested workspace already taken (one
+//!    that yielded packages) is left to it: that workspace's own rules decide its members, as its
+//!    tool does (`rust/examples/demo` is not a member of `rust/`, so it is no package at all).
+//! 4. Each taken workspace is read by the ecosystem's own discovery, as if its folder were the
+//!    root ([`Reader::within`]). Its packages' folders and edges are then named from the root,
+//!    and every input the kind names from the workspace root (`//Cargo.lock`) is named from the
+//!    nested workspace's folder (`//rust/Cargo.lock`): a nested workspace's lockfile is an input
+//!    of its own members' keys, never of another workspace's.
+//!
+//! It must never read a manifest outside the reader, walk deeper than [`MAX_DEPTH`], or let a
+//! nested workspace's packages see the root's lockfiles.
+
+#[cfg(test)]
+mod tests;
+
+use super::{Ecosystem, Inferred, Reader};
+use crate::kind::find_kind;
+
+/// How many folders below the root a nested workspace's manifest may be (`a/b/c/Cargo.toml`).
+pub(crate) const MAX_DEPTH: usize = 3;
+
+/// Folder names below which no nested workspace is looked for: Go's ignored folders
+/// (`testdata`, `vendor`), vendored code, and the test data and examples a repository keeps
+/// beside its packages.
+pub(crate) const NOT_WORKSPACES: &[&str] = &[
+    "testdata",
+    "vendor",
+    "third_party",
+    "fixtures",
+    "__fixtures__",
+    "examples",
+    "example",
+];
+
+/// The manifests that make a folder the root of a workspace of `ecosystem`.
+fn markers(ecosystem: Ecosystem) -> &'static [&'static str] {
+    match ecosystem {
+        Ecosystem::Cargo => &["Cargo.toml"],
+        Ecosystem::JavaScript => &["package.json", "pnpm-workspace.yaml"],
+        Ecosystem::Python => &["pyproject.toml"],
+        Ecosystem::Go => &["go.work", "go.mod"],
+        Ecosystem::Workspace => &[],
+    }
+}
+
+/// The packages of every nested workspace of `ecosystem`, read with `discover` (the
+/// ecosystem's own discovery) from each workspace's folder.
+pub(crate) fn discover(
+    reader: &mut Reader,
+    ecosystem: Ecosystem,
+    discover: impl Fn(&mut Reader) -> Vec<Inferred>,
+) -> Vec<Inferred> {
+    let mut found = Vec::new();
+    let mut taken: Vec<String> = Vec::new();
+    for folder in candidates(reader, ecosystem) {
+        if taken.iter().any(|t| folder.starts_with(&format!("{t}/"))) {
+            continue;
+        }
+        let mut packages = reader.within(&folder, &discover);
+        if packages.is_empty() {
+            continue;
+        }
+        for package in &mut packages {
+            rebase(package, &folder);
+        }
+        found.extend(packages);
+        taken.push(folder);
+    }
+    found
+}
+
+/// Folders holding one of the ecosystem's root manifests, 1 to [`MAX_DEPTH`] levels down,
+/// outside [`NOT_WORKSPACES`], sorted so that a folder comes before those below it.
+fn candidates(reader: &mut Reader, ecosystem: Ecosystem) -> Vec<String> {
+    let mut globs: Vec<String> = (1..=MAX_DEPTH)
+        .map(|depth| vec!["*"; depth].join("/"))
+        .collect();
+    for name in NOT_WORKSPACES {
+        globs.push(format!("!**/{name}"));
+        globs.push(format!("!**/{name}/**"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for marker in markers(ecosystem) {
+        // No manifest names these globs: a bad one is this module's bug, reported nowhere.
+        out.extend(reader.folders(&globs, marker, usize::MAX, 0));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Names `package` (read with `folder` as its root) from the root: its folder, its edges, and
+/// the inputs its kind names from the workspace root.
+fn rebase(package: &mut Inferred, folder: &str) {
+    let from_root = |path: &str| match path {
+        "." => folder.to_string(),
+        path => format!("{folder}/{path}"),
+    };
+    package.path = from_root(&package.path);
+    for edge in &mut package.edges {
+        edge.folder = from_root(&edge.folder);
+    }
+    let kind = find_kind(package.kind);
+    for capability in package.capabilities.iter_mut().flatten() {
+        let inputs = match capability.inputs.take() {
+            Some(inputs) => inputs,
+            // What `to_target` would give it: the kind's inputs for a default's name, else those
+            // every default of the kind shares (the first's).
+            None => kind
+                .and_then(|k| {
+                    k.defaults
+                        .iter()
+                        .find(|c| *c.name == *capability.name)
+                        .or_else(|| k.defaults.first())
+                })
+                .map_or_else(Vec::new, |c| c.inputs.to_vec()),
+        };
+        capability.inputs = Some(
+            inputs
+                .into_iter()
+                .map(|input| rooted_in(&input, folder))
+                .collect(),
+        );
+    }
+}
+
+/// `input` with a path from the workspace root (`//X`, `!//X`) made a path from `folder`
+/// (`//folder/X`); any other input is relative to the package and stays as it is.
+fn rooted_in(input: &str, folder: &str) -> String {
+    let (not, pattern) = match input.strip_prefix('!') {
+        Some(rest) => ("!", rest),
+        None => ("", input),
+    };
+    match pattern.strip_prefix("//") {
+        Some(rest) => format!("{not}//{folder}/{rest}"),
+        None => input.to_string(),
+    }
+}

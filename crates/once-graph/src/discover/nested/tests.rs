@@ -1,0 +1,189 @@
+use crate::discover::scratch::Scratch;
+use crate::discover::{Ecosystem, Inferred, Reader, infer};
+
+fn run(ws: &Scratch) -> (Vec<Inferred>, Reader) {
+    let mut reader = Reader::new(&ws.0);
+    let found = infer(&mut reader, &Ecosystem::ALL);
+    (found, reader)
+}
+
+/// `ecosystem path` per package, sorted.
+fn packages(found: &[Inferred]) -> Vec<String> {
+    let mut out: Vec<String> = found
+        .iter()
+        .map(|t| format!("{} {}", t.ecosystem.name(), t.path))
+        .collect();
+    out.sort();
+    out
+}
+
+fn inputs<'a>(found: &'a [Inferred], path: &str, capability: &str) -> Vec<&'a str> {
+    let t = found
+        .iter()
+        .find(|t| t.path == path)
+        .unwrap_or_else(|| panic!("no package in `{path}`"));
+    let cap = t
+        .capabilities
+        .iter()
+        .flatten()
+        .find(|c| c.name == capability)
+        .unwrap_or_else(|| panic!("`{path}` has no `{capability}`"));
+    cap.inputs
+        .as_ref()
+        .map_or_else(Vec::new, |i| i.iter().map(String::as_str).collect())
+}
+
+/// A Go root with a Cargo workspace in `rust/`, a uv project in `sdk/python/` and a JS app in
+/// `web/`, and the folders an ecosystem's tool would not take for a workspace of its own.
+fn polyglot() -> Scratch {
+    Scratch::new(&[
+        ("go.mod", "module example.com/m\n"),
+        ("rust/Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n"),
+        ("rust/Cargo.lock", "version = 4\n"),
+        (
+            "rust/crates/core/Cargo.toml",
+            "[package]\nname = \"core\"\nversion = \"0.1.0\"\n",
+        ),
+        (
+            "rust/crates/cli/Cargo.toml",
+            "[package]\nname = \"cli\"\nversion = \"0.1.0\"\n\n[dependencies]\ncore = { path = \"../core\" }\n",
+        ),
+        // Not a member, with a lockfile of its own: cargo builds it alone, never in `rust/`.
+        (
+            "rust/examples/demo/Cargo.toml",
+            "[package]\nname = \"demo\"\nversion = \"0.1.0\"\n",
+        ),
+        (
+            "sdk/python/pyproject.toml",
+            "[project]\nname = \"sdk\"\nversion = \"0\"\n\n[tool.pytest.ini_options]\n",
+        ),
+        ("sdk/python/uv.lock", "version = 1\n"),
+        (
+            "sdk/python/tests/data/pyproject.toml",
+            "[project]\nname = \"inner\"\nversion = \"0\"\n",
+        ),
+        (
+            "web/package.json",
+            "{\"name\": \"web\", \"scripts\": {\"test\": \"vitest run\"}}\n",
+        ),
+        ("web/package-lock.json", "{}\n"),
+        // Test data and examples, however they look, are no workspace of their own.
+        ("testdata/app/package.json", "{\"name\": \"fixture\"}\n"),
+        ("pkg/fixtures/lib/Cargo.toml", "[package]\nname = \"fixture\"\n"),
+        (
+            "examples/py/pyproject.toml",
+            "[project]\nname = \"example\"\nversion = \"0\"\n",
+        ),
+        ("vendor/x/package.json", "{\"name\": \"vendored\"}\n"),
+        // Deeper than a nested workspace is looked for.
+        (
+            "docs/a/b/c/package.json",
+            "{\"name\": \"snippet\", \"scripts\": {\"test\": \"node t.js\"}}\n",
+        ),
+    ])
+}
+
+#[test]
+fn workspaces_in_subfolders_join_the_graph_and_fixtures_do_not() {
+    let ws = polyglot();
+    let (found, reader) = run(&ws);
+    assert_eq!(
+        packages(&found),
+        [
+            "cargo rust/crates/cli",
+            "cargo rust/crates/core",
+            "go .",
+            "javascript web",
+            "python sdk/python",
+        ]
+    );
+    assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
+    let cli = found.iter().find(|t| t.path == "rust/crates/cli").unwrap();
+    let edges: Vec<&str> = cli.edges.iter().map(|e| e.folder.as_str()).collect();
+    assert_eq!(edges, ["rust/crates/core"]);
+    // The manifests are named from the root, for warnings and staleness.
+    assert_eq!(reader.rel(cli.file), "rust/crates/cli/Cargo.toml");
+    // uv runs the project because its own workspace has a `uv.lock`.
+    let py = found.iter().find(|t| t.path == "sdk/python").unwrap();
+    let test = py.capabilities.iter().flatten().find(|c| c.name == "test");
+    assert!(
+        test.is_some_and(|c| c.command.contains("uv run")),
+        "{test:?}"
+    );
+}
+
+#[test]
+fn each_nested_workspace_keys_its_own_lockfile_only() {
+    let ws = polyglot();
+    let (found, _) = run(&ws);
+    let cargo = inputs(&found, "rust/crates/core", "test");
+    assert!(cargo.contains(&"//rust/Cargo.lock"), "{cargo:?}");
+    assert!(!cargo.contains(&"//Cargo.lock"), "{cargo:?}");
+    assert!(cargo.contains(&"!target/**"), "{cargo:?}");
+    let npm = inputs(&found, "web", "test");
+    assert!(npm.contains(&"//web/package-lock.json"), "{npm:?}");
+    assert!(!npm.iter().any(|i| i.contains("Cargo.lock") || i.contains("uv.lock")));
+    let py = inputs(&found, "sdk/python", "test");
+    assert!(py.contains(&"//sdk/python/uv.lock"), "{py:?}");
+    assert!(!py.contains(&"//uv.lock"), "{py:?}");
+    // The root's own ecosystem keeps the root's files.
+    let go = inputs(&found, ".", "test");
+    assert!(go.is_empty() || go.contains(&"//go.work"), "{go:?}");
+}
+
+#[test]
+fn a_new_nested_workspace_is_a_change_the_reader_saw_coming() {
+    let ws = polyglot();
+    let (_, reader) = run(&ws);
+    ws.write("tools/gen/package.json", "{\"name\": \"gen\"}\n");
+    assert!(
+        reader.listings.iter().any(|l| l.changed(&ws.0)),
+        "no listing notices `tools/gen/package.json`"
+    );
+}
+
+#[test]
+fn an_ecosystem_found_at_the_root_is_not_looked_for_below() {
+    // Cargo reads members from the root's `[workspace]`; another `Cargo.toml` below is cargo's
+    // business only if a member names it.
+    let ws = Scratch::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"top\"\nversion = \"0.1.0\"\n",
+        ),
+        (
+            "tools/other/Cargo.toml",
+            "[package]\nname = \"other\"\nversion = \"0.1.0\"\n",
+        ),
+        ("ui/package.json", "{\"name\": \"ui\"}\n"),
+        ("ui/sub/package.json", "{\"name\": \"ui-sub\"}\n"),
+    ]);
+    let (found, _) = run(&ws);
+    assert_eq!(packages(&found), ["cargo .", "javascript ui"]);
+}
+
+#[test]
+fn nested_go_modules_edge_only_through_local_replaces() {
+    let ws = Scratch::new(&[
+        ("package.json", "{\"name\": \"site\"}\n"),
+        (
+            "backend/go.mod",
+            "module example.com/backend\nrequire (\n\texample.com/backend/api v0.1.0\n\texample.com/backend/db v0.1.0\n)\nreplace example.com/backend/db => ./db\n",
+        ),
+        ("backend/api/go.mod", "module example.com/backend/api\n"),
+        ("backend/db/go.mod", "module example.com/backend/db\n"),
+    ]);
+    let (found, _) = run(&ws);
+    assert_eq!(
+        packages(&found),
+        [
+            "go backend",
+            "go backend/api",
+            "go backend/db",
+            "javascript .",
+        ]
+    );
+    let backend = found.iter().find(|t| t.path == "backend").unwrap();
+    let edges: Vec<&str> = backend.edges.iter().map(|e| e.folder.as_str()).collect();
+    assert_eq!(edges, ["backend/db"]);
+}
