@@ -187,3 +187,112 @@ fn nested_go_modules_edge_only_through_local_replaces() {
     let edges: Vec<&str> = backend.edges.iter().map(|e| e.folder.as_str()).collect();
     assert_eq!(edges, ["backend/db"]);
 }
+
+/// `ecosystem folder -> edge folders` for every package, sorted.
+fn graph(found: &[Inferred]) -> Vec<String> {
+    let mut out: Vec<String> = found
+        .iter()
+        .map(|t| {
+            let mut edges: Vec<&str> = t.edges.iter().map(|e| e.folder.as_str()).collect();
+            edges.sort_unstable();
+            format!("{} {} -> {}", t.ecosystem.name(), t.path, edges.join(", "))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The same lines from a fixture's `expected.json`: Go's own reading of every `go.mod`
+/// (`go mod edit -json`), cargo's (`cargo metadata`) and uv's (`uv.lock`) of the nested
+/// workspaces, edges named by module path or package name and turned into folders here.
+fn expected_graph(expected: &serde_json::Value) -> Vec<String> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap().to_string();
+    let mut out = Vec::new();
+    let go = expected["go"].as_array().unwrap();
+    let folder_of = |module: &str| {
+        let folders: Vec<String> = go
+            .iter()
+            .filter(|t| t["module"] == module)
+            .map(|t| text(&t["path"]))
+            .collect();
+        assert_eq!(folders.len(), 1, "edge to `{module}`, declared in {folders:?}");
+        folders[0].clone()
+    };
+    for t in go {
+        let mut edges: Vec<String> = t["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| folder_of(e["to"].as_str().unwrap()))
+            .collect();
+        edges.sort();
+        out.push(format!("go {} -> {}", text(&t["path"]), edges.join(", ")));
+    }
+    for ws in expected["workspaces"].as_array().unwrap() {
+        let root = text(&ws["root"]);
+        let from_root = |path: String| {
+            if path == "." {
+                root.clone()
+            } else {
+                format!("{root}/{path}")
+            }
+        };
+        let targets = ws["targets"].as_array().unwrap();
+        let folder_of = |name: &str| {
+            let t = targets.iter().find(|t| t["name"] == name).unwrap();
+            from_root(text(&t["path"]))
+        };
+        for t in targets {
+            let mut edges: Vec<String> = t["edges"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| folder_of(e["to"].as_str().unwrap()))
+                .collect();
+            edges.sort();
+            out.push(format!(
+                "{} {} -> {}",
+                text(&ws["ecosystem"]),
+                from_root(text(&t["path"])),
+                edges.join(", ")
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn dagger_matches_what_go_cargo_and_uv_say() {
+    // A Go root module; SDKs below `sdk/` in Rust, Python and TypeScript; a docs site; test
+    // modules and snippets that no tool builds as part of a workspace.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/discover/polyglot-dagger");
+    let started = std::time::Instant::now();
+    let mut reader = Reader::new(&root);
+    let found = infer(&mut reader, &Ecosystem::ALL);
+    let took = started.elapsed();
+    let packages = found
+        .iter()
+        .filter(|t| t.ecosystem != Ecosystem::Workspace)
+        .count();
+    eprintln!("dagger: {packages} packages in {took:?}");
+    let expected: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("expected.json")).unwrap(),
+    )
+    .unwrap();
+    let found: Vec<Inferred> = found
+        .into_iter()
+        .filter(|t| t.ecosystem != Ecosystem::Workspace)
+        .collect();
+    assert_eq!(graph(&found), expected_graph(&expected));
+    // Four module paths are declared twice (copies of a test or docs module); nothing else is
+    // amiss.
+    let codes: Vec<&str> = reader.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["duplicate-module"; 4], "{:?}", reader.diagnostics);
+    // The Rust SDK's crates key `sdk/rust/Cargo.lock`; the Go root keys no Rust lockfile.
+    let sdk = inputs(&found, "sdk/rust/crates/dagger-sdk", "test");
+    assert!(sdk.contains(&"//sdk/rust/Cargo.lock"), "{sdk:?}");
+    let ts = inputs(&found, "sdk/typescript", "test");
+    assert!(ts.contains(&"//sdk/typescript/yarn.lock"), "{ts:?}");
+}
