@@ -55,6 +55,46 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
         }
         None => module_folders(reader),
     };
+    let modules = read_modules(reader, folders);
+    let resolve = if work.is_some() {
+        Unreplaced::UsedModule
+    } else {
+        Unreplaced::Fetched
+    };
+    infer(reader, &modules, &work_replaces, resolve)
+}
+
+/// Every Go module below each of `roots` (folders below the root, none holding a `go.work`),
+/// each module building alone: as [`discover`] does below a root `go.mod`, with the folders
+/// named from the root, so that a `replace` from one of them to another (`../router`) is an edge.
+pub(crate) fn modules_below(reader: &mut Reader, roots: &[String]) -> Vec<Inferred> {
+    let mut folders: Vec<(String, Option<(usize, usize)>)> = Vec::new();
+    for root in roots {
+        folders.push((root.clone(), None));
+        let file = reader.read(&format!("{root}/go.mod")).unwrap_or(usize::MAX);
+        for folder in reader.folders(&[format!("{root}/**")], "go.mod", file, 0) {
+            if !ignored_by_go(&folder) {
+                folders.push((folder, None));
+            }
+        }
+    }
+    folders.sort();
+    folders.dedup();
+    let modules = read_modules(reader, folders);
+    infer(reader, &modules, &HashMap::new(), Unreplaced::Fetched)
+}
+
+/// Whether Go leaves the folder out of `./...` and module walks (`testdata`, `vendor`).
+fn ignored_by_go(folder: &str) -> bool {
+    folder.split('/').any(|c| c == "testdata" || c == "vendor")
+}
+
+/// The modules of `folders` read from their `go.mod`s; a folder `go.work` uses without one, or a
+/// `go.mod` without a `module` line, is a warning.
+fn read_modules(
+    reader: &mut Reader,
+    folders: Vec<(String, Option<(usize, usize)>)>,
+) -> Vec<Module> {
     let mut modules = Vec::new();
     for (folder, used_at) in folders {
         let rel = if folder == "." {
@@ -92,12 +132,7 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
             replaces: parsed.replaces,
         });
     }
-    let resolve = if work.is_some() {
-        Unreplaced::UsedModule
-    } else {
-        Unreplaced::Fetched
-    };
-    infer(reader, &modules, &work_replaces, resolve)
+    modules
 }
 
 /// Where Go takes a required module from when no `replace` names it.
@@ -152,7 +187,7 @@ fn module_folders(reader: &mut Reader) -> Vec<(String, Option<(usize, usize)>)> 
     // The root `go.mod` is where a walk cut short is reported.
     let root_file = reader.read("go.mod").unwrap_or(usize::MAX);
     for folder in reader.folders(&["**".into()], "go.mod", root_file, 0) {
-        if !folder.split('/').any(|c| c == "testdata" || c == "vendor") {
+        if !ignored_by_go(&folder) {
             out.push((folder, None));
         }
     }

@@ -14,7 +14,9 @@
 //!    that yielded packages) is left to it: that workspace's own rules decide its members, as its
 //!    tool does (`rust/examples/demo` is not a member of `rust/`, so it is no package at all).
 //! 4. Each taken workspace is read by the ecosystem's own discovery, as if its folder were the
-//!    root ([`Reader::within`]). Its packages' folders and edges are then named from the root,
+//!    root ([`Reader::within`]). Go modules without a `go.work` are the exception: each builds
+//!    alone, yet a `replace` may name a sibling's folder (`../router`), so they are read together
+//!    from the root, with every `go.mod` below them, as below a root `go.mod`. Its packages' folders and edges are then named from the root,
 //!    and every input the kind names from the workspace root (`//Cargo.lock`) is named from the
 //!    nested workspace's folder (`//rust/Cargo.lock`): a nested workspace's lockfile is an input
 //!    of its own members' keys, never of another workspace's.
@@ -64,8 +66,16 @@ pub(crate) fn discover(
 ) -> Vec<Inferred> {
     let mut found = Vec::new();
     let mut taken: Vec<String> = Vec::new();
+    let mut go_modules: Vec<String> = Vec::new();
     for folder in candidates(reader, ecosystem) {
         if taken.iter().any(|t| folder.starts_with(&format!("{t}/"))) {
+            continue;
+        }
+        if ecosystem == Ecosystem::Go && !reader.exists(&format!("{folder}/go.work")) {
+            // Go modules without a `go.work` each build alone, but a `replace` may name a
+            // sibling's folder (`../router`): they are read together, from the root.
+            go_modules.push(folder.clone());
+            taken.push(folder);
             continue;
         }
         let mut packages = reader.within(&folder, &discover);
@@ -77,6 +87,9 @@ pub(crate) fn discover(
         }
         found.extend(packages);
         taken.push(folder);
+    }
+    if !go_modules.is_empty() {
+        found.extend(super::go::modules_below(reader, &go_modules));
     }
     found
 }

@@ -296,3 +296,44 @@ fn dagger_matches_what_go_cargo_and_uv_say() {
     let ts = inputs(&found, "sdk/typescript", "test");
     assert!(ts.contains(&"//sdk/typescript/yarn.lock"), "{ts:?}");
 }
+
+#[test]
+fn go_modules_beside_a_js_root_edge_through_replaces_across_their_folders() {
+    // wundergraph/cosmo's shape: a pnpm root, and Go modules in folders beside its packages,
+    // one replacing another by a path that leaves its own folder.
+    let ws = Scratch::new(&[
+        ("package.json", "{\"name\": \"root\", \"private\": true}\n"),
+        ("router/go.mod", "module example.com/router\n"),
+        (
+            "router-tests/go.mod",
+            "module example.com/router-tests\nrequire example.com/router v0.0.0\n\
+             replace example.com/router => ../router\n",
+        ),
+        (
+            "router-tests/modules/custom/go.mod",
+            "module example.com/custom\nrequire example.com/router v0.0.0\n\
+             replace example.com/router => ../../../router\n",
+        ),
+        // A `go.work` of its own is a workspace apart: its `use`s, its replaces.
+        ("tools/go.work", "go 1.22\nuse (\n\t./a\n\t./b\n)\n"),
+        (
+            "tools/a/go.mod",
+            "module example.com/a\nrequire example.com/b v0.0.0\n",
+        ),
+        ("tools/b/go.mod", "module example.com/b\n"),
+        ("tools/c/go.mod", "module example.com/c\n"),
+    ]);
+    let (found, reader) = run(&ws);
+    assert_eq!(
+        graph(&found),
+        [
+            "go router -> ",
+            "go router-tests -> router",
+            "go router-tests/modules/custom -> router",
+            "go tools/a -> tools/b",
+            "go tools/b -> ",
+            "javascript . -> ",
+        ]
+    );
+    assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
+}
