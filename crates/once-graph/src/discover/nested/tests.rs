@@ -337,3 +337,36 @@ fn go_modules_beside_a_js_root_edge_through_replaces_across_their_folders() {
     );
     assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
 }
+
+#[test]
+fn cosmo_go_modules_beside_a_pnpm_root_match_go() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/discover/polyglot-cosmo");
+    let mut reader = Reader::new(&root);
+    let found = infer(&mut reader, &Ecosystem::ALL);
+    let expected: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("expected.json")).unwrap(),
+    )
+    .unwrap();
+    let go: Vec<Inferred> = found
+        .iter()
+        .filter(|t| t.ecosystem == Ecosystem::Go)
+        .cloned()
+        .collect();
+    let want = serde_json::json!({"go": expected["go"], "workspaces": []});
+    assert_eq!(graph(&go), expected_graph(&want));
+    let mut js: Vec<&str> = found
+        .iter()
+        .filter(|t| t.ecosystem == Ecosystem::JavaScript)
+        .map(|t| t.path.as_str())
+        .collect();
+    js.sort_unstable();
+    let members: Vec<&str> = expected["javascript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert_eq!(js, members);
+    assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
+}
