@@ -69,7 +69,10 @@ fn polyglot() -> Scratch {
         ("web/package-lock.json", "{}\n"),
         // Test data and examples, however they look, are no workspace of their own.
         ("testdata/app/package.json", "{\"name\": \"fixture\"}\n"),
-        ("pkg/fixtures/lib/Cargo.toml", "[package]\nname = \"fixture\"\n"),
+        (
+            "pkg/fixtures/lib/Cargo.toml",
+            "[package]\nname = \"fixture\"\n",
+        ),
         (
             "examples/py/pyproject.toml",
             "[project]\nname = \"example\"\nversion = \"0\"\n",
@@ -122,7 +125,10 @@ fn each_nested_workspace_keys_its_own_lockfile_only() {
     assert!(cargo.contains(&"!target/**"), "{cargo:?}");
     let npm = inputs(&found, "web", "test");
     assert!(npm.contains(&"//web/package-lock.json"), "{npm:?}");
-    assert!(!npm.iter().any(|i| i.contains("Cargo.lock") || i.contains("uv.lock")));
+    assert!(
+        !npm.iter()
+            .any(|i| i.contains("Cargo.lock") || i.contains("uv.lock"))
+    );
     let py = inputs(&found, "sdk/python", "test");
     assert!(py.contains(&"//sdk/python/uv.lock"), "{py:?}");
     assert!(!py.contains(&"//uv.lock"), "{py:?}");
@@ -215,7 +221,11 @@ fn expected_graph(expected: &serde_json::Value) -> Vec<String> {
             .filter(|t| t["module"] == module)
             .map(|t| text(&t["path"]))
             .collect();
-        assert_eq!(folders.len(), 1, "edge to `{module}`, declared in {folders:?}");
+        assert_eq!(
+            folders.len(),
+            1,
+            "edge to `{module}`, declared in {folders:?}"
+        );
         folders[0].clone()
     };
     for t in go {
@@ -266,8 +276,8 @@ fn expected_graph(expected: &serde_json::Value) -> Vec<String> {
 fn dagger_matches_what_go_cargo_and_uv_say() {
     // A Go root module; SDKs below `sdk/` in Rust, Python and TypeScript; a docs site; test
     // modules and snippets that no tool builds as part of a workspace.
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/discover/polyglot-dagger");
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/discover/polyglot-dagger");
     let started = std::time::Instant::now();
     let mut reader = Reader::new(&root);
     let found = infer(&mut reader, &Ecosystem::ALL);
@@ -277,10 +287,9 @@ fn dagger_matches_what_go_cargo_and_uv_say() {
         .filter(|t| t.ecosystem != Ecosystem::Workspace)
         .count();
     eprintln!("dagger: {packages} packages in {took:?}");
-    let expected: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("expected.json")).unwrap(),
-    )
-    .unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("expected.json")).unwrap())
+            .unwrap();
     let found: Vec<Inferred> = found
         .into_iter()
         .filter(|t| t.ecosystem != Ecosystem::Workspace)
@@ -344,10 +353,9 @@ fn cosmo_go_modules_beside_a_pnpm_root_match_go() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/discover/polyglot-cosmo");
     let mut reader = Reader::new(&root);
     let found = infer(&mut reader, &Ecosystem::ALL);
-    let expected: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("expected.json")).unwrap(),
-    )
-    .unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("expected.json")).unwrap())
+            .unwrap();
     let go: Vec<Inferred> = found
         .iter()
         .filter(|t| t.ecosystem == Ecosystem::Go)
