@@ -36,10 +36,11 @@ pub(crate) struct Listing {
 /// Reads manifests below a workspace root and remembers what it read.
 #[derive(Debug)]
 pub(crate) struct Reader {
-    root: PathBuf,
+    /// The workspace root: every recorded path is relative to it.
+    top: PathBuf,
     /// The folder below the root that paths are read from, `/`-separated, empty for the root.
     base: String,
-    /// `root` joined with `base`: the folder an ecosystem takes for its workspace's.
+    /// `top` joined with `base`: the folder an ecosystem takes for its workspace's.
     here: PathBuf,
     /// Every manifest read, in order; [`super::Inferred::file`] indexes this.
     pub files: Vec<SourceFile>,
@@ -65,7 +66,7 @@ impl Reader {
     /// A reader of the workspace at `root` (canonical).
     pub fn new(root: &Path) -> Reader {
         Reader {
-            root: root.to_path_buf(),
+            top: root.to_path_buf(),
             base: String::new(),
             here: root.to_path_buf(),
             files: Vec::new(),
@@ -91,15 +92,15 @@ impl Reader {
     /// records (files, absences, listings, warnings) still names paths from the root.
     pub fn within<T>(&mut self, base: &str, read: impl FnOnce(&mut Reader) -> T) -> T {
         let outer = std::mem::replace(&mut self.base, base.trim_matches('/').to_string());
-        self.here = self.root.join(&self.base);
+        self.here = self.top.join(&self.base);
         let answer = read(self);
         self.base = outer;
-        self.here = self.root.join(&self.base);
+        self.here = self.top.join(&self.base);
         answer
     }
 
     /// `rel` (relative to the current base) made relative to the root.
-    fn from_root(&self, rel: &str) -> String {
+    fn rooted(&self, rel: &str) -> String {
         if self.base.is_empty() {
             rel.to_string()
         } else {
@@ -111,7 +112,7 @@ impl Reader {
     /// in [`Reader::files`]. `None` when it does not exist, is not a regular file, or cannot be
     /// used (too large, not UTF-8: then with a warning). A file already read is not read again.
     pub fn read(&mut self, rel: &str) -> Option<usize> {
-        let rel = self.from_root(rel);
+        let rel = self.rooted(rel);
         if let Some(&known) = self.seen.get(&rel) {
             return known;
         }
@@ -121,7 +122,7 @@ impl Reader {
     }
 
     fn read_new(&mut self, rel: &str) -> Option<usize> {
-        let abs = self.root.join(rel);
+        let abs = self.top.join(rel);
         let (bytes, stamp) = match read_regular(&abs) {
             Ok(Some(read)) => read,
             Ok(None) => {
@@ -170,14 +171,14 @@ impl Reader {
     /// the workspace stale. Its content is not read: a lockfile may be megabytes, or binary
     /// (`bun.lockb`), and only its presence matters to discovery.
     pub fn exists(&mut self, rel: &str) -> bool {
-        let rel = self.from_root(rel);
+        let rel = self.rooted(rel);
         if let Some(&known) = self.seen.get(&rel) {
             return known.is_some();
         }
         if let Some(&known) = self.stated.get(&rel) {
             return known;
         }
-        let found = self.root.join(&rel).is_file();
+        let found = self.top.join(&rel).is_file();
         if found {
             self.present.push(rel.clone());
         } else {
@@ -199,24 +200,24 @@ impl Reader {
         offset: usize,
     ) -> Vec<String> {
         if self.base.is_empty() {
-            return self.folders_from_root(globs, holding, file, offset);
+            return self.folders_from_top(globs, holding, file, offset);
         }
         let globs: Vec<String> = globs
             .iter()
             .map(|g| match g.strip_prefix('!') {
-                Some(rest) => format!("!{}", self.from_root(rest)),
-                None => self.from_root(g),
+                Some(rest) => format!("!{}", self.rooted(rest)),
+                None => self.rooted(g),
             })
             .collect();
         let prefix = format!("{}/", self.base);
         // The base itself is never a match, as the root never is one of its own globs.
-        self.folders_from_root(&globs, holding, file, offset)
+        self.folders_from_top(&globs, holding, file, offset)
             .into_iter()
             .filter_map(|f| f.strip_prefix(&prefix).map(str::to_string))
             .collect()
     }
 
-    fn folders_from_root(
+    fn folders_from_top(
         &mut self,
         globs: &[String],
         holding: &str,
@@ -231,7 +232,7 @@ impl Reader {
             .collect();
         let mut trace = Trace::default();
         let (found, per_glob) =
-            expand_folders_traced(&self.root, &include, holding, Some(&mut trace));
+            expand_folders_traced(&self.top, &include, holding, Some(&mut trace));
         for (glob, result) in include.iter().zip(&per_glob) {
             match result {
                 Err(e) => self.warn(

@@ -175,9 +175,9 @@ fn used_folders(
 }
 
 /// With a `go.mod` at the root, every folder holding a `go.mod`, the root included, outside
-/// `testdata` and `vendor`. Without one, none: the tree of a repository that is not a Go module
-/// is not walked on every load (a multi-module repository without a root module names its
-/// modules in `go.work`).
+/// `testdata` and `vendor`. Without one, none: the modules of a repository whose root is not a
+/// Go module are looked for by `discover::nested`, at most three folders down, and read with
+/// [`modules_below`].
 fn module_folders(reader: &mut Reader) -> Vec<(String, Option<(usize, usize)>)> {
     let mut out = Vec::new();
     if !reader.exists("go.mod") {
