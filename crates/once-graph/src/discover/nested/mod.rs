@@ -21,6 +21,9 @@
 //!    nested workspace's folder (`//rust/Cargo.lock`): a nested workspace's lockfile is an input
 //!    of its own members' keys, never of another workspace's.
 //!
+//! Each workspace's names are unique within it; a name an earlier nested workspace of the same
+//! ecosystem holds gets `-2` with a `duplicate-nested-package` warning, so neither is lost.
+//!
 //! It must never read a manifest outside the reader, walk deeper than [`MAX_DEPTH`], or let a
 //! nested workspace's packages see the root's lockfiles.
 
@@ -85,13 +88,49 @@ pub(crate) fn discover(
         for package in &mut packages {
             rebase(package, &folder);
         }
+        name_apart(reader, &found, &mut packages);
         found.extend(packages);
         taken.push(folder);
     }
     if !go_modules.is_empty() {
-        found.extend(super::go::modules_below(reader, &go_modules));
+        let mut modules = super::go::modules_below(reader, &go_modules);
+        name_apart(reader, &found, &mut modules);
+        found.extend(modules);
     }
     found
+}
+
+/// Gives each of `packages` (one nested workspace's) whose name a package of an earlier nested
+/// workspace of the ecosystem has the first free `NAME-2`, `NAME-3`…, with a warning: each
+/// workspace's names are unique within it only, and two apps may both be `ui`. Left alone, the
+/// second would be taken for its ecosystem's repeat and left out.
+fn name_apart(reader: &mut Reader, earlier: &[Inferred], packages: &mut [Inferred]) {
+    let mut taken: std::collections::HashSet<String> = earlier
+        .iter()
+        .chain(packages.iter())
+        .map(|p| p.name.clone())
+        .collect();
+    for package in packages.iter_mut() {
+        let Some(first) = earlier.iter().find(|e| e.name == package.name) else {
+            continue;
+        };
+        let fresh = (2..)
+            .map(|n| format!("{}-{n}", package.name))
+            .find(|name| !taken.contains(name))
+            .unwrap_or_else(|| package.name.clone());
+        reader.warn(
+            package.file,
+            package.offset,
+            "duplicate-nested-package",
+            format!(
+                "a package named `{}` is in `{}` too; this one is target `{fresh}`; to name it \
+                 yourself, declare a target with its kind and folder",
+                package.name, first.path
+            ),
+        );
+        taken.insert(fresh.clone());
+        package.name = fresh;
+    }
 }
 
 /// Folders holding one of the ecosystem's root manifests, 1 to [`MAX_DEPTH`] levels down,

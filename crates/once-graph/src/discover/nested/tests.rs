@@ -395,3 +395,26 @@ fn report(what: &str, root: &std::path::Path, found: &[Inferred]) {
         packages.len()
     );
 }
+
+#[test]
+fn two_nested_workspaces_may_name_a_package_alike() {
+    // Each workspace's names are unique in it, not across workspaces: both packages stay.
+    let ws = Scratch::new(&[
+        ("go.mod", "module example.com/m\n"),
+        ("apps/a/package.json", "{\"name\": \"ui\"}\n"),
+        ("apps/b/package.json", "{\"name\": \"ui\"}\n"),
+    ]);
+    let (found, reader) = run(&ws);
+    let mut names: Vec<(&str, &str)> = found
+        .iter()
+        .filter(|t| t.ecosystem == Ecosystem::JavaScript)
+        .map(|t| (t.name.as_str(), t.path.as_str()))
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, [("ui", "apps/a"), ("ui-2", "apps/b")]);
+    let codes: Vec<&str> = reader.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["duplicate-nested-package"]);
+    let warning = &reader.diagnostics[0];
+    assert_eq!(warning.file, "apps/b/package.json");
+    assert!(warning.message.contains("`apps/a`"), "{}", warning.message);
+}
