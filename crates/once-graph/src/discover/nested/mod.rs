@@ -18,14 +18,14 @@
 //!    alone, yet a `replace` may name a sibling's folder (`../router`), so they are read together
 //!    from the root, with every `go.mod` below them, as below a root `go.mod`. Its packages' folders and edges are then named from the root,
 //!    and every input the kind names from the workspace root (`//Cargo.lock`) is named from the
-//!    nested workspace's folder (`//rust/Cargo.lock`): a nested workspace's lockfile is an input
-//!    of its own members' keys, never of another workspace's.
+//!    nested workspace's folder as well (`//rust/Cargo.lock`): a nested workspace's lockfile is
+//!    an input of its own members' keys, never of another nested workspace's.
 //!
 //! Each workspace's names are unique within it; a name an earlier nested workspace of the same
 //! ecosystem holds gets `-2` with a `duplicate-nested-package` warning, so neither is lost.
 //!
 //! It must never read a manifest outside the reader, walk deeper than [`MAX_DEPTH`], or let a
-//! nested workspace's packages see the root's lockfiles.
+//! nested workspace's lockfile into another nested workspace's keys.
 
 #[cfg(test)]
 mod tests;
@@ -179,12 +179,18 @@ fn rebase(package: &mut Inferred, folder: &str) {
                 })
                 .map_or_else(Vec::new, |c| c.inputs.to_vec()),
         };
-        capability.inputs = Some(
-            inputs
-                .into_iter()
-                .map(|input| rooted_in(&input, folder))
-                .collect(),
-        );
+        // The root's own file of each name stays an input too: nothing at the root is of this
+        // ecosystem, so it is rarely there, and when it is (a `tsconfig.base.json` a nested app
+        // extends, a stray `uv.lock`) a tool may still read it. Keying it costs a re-run at most.
+        let mut rebased = Vec::with_capacity(inputs.len() * 2);
+        for input in inputs {
+            let nested = rooted_in(&input, folder);
+            if nested != input {
+                rebased.push(nested);
+            }
+            rebased.push(input);
+        }
+        capability.inputs = Some(rebased);
     }
 }
 

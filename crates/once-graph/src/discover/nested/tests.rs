@@ -119,19 +119,24 @@ fn workspaces_in_subfolders_join_the_graph_and_fixtures_do_not() {
 fn each_nested_workspace_keys_its_own_lockfile_only() {
     let ws = polyglot();
     let (found, _) = run(&ws);
+    let locks = [
+        "//rust/Cargo.lock",
+        "//web/package-lock.json",
+        "//sdk/python/uv.lock",
+    ];
+    // The nested lockfiles a package's key names: its own workspace's, and no other.
+    let keyed = |path: &str| -> Vec<&str> {
+        let all = inputs(&found, path, "test");
+        locks.iter().copied().filter(|l| all.contains(l)).collect()
+    };
+    assert_eq!(keyed("rust/crates/core"), ["//rust/Cargo.lock"]);
+    assert_eq!(keyed("web"), ["//web/package-lock.json"]);
+    assert_eq!(keyed("sdk/python"), ["//sdk/python/uv.lock"]);
     let cargo = inputs(&found, "rust/crates/core", "test");
-    assert!(cargo.contains(&"//rust/Cargo.lock"), "{cargo:?}");
-    assert!(!cargo.contains(&"//Cargo.lock"), "{cargo:?}");
     assert!(cargo.contains(&"!target/**"), "{cargo:?}");
-    let npm = inputs(&found, "web", "test");
-    assert!(npm.contains(&"//web/package-lock.json"), "{npm:?}");
-    assert!(
-        !npm.iter()
-            .any(|i| i.contains("Cargo.lock") || i.contains("uv.lock"))
-    );
+    // The root's file of the name is kept too: a tool may read it, and it costs a re-run at most.
     let py = inputs(&found, "sdk/python", "test");
-    assert!(py.contains(&"//sdk/python/uv.lock"), "{py:?}");
-    assert!(!py.contains(&"//uv.lock"), "{py:?}");
+    assert!(py.contains(&"//uv.lock"), "{py:?}");
     // The root's own ecosystem keeps the root's files.
     let go = inputs(&found, ".", "test");
     assert!(go.is_empty() || go.contains(&"//go.work"), "{go:?}");
