@@ -16,10 +16,11 @@
 //! 4. Each taken workspace is read by the ecosystem's own discovery, as if its folder were the
 //!    root ([`Reader::within`]). Go modules without a `go.work` are the exception: each builds
 //!    alone, yet a `replace` may name a sibling's folder (`../router`), so they are read together
-//!    from the root, with every `go.mod` below them, as below a root `go.mod`. Its packages' folders and edges are then named from the root,
-//!    and every input the kind names from the workspace root (`//Cargo.lock`) is named from the
-//!    nested workspace's folder as well (`//rust/Cargo.lock`): a nested workspace's lockfile is
-//!    an input of its own members' keys, never of another nested workspace's.
+//!    from the root, with every `go.mod` below them, as below a root `go.mod`. The packages'
+//!    folders and edges are then named from the root, and every input the kind names from the
+//!    workspace root (`//Cargo.lock`) is named from the nested workspace's folder as well
+//!    (`//rust/Cargo.lock`): a nested workspace's lockfile is an input of its own members' keys,
+//!    never of another nested workspace's.
 //!
 //! Each workspace's names are unique within it; a name an earlier nested workspace of the same
 //! ecosystem holds gets `-2` with a `duplicate-nested-package` warning, so neither is lost.
