@@ -4,7 +4,9 @@
 //! `pnpm-workspace.yaml`, `pyproject.toml`, `go.work` and `go.mod`) through a
 //! [`Reader`] and answers with [`Inferred`] targets: kind, folder, fields,
 //! capabilities, and edges to the other targets of the same ecosystem. The
-//! workspace then lays the `once.toml` overlay on top.
+//! workspace then lays the `once.toml` overlay on top. An ecosystem with nothing at the root
+//! is looked for in the folders near it ([`nested`]), each workspace found there read by the
+//! same code as if it were the root.
 //!
 //! Discovery is offline and fast: it reads files, never runs a tool. It must
 //! never fail: a manifest it cannot understand becomes a warning and its
@@ -14,6 +16,7 @@ mod cargo;
 mod go;
 mod javascript;
 mod names;
+mod nested;
 mod python;
 mod reader;
 mod root;
@@ -102,15 +105,19 @@ pub const MARKERS: &[&str] = &[
 /// The targets every ecosystem in `ecosystems` infers, in that order.
 pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferred> {
     let mut all = Vec::new();
-    for ecosystem in ecosystems {
-        let found = match ecosystem {
-            Ecosystem::Cargo => cargo::discover(reader),
-            Ecosystem::JavaScript => javascript::discover(reader),
-            Ecosystem::Python => python::discover(reader),
-            Ecosystem::Go => go::discover(reader),
+    for &ecosystem in ecosystems {
+        let discover = match ecosystem {
+            Ecosystem::Cargo => cargo::discover,
+            Ecosystem::JavaScript => javascript::discover,
+            Ecosystem::Python => python::discover,
+            Ecosystem::Go => go::discover,
             // It reads what the others found: last, whatever the order asked.
             Ecosystem::Workspace => continue,
         };
+        let mut found = discover(reader);
+        if found.is_empty() {
+            found = nested::discover(reader, ecosystem, discover);
+        }
         all.extend(found);
     }
     if ecosystems.contains(&Ecosystem::Workspace)

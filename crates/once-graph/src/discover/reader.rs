@@ -5,6 +5,10 @@
 //! again: a manifest that changes, appears or disappears, or a glob that
 //! matches a new folder. An ecosystem module must never read a file any other
 //! way, or the graph would go stale without noticing.
+//!
+//! A reader can be turned, for a while, to a folder below the root ([`Reader::within`]): an
+//! ecosystem then reads a nested workspace (`sdk/python/`) with the same code as the root's,
+//! while every record still names the file from the root, so staleness and warnings stay true.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -32,7 +36,12 @@ pub(crate) struct Listing {
 /// Reads manifests below a workspace root and remembers what it read.
 #[derive(Debug)]
 pub(crate) struct Reader {
-    root: PathBuf,
+    /// The workspace root: every recorded path is relative to it.
+    top: PathBuf,
+    /// The folder below the root that paths are read from, `/`-separated, empty for the root.
+    base: String,
+    /// `top` joined with `base`: the folder an ecosystem takes for its workspace's.
+    here: PathBuf,
     /// Every manifest read, in order; [`super::Inferred::file`] indexes this.
     pub files: Vec<SourceFile>,
     /// The same files' staleness records.
@@ -57,7 +66,9 @@ impl Reader {
     /// A reader of the workspace at `root` (canonical).
     pub fn new(root: &Path) -> Reader {
         Reader {
-            root: root.to_path_buf(),
+            top: root.to_path_buf(),
+            base: String::new(),
+            here: root.to_path_buf(),
             files: Vec::new(),
             records: Vec::new(),
             absent: Vec::new(),
@@ -69,25 +80,49 @@ impl Reader {
         }
     }
 
-    /// The workspace root.
+    /// The folder read as the workspace root: the root, or the nested workspace's folder while
+    /// [`Reader::within`] runs.
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.here
+    }
+
+    /// Runs `read` with every path taken relative to `base` (a folder below the root,
+    /// `/`-separated), as if `base` were the root: `read("Cargo.toml")` reads
+    /// `base/Cargo.toml`, and [`Reader::folders`] answers folders relative to `base`. What it
+    /// records (files, absences, listings, warnings) still names paths from the root.
+    pub fn within<T>(&mut self, base: &str, read: impl FnOnce(&mut Reader) -> T) -> T {
+        let outer = std::mem::replace(&mut self.base, base.trim_matches('/').to_string());
+        self.here = self.top.join(&self.base);
+        let answer = read(self);
+        self.base = outer;
+        self.here = self.top.join(&self.base);
+        answer
+    }
+
+    /// `rel` (relative to the current base) made relative to the root.
+    fn rooted(&self, rel: &str) -> String {
+        if self.base.is_empty() {
+            rel.to_string()
+        } else {
+            format!("{}/{rel}", self.base)
+        }
     }
 
     /// Reads the manifest at `rel` (relative to the root, `/`-separated) and returns its index
     /// in [`Reader::files`]. `None` when it does not exist, is not a regular file, or cannot be
     /// used (too large, not UTF-8: then with a warning). A file already read is not read again.
     pub fn read(&mut self, rel: &str) -> Option<usize> {
-        if let Some(&known) = self.seen.get(rel) {
+        let rel = self.rooted(rel);
+        if let Some(&known) = self.seen.get(&rel) {
             return known;
         }
-        let found = self.read_new(rel);
-        self.seen.insert(rel.to_string(), found);
+        let found = self.read_new(&rel);
+        self.seen.insert(rel, found);
         found
     }
 
     fn read_new(&mut self, rel: &str) -> Option<usize> {
-        let abs = self.root.join(rel);
+        let abs = self.top.join(rel);
         let (bytes, stamp) = match read_regular(&abs) {
             Ok(Some(read)) => read,
             Ok(None) => {
@@ -136,19 +171,20 @@ impl Reader {
     /// the workspace stale. Its content is not read: a lockfile may be megabytes, or binary
     /// (`bun.lockb`), and only its presence matters to discovery.
     pub fn exists(&mut self, rel: &str) -> bool {
-        if let Some(&known) = self.seen.get(rel) {
+        let rel = self.rooted(rel);
+        if let Some(&known) = self.seen.get(&rel) {
             return known.is_some();
         }
-        if let Some(&known) = self.stated.get(rel) {
+        if let Some(&known) = self.stated.get(&rel) {
             return known;
         }
-        let found = self.root.join(rel).is_file();
+        let found = self.top.join(&rel).is_file();
         if found {
-            self.present.push(rel.to_string());
+            self.present.push(rel.clone());
         } else {
-            self.absent.push(rel.to_string());
+            self.absent.push(rel.clone());
         }
-        self.stated.insert(rel.to_string(), found);
+        self.stated.insert(rel, found);
         found
     }
 
@@ -163,6 +199,31 @@ impl Reader {
         file: usize,
         offset: usize,
     ) -> Vec<String> {
+        if self.base.is_empty() {
+            return self.folders_from_top(globs, holding, file, offset);
+        }
+        let globs: Vec<String> = globs
+            .iter()
+            .map(|g| match g.strip_prefix('!') {
+                Some(rest) => format!("!{}", self.rooted(rest)),
+                None => self.rooted(g),
+            })
+            .collect();
+        let prefix = format!("{}/", self.base);
+        // The base itself is never a match, as the root never is one of its own globs.
+        self.folders_from_top(&globs, holding, file, offset)
+            .into_iter()
+            .filter_map(|f| f.strip_prefix(&prefix).map(str::to_string))
+            .collect()
+    }
+
+    fn folders_from_top(
+        &mut self,
+        globs: &[String],
+        holding: &str,
+        file: usize,
+        offset: usize,
+    ) -> Vec<String> {
         let (include, exclude): (Vec<String>, Vec<String>) =
             globs.iter().cloned().partition(|g| !g.starts_with('!'));
         let exclude: Vec<String> = exclude
@@ -171,7 +232,7 @@ impl Reader {
             .collect();
         let mut trace = Trace::default();
         let (found, per_glob) =
-            expand_folders_traced(&self.root, &include, holding, Some(&mut trace));
+            expand_folders_traced(&self.top, &include, holding, Some(&mut trace));
         for (glob, result) in include.iter().zip(&per_glob) {
             match result {
                 Err(e) => self.warn(

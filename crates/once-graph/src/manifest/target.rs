@@ -518,7 +518,14 @@ fn parse_capability(
                 command: Arc::from(""),
                 template: Arc::default(),
                 params: Arc::new([]),
-                inputs: Arc::new([]),
+                // A kind default's name keys what that default keys, also where the target's
+                // inferred capabilities (exactly its scripts or tools) left the default out:
+                // the folder minus what the kind's tools write, and the workspace's lockfiles.
+                inputs: kind
+                    .defaults
+                    .iter()
+                    .find(|d| *d.name == *cname)
+                    .map_or_else(|| Arc::new([]) as Arc<[String]>, |d| d.inputs.clone()),
                 outputs: Arc::new([]),
                 env: BTreeMap::new(),
                 deadline: settings.default_deadline,

@@ -1,53 +1,78 @@
 #!/usr/bin/env python3
-"""Prints the expected.json of a Go discovery fixture from the `go.mod` files of a repository.
+"""Prints the expected.json of a Go discovery fixture from Go's own reading of a repository.
 
-Usage: go-mod-edges.py REPOSITORY_ROOT > expected.json
+Usage: GO=path/to/go go-mod-edges.py REPOSITORY_ROOT > expected.json
 
-Go itself is not available to compute `go mod graph`, so this reads what `go mod graph` would
-print for each module's own requirements: every go.mod in the tree (outside `testdata`,
-`vendor` and hidden folders) is a module; an edge goes from a module to the workspace module
-each `require` resolves to: the folder of a local `replace` of that path when it has one (a
-remote replace leaves the workspace), else the module with that path. `go.work` is not read
-(the fixtures this serves have none).
+`go` parses every manifest (`go mod edit -json` for each `go.mod`, `go work edit -json` for a
+root `go.work`), offline: it never resolves a version, so no network and no module cache are
+needed (scripts/install-test-deps installs a Go into target/interop/go). The modules are the
+`use`s of `go.work`, else every `go.mod` in the tree (outside `testdata`, `vendor`, and folders
+starting with `.` or `_`, which `go` ignores). An edge goes from a module to the workspace module
+Go builds a `require` from: the folder a local `replace` names (`go.work`'s replaces first), else,
+only with a `go.work`, the `use`d module of that path. Without `go.work` a `require` without a
+local `replace` is fetched from the module proxy, so it is no edge.
 """
 import json
 import os
-import re
+import subprocess
 import sys
 
-root = sys.argv[1]
-modules = {}  # folder -> (module path, requires, replaces)
-for dirpath, dirnames, filenames in os.walk(root):
-    dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in ("testdata", "vendor"))
-    if "go.mod" not in filenames:
-        continue
-    folder = os.path.relpath(dirpath, root).replace(os.sep, "/")
-    text = re.sub(r"//.*", "", open(os.path.join(dirpath, "go.mod")).read())
-    path = re.search(r"^module\s+(\S+)", text, re.M).group(1).strip('"')
-    requires, replaces = [], {}
-    for block in re.finditer(r"^(require|replace)\s*\((.*?)^\)", text, re.M | re.S):
-        for line in block.group(2).splitlines():
-            if line.strip():
-                (requires.append(line.split()[0]) if block.group(1) == "require"
-                 else replaces.__setitem__(line.split()[0], line.split("=>")[1].split()[0]))
-    for m in re.finditer(r"^require\s+([^\s(]+)", text, re.M):
-        requires.append(m.group(1))
-    for m in re.finditer(r"^replace\s+([^\s(]+).*?=>\s*(\S+)", text, re.M):
-        replaces[m.group(1)] = m.group(2)
-    modules[folder] = (path, requires, replaces)
+root = os.path.abspath(sys.argv[1])
+go = os.environ.get("GO", "go")
+env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="", GOPROXY="off", GOWORK="off")
 
-by_path = {p: f for f, (p, _, _) in modules.items()}
+
+def go_json(args, cwd):
+    out = subprocess.run([go, *args, "-json"], cwd=cwd, env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def local(path):
+    return path.startswith(("./", "../")) or path in (".", "..")
+
+
+def replaces_of(parsed, folder):
+    out = {}
+    for r in parsed.get("Replace") or []:
+        to = r["New"]["Path"]
+        out[r["Old"]["Path"]] = (os.path.normpath(os.path.join(folder, to)).replace(os.sep, "/")
+                                 if local(to) else None)
+    return out
+
+
+work = None
+if os.path.exists(os.path.join(root, "go.work")):
+    work = go_json(["work", "edit"], root)
+    folders = sorted({os.path.normpath(u["DiskPath"]).replace(os.sep, "/") for u in work.get("Use") or []})
+else:
+    folders = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames
+                             if not d.startswith((".", "_")) and d not in ("testdata", "vendor"))
+        if "go.mod" in filenames:
+            folders.append(os.path.relpath(dirpath, root).replace(os.sep, "/"))
+
+modules = {}  # folder -> (module path, requires, replaces)
+for folder in folders:
+    if not os.path.exists(os.path.join(root, folder, "go.mod")):
+        continue
+    parsed = go_json(["mod", "edit"], os.path.join(root, folder))
+    requires = [r["Path"] for r in parsed.get("Require") or []]
+    modules[folder] = (parsed["Module"]["Path"], requires, replaces_of(parsed, folder))
+
+work_replaces = replaces_of(work, ".") if work else {}
+by_path = {p: f for f, (p, _, _) in sorted(modules.items(), reverse=True)}
 targets = []
 for folder, (path, requires, replaces) in sorted(modules.items()):
     edges = set()
     for req in requires:
-        to = replaces.get(req)
-        if to is None:
-            dep = by_path.get(req)
-        elif to.startswith(("./", "../")) or to in (".", ".."):
-            dep = os.path.normpath(os.path.join(folder, to)).replace(os.sep, "/")
+        if req in work_replaces:
+            dep = work_replaces[req]
+        elif req in replaces:
+            dep = replaces[req]
         else:
-            dep = None
+            dep = by_path.get(req) if work else None
         if dep in modules and dep != folder:
             edges.add(modules[dep][0])
     targets.append({"module": path, "path": folder,

@@ -334,9 +334,12 @@ fn mcp_follows_the_package_manager_as_lockfiles_come_and_go() {
 
 #[test]
 fn a_declared_npm_package_offers_only_the_defaults_its_scripts_back() {
+    // Discovery off: `web/package.json` would otherwise be found as a workspace of its own, and
+    // the declared target would take its scripts whole; here it is declared and nothing else.
     let test = Test::new()
         .manifest(
-            "[targets.web]\nkind = \"npm-package\"\npath = \"web\"\n\
+            "[discover]\nenabled = false\n\n\
+             [targets.web]\nkind = \"npm-package\"\npath = \"web\"\n\
              [targets.web.capabilities.fmt]\ncommand = \"prettier --write .\"\n",
         )
         .file(

@@ -1,7 +1,8 @@
 //! No false greens: for each kind, a change that makes the real tool fail re-runs the action
 //! through `once run`, and the run fails where the tool fails; an unchanged tree (and a change
 //! undone) replays from the cache. Real tools run here: cargo (offline, crates without
-//! dependencies, one target folder per test), node and python3.
+//! dependencies, one target folder per test), node, python3, and go (offline, the Go of
+//! `scripts/install-test-deps`, its caches in the test's folder).
 //!
 //! Each test prints its rows of the table kind × change → reran, failed (on stderr: run with
 //! `--nocapture` to see it).
@@ -729,5 +730,156 @@ fn a_broken_doc_test_fails_the_crates_own_test() {
             edit: &|text| text.replace("assert_eq!(a::one(), 1)", "assert_eq!(a::one(), 2)"),
             fails: Some(true),
         }],
+    );
+}
+
+/// What the real `go` needs to run here offline: the Go that `scripts/install-test-deps`
+/// installs (target/interop/go) first on `PATH`, its caches and module folder in the test's
+/// temp folder, no module proxy, no user settings, and never a toolchain download.
+fn go_env(root: &Path) -> Vec<(&'static str, String)> {
+    let go_bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/interop/go/bin");
+    assert!(
+        go_bin.join("go").is_file(),
+        "no Go at `{}`: run `scripts/install-test-deps`",
+        go_bin.display()
+    );
+    let path = std::env::var("PATH").unwrap_or_default();
+    vec![
+        ("PATH", format!("{}:{path}", go_bin.display())),
+        ("GOCACHE", root.join(".go/cache").display().to_string()),
+        ("GOPATH", root.join(".go/path").display().to_string()),
+        ("GOENV", "off".to_owned()),
+        ("GOFLAGS", String::new()),
+        ("GOPROXY", "off".to_owned()),
+        ("GOTOOLCHAIN", "local".to_owned()),
+        ("GOTELEMETRY", "off".to_owned()),
+        (
+            "XDG_CONFIG_HOME",
+            root.join(".go/config").display().to_string(),
+        ),
+    ]
+}
+
+/// A Go library `lib` and an app whose test uses it; `wiring` joins them (a `replace` in the
+/// app's `go.mod`, or a `go.work`).
+fn go_layout(root: &Path, app_go_mod: &str, go_work: Option<&str>) {
+    write(root, "lib/go.mod", "module example.com/lib\n\ngo 1.22\n");
+    write(
+        root,
+        "lib/lib.go",
+        "package lib\n\n// V is what the app checks.\nfunc V() int {\n\treturn 1\n}\n",
+    );
+    write(root, "app/go.mod", app_go_mod);
+    write(
+        root,
+        "app/app_test.go",
+        "package app\n\nimport (\n\t\"testing\"\n\n\t\"example.com/lib\"\n)\n\n\
+         func TestUsesLib(t *testing.T) {\n\tif lib.V() != 1 {\n\t\tt.Fatal(\"lib.V() changed\")\n\t}\n}\n",
+    );
+    if let Some(work) = go_work {
+        write(root, "go.work", work);
+    }
+    // A module beside them that nothing requires: `go` never reads it for the app.
+    write(
+        root,
+        "tools/go.mod",
+        "module example.com/tools\n\ngo 1.22\n",
+    );
+}
+
+/// With no once.toml, Go's own manifests give the edge: the app's `replace` of `lib` by its
+/// folder puts lib's sources in `app:test`'s key, so a lib that stops compiling, or answers
+/// otherwise, re-runs the app's tests and fails them as `go test` does.
+#[test]
+fn an_inferred_go_replace_reruns_and_fails_where_go_fails() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    // The root is not a Go module: the modules are found beside it (a polyglot layout).
+    write(
+        root,
+        "package.json",
+        "{\"name\": \"site\", \"private\": true}\n",
+    );
+    go_layout(
+        root,
+        "module example.com/app\n\ngo 1.22\n\nrequire example.com/lib v0.0.0\n\n\
+         replace example.com/lib => ../lib\n",
+        None,
+    );
+    let env = go_env(root);
+    let check = Command::new(once_binary())
+        .args(["query", "target", "app"])
+        .current_dir(root)
+        .output()
+        .expect("runs once");
+    let target: Value = serde_json::from_slice(&check.stdout).expect("a target");
+    assert_eq!(target["inferred"]["manifest"]["file"], "app/go.mod");
+    assert_eq!(target["deps"], serde_json::json!(["lib"]));
+    table(
+        "go, replace",
+        root,
+        "app:test",
+        &env,
+        &[
+            Change {
+                what: "dependency stops compiling",
+                path: "lib/lib.go",
+                edit: &|text| text.replace("return 1", "return \"one\""),
+                fails: Some(true),
+            },
+            Change {
+                what: "dependency answers otherwise",
+                path: "lib/lib.go",
+                edit: &|text| text.replace("return 1", "return 2"),
+                fails: Some(true),
+            },
+            Change {
+                what: "replace removed (go.mod)",
+                path: "app/go.mod",
+                edit: &|text| text.replace("replace example.com/lib => ../lib\n", ""),
+                fails: Some(true),
+            },
+        ],
+    );
+}
+
+/// In a `go.work`, every `use`d module is built from its folder: the app's plain `require` of
+/// `lib` is an edge, and `go.work` itself is in the key.
+#[test]
+fn an_inferred_go_work_module_reruns_and_fails_where_go_fails() {
+    let dir = TempDir::new();
+    let root = dir.path();
+    go_layout(
+        root,
+        "module example.com/app\n\ngo 1.22\n\nrequire example.com/lib v0.0.0\n",
+        Some("go 1.22\n\nuse (\n\t./app\n\t./lib\n)\n"),
+    );
+    let env = go_env(root);
+    let check = Command::new(once_binary())
+        .args(["query", "target", "app"])
+        .current_dir(root)
+        .output()
+        .expect("runs once");
+    let target: Value = serde_json::from_slice(&check.stdout).expect("a target");
+    assert_eq!(target["deps"], serde_json::json!(["lib"]));
+    table(
+        "go, go.work",
+        root,
+        "app:test",
+        &env,
+        &[
+            Change {
+                what: "dependency stops compiling",
+                path: "lib/lib.go",
+                edit: &|text| text.replace("return 1", "return \"one\""),
+                fails: Some(true),
+            },
+            Change {
+                what: "go.work drops lib",
+                path: "go.work",
+                edit: &|text| text.replace("\t./lib\n", ""),
+                fails: Some(true),
+            },
+        ],
     );
 }

@@ -31,6 +31,7 @@ mod hostile_deep_pnpm;
 mod hostile_git_config;
 mod hostile_lying_uv_lock;
 mod hostile_manifest_above;
+mod hostile_nested_fixtures;
 mod hostile_remote_credentials;
 mod key;
 mod manifest_schema;

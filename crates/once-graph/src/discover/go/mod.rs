@@ -2,9 +2,13 @@
 //!
 //! With a `go.work` at the root, its `use` folders are the modules; without one, every `go.mod`
 //! below the root is (outside `testdata` and `vendor`, which Go ignores). A module's edges are
-//! its `require`s that resolve inside the workspace: to the folder a local `replace` names
-//! (`go.work`'s replaces override the module's own, as in Go), else to the module of that path.
-//! A `replace` alone adds no edge: Go applies it only to modules the build requires.
+//! its `require`s that Go builds from a folder of the workspace: the folder a local `replace`
+//! names (`go.work`'s replaces override the module's own, as in Go), else, with a `go.work`, the
+//! `use`d module of that path (every `use`d module is a main module). Without a `go.work` each
+//! module builds alone, so a `require` without a local `replace` is fetched from the module proxy
+//! even when a module of that path sits in the tree: it must never become an edge, or a change to
+//! that folder would invalidate a build that never reads it. A `replace` alone adds no edge: Go
+//! applies it only to modules the build requires.
 //!
 //! Every `go` command it offers runs with `GOTOOLCHAIN=local`: Go 1.21+ would otherwise download
 //! the toolchain a `go` or `toolchain` line names, and a run must never change the machine.
@@ -40,7 +44,8 @@ enum Target {
 /// The targets the workspace's Go manifests describe.
 pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
     let mut work_replaces = HashMap::new();
-    let folders = match reader.read("go.work") {
+    let work = reader.read("go.work");
+    let folders = match work {
         Some(file) => {
             let work = syntax::go_work(reader.text(file));
             for r in &work.replaces {
@@ -50,6 +55,46 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
         }
         None => module_folders(reader),
     };
+    let modules = read_modules(reader, folders);
+    let resolve = if work.is_some() {
+        Unreplaced::UsedModule
+    } else {
+        Unreplaced::Fetched
+    };
+    infer(reader, &modules, &work_replaces, resolve)
+}
+
+/// Every Go module below each of `roots` (folders below the root, none holding a `go.work`),
+/// each module building alone: as [`discover`] does below a root `go.mod`, with the folders
+/// named from the root, so that a `replace` from one of them to another (`../router`) is an edge.
+pub(crate) fn modules_below(reader: &mut Reader, roots: &[String]) -> Vec<Inferred> {
+    let mut folders: Vec<(String, Option<(usize, usize)>)> = Vec::new();
+    for root in roots {
+        folders.push((root.clone(), None));
+        let file = reader.read(&format!("{root}/go.mod")).unwrap_or(usize::MAX);
+        for folder in reader.folders(&[format!("{root}/**")], "go.mod", file, 0) {
+            if !ignored_by_go(&folder) {
+                folders.push((folder, None));
+            }
+        }
+    }
+    folders.sort();
+    folders.dedup();
+    let modules = read_modules(reader, folders);
+    infer(reader, &modules, &HashMap::new(), Unreplaced::Fetched)
+}
+
+/// Whether Go leaves the folder out of `./...` and module walks (`testdata`, `vendor`).
+fn ignored_by_go(folder: &str) -> bool {
+    folder.split('/').any(|c| c == "testdata" || c == "vendor")
+}
+
+/// The modules of `folders` read from their `go.mod`s; a folder `go.work` uses without one, or a
+/// `go.mod` without a `module` line, is a warning.
+fn read_modules(
+    reader: &mut Reader,
+    folders: Vec<(String, Option<(usize, usize)>)>,
+) -> Vec<Module> {
     let mut modules = Vec::new();
     for (folder, used_at) in folders {
         let rel = if folder == "." {
@@ -87,7 +132,16 @@ pub(crate) fn discover(reader: &mut Reader) -> Vec<Inferred> {
             replaces: parsed.replaces,
         });
     }
-    infer(reader, &modules, &work_replaces)
+    modules
+}
+
+/// Where Go takes a required module from when no `replace` names it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unreplaced {
+    /// A `go.work` is in force: the `use`d module of that path, if any.
+    UsedModule,
+    /// Each module builds alone: the module proxy, never a folder.
+    Fetched,
 }
 
 /// The folders `go.work` uses, normalised, each with where it is named.
@@ -121,9 +175,9 @@ fn used_folders(
 }
 
 /// With a `go.mod` at the root, every folder holding a `go.mod`, the root included, outside
-/// `testdata` and `vendor`. Without one, none: the tree of a repository that is not a Go module
-/// is not walked on every load (a multi-module repository without a root module names its
-/// modules in `go.work`).
+/// `testdata` and `vendor`. Without one, none: the modules of a repository whose root is not a
+/// Go module are looked for by `discover::nested`, at most three folders down, and read with
+/// [`modules_below`].
 fn module_folders(reader: &mut Reader) -> Vec<(String, Option<(usize, usize)>)> {
     let mut out = Vec::new();
     if !reader.exists("go.mod") {
@@ -133,7 +187,7 @@ fn module_folders(reader: &mut Reader) -> Vec<(String, Option<(usize, usize)>)> 
     // The root `go.mod` is where a walk cut short is reported.
     let root_file = reader.read("go.mod").unwrap_or(usize::MAX);
     for folder in reader.folders(&["**".into()], "go.mod", root_file, 0) {
-        if !folder.split('/').any(|c| c == "testdata" || c == "vendor") {
+        if !ignored_by_go(&folder) {
             out.push((folder, None));
         }
     }
@@ -145,6 +199,7 @@ fn infer(
     reader: &mut Reader,
     modules: &[Module],
     work_replaces: &HashMap<String, Target>,
+    unreplaced: Unreplaced,
 ) -> Vec<Inferred> {
     let names = names(reader, modules);
     let mut by_path: HashMap<&str, usize> = HashMap::new();
@@ -167,7 +222,8 @@ fn infer(
                     folder.as_deref().and_then(|f| by_folder.get(f)).copied()
                 }
                 Some(Target::Remote) => None,
-                None => by_path.get(req.as_str()).copied(),
+                None if unreplaced == Unreplaced::UsedModule => by_path.get(req.as_str()).copied(),
+                None => None,
             };
             if let Some(to) = to.filter(|&to| to != i) {
                 edges.push(Edge {

@@ -153,8 +153,8 @@ fn without_go_work_every_go_mod_outside_testdata_and_vendor() {
         [
             "deep-v2 a/b/deep -> ",
             "far far -> ",
-            "m . -> sub",
-            "sub sub -> m"
+            "m . -> ",
+            "sub sub -> "
         ]
     );
     assert_eq!(codes(&reader), ["no-module-path"]);
@@ -225,6 +225,12 @@ fn a_thousand_modules_are_discovered_in_milliseconds() {
             }
         }
         text.push_str("\tgithub.com/some/dep v1.0.0\n)\n");
+        // Without `go.work` only a local replace builds a sibling from its folder.
+        for d in [i / 2, i / 3, i / 5] {
+            if d != i {
+                text.push_str(&format!("replace example.com/mods/m{d} => ../m{d}\n"));
+            }
+        }
         files.push((format!("mods/m{i}/go.mod"), text));
     }
     files[0].1.push_str(")\n");
@@ -297,4 +303,43 @@ fn a_tree_without_a_root_module_or_go_work_is_not_walked() {
     let (found, reader) = run(&ws.0);
     assert!(found.is_empty());
     assert!(reader.listings.is_empty(), "the tree was walked");
+}
+
+#[test]
+fn a_require_without_a_local_replace_is_no_edge_even_to_a_module_of_the_tree() {
+    // dagger/dagger's shape: the root module requires `sdk/go`'s module from the proxy, with no
+    // `replace`: Go builds the root with the published version, never the folder.
+    let ws = Scratch::new(&[
+        (
+            "go.mod",
+            "module example.com/m\n\nrequire (\n\texample.com/m/sdk v0.9.0\n\texample.com/m/local v0.0.0\n)\n\
+             replace example.com/m/local => ./local\n",
+        ),
+        ("sdk/go.mod", "module example.com/m/sdk\n"),
+        (
+            "local/go.mod",
+            "module example.com/m/local\nrequire example.com/m/sdk v0.9.0\n",
+        ),
+    ]);
+    let (found, reader) = run(&ws.0);
+    assert_eq!(
+        summary(&found),
+        ["local local -> ", "m . -> local", "sdk sdk -> "]
+    );
+    assert!(reader.diagnostics.is_empty(), "{:?}", reader.diagnostics);
+}
+
+#[test]
+fn in_a_go_work_a_require_of_a_used_module_is_an_edge() {
+    // `go.work` makes every `use`d module a main module: a require of one builds the folder.
+    let ws = Scratch::new(&[
+        ("go.work", "go 1.22\nuse (\n\t./app\n\t./lib\n)\n"),
+        (
+            "app/go.mod",
+            "module example.com/app\nrequire example.com/lib v1.0.0\n",
+        ),
+        ("lib/go.mod", "module example.com/lib\n"),
+    ]);
+    let (found, _) = run(&ws.0);
+    assert_eq!(summary(&found), ["app app -> lib", "lib lib -> "]);
 }

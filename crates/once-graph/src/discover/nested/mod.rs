@@ -1,0 +1,209 @@
+//! Workspaces below the root: an ecosystem that has nothing at the root, looked for in the
+//! folders near it (a Cargo workspace in `rust/`, a uv project in `sdk/python/`, a JS app beside
+//! a Go root).
+//!
+//! The rule, in the order it is applied:
+//! 1. Only an ecosystem that found no package at the root is looked for below it: a root
+//!    workspace's own rules (members, `go.mod` walks) already say which folders are its packages,
+//!    and a manifest they leave out is one its tool leaves out too.
+//! 2. A folder one to [`MAX_DEPTH`] levels below the root that holds the ecosystem's root
+//!    manifest is a candidate, unless it or a folder above it is hidden, `node_modules`, `target`
+//!    (never entered), or one of [`NOT_WORKSPACES`] (test data, fixtures, examples and vendored
+//!    code: what the ecosystems' tools build only when a workspace lists it).
+//! 3. Candidates are taken shallowest first, and one below a nested workspace already taken (one
+//!    that yielded packages) is left to it: that workspace's own rules decide its members, as its
+//!    tool does (`rust/examples/demo` is not a member of `rust/`, so it is no package at all).
+//! 4. Each taken workspace is read by the ecosystem's own discovery, as if its folder were the
+//!    root ([`Reader::within`]). Go modules without a `go.work` are the exception: each builds
+//!    alone, yet a `replace` may name a sibling's folder (`../router`), so they are read together
+//!    from the root, with every `go.mod` below them, as below a root `go.mod`. The packages'
+//!    folders and edges are then named from the root, and every input the kind names from the
+//!    workspace root (`//Cargo.lock`) is named from the nested workspace's folder as well
+//!    (`//rust/Cargo.lock`): a nested workspace's lockfile is an input of its own members' keys,
+//!    never of another nested workspace's.
+//!
+//! Each workspace's names are unique within it; a name an earlier nested workspace of the same
+//! ecosystem holds gets `-2` with a `duplicate-nested-package` warning, so neither is lost.
+//!
+//! It must never read a manifest outside the reader, walk deeper than [`MAX_DEPTH`], or let a
+//! nested workspace's lockfile into another nested workspace's keys.
+
+#[cfg(test)]
+mod tests;
+
+use super::{Ecosystem, Inferred, Reader};
+use crate::kind::find_kind;
+
+/// How many folders below the root a nested workspace's manifest may be (`a/b/c/Cargo.toml`).
+pub(crate) const MAX_DEPTH: usize = 3;
+
+/// Folder names below which no nested workspace is looked for: Go's ignored folders
+/// (`testdata`, `vendor`), vendored code, and the test data and examples a repository keeps
+/// beside its packages.
+pub(crate) const NOT_WORKSPACES: &[&str] = &[
+    "testdata",
+    "vendor",
+    "third_party",
+    "fixtures",
+    "__fixtures__",
+    "examples",
+    "example",
+];
+
+/// The manifests that make a folder the root of a workspace of `ecosystem`.
+fn markers(ecosystem: Ecosystem) -> &'static [&'static str] {
+    match ecosystem {
+        Ecosystem::Cargo => &["Cargo.toml"],
+        Ecosystem::JavaScript => &["package.json", "pnpm-workspace.yaml"],
+        Ecosystem::Python => &["pyproject.toml"],
+        Ecosystem::Go => &["go.work", "go.mod"],
+        Ecosystem::Workspace => &[],
+    }
+}
+
+/// The packages of every nested workspace of `ecosystem`, read with `discover` (the
+/// ecosystem's own discovery) from each workspace's folder.
+pub(crate) fn discover(
+    reader: &mut Reader,
+    ecosystem: Ecosystem,
+    discover: impl Fn(&mut Reader) -> Vec<Inferred>,
+) -> Vec<Inferred> {
+    let mut found = Vec::new();
+    let mut taken: Vec<String> = Vec::new();
+    let mut go_modules: Vec<String> = Vec::new();
+    for folder in candidates(reader, ecosystem) {
+        if taken.iter().any(|t| folder.starts_with(&format!("{t}/"))) {
+            continue;
+        }
+        if ecosystem == Ecosystem::Go && !reader.exists(&format!("{folder}/go.work")) {
+            // Go modules without a `go.work` each build alone, but a `replace` may name a
+            // sibling's folder (`../router`): they are read together, from the root.
+            go_modules.push(folder.clone());
+            taken.push(folder);
+            continue;
+        }
+        let mut packages = reader.within(&folder, &discover);
+        if packages.is_empty() {
+            continue;
+        }
+        for package in &mut packages {
+            rebase(package, &folder);
+        }
+        name_apart(reader, &found, &mut packages);
+        found.extend(packages);
+        taken.push(folder);
+    }
+    if !go_modules.is_empty() {
+        let mut modules = super::go::modules_below(reader, &go_modules);
+        name_apart(reader, &found, &mut modules);
+        found.extend(modules);
+    }
+    found
+}
+
+/// Gives each of `packages` (one nested workspace's) whose name a package of an earlier nested
+/// workspace of the ecosystem has the first free `NAME-2`, `NAME-3`…, with a warning: each
+/// workspace's names are unique within it only, and two apps may both be `ui`. Left alone, the
+/// second would be taken for its ecosystem's repeat and left out.
+fn name_apart(reader: &mut Reader, earlier: &[Inferred], packages: &mut [Inferred]) {
+    let mut taken: std::collections::HashSet<String> = earlier
+        .iter()
+        .chain(packages.iter())
+        .map(|p| p.name.clone())
+        .collect();
+    for package in packages.iter_mut() {
+        let Some(first) = earlier.iter().find(|e| e.name == package.name) else {
+            continue;
+        };
+        let fresh = (2..)
+            .map(|n| format!("{}-{n}", package.name))
+            .find(|name| !taken.contains(name))
+            .unwrap_or_else(|| package.name.clone());
+        reader.warn(
+            package.file,
+            package.offset,
+            "duplicate-nested-package",
+            format!(
+                "a package named `{}` is in `{}` too; this one is target `{fresh}`; to name it \
+                 yourself, declare a target with its kind and folder",
+                package.name, first.path
+            ),
+        );
+        taken.insert(fresh.clone());
+        package.name = fresh;
+    }
+}
+
+/// Folders holding one of the ecosystem's root manifests, 1 to [`MAX_DEPTH`] levels down,
+/// outside [`NOT_WORKSPACES`], sorted so that a folder comes before those below it.
+fn candidates(reader: &mut Reader, ecosystem: Ecosystem) -> Vec<String> {
+    let mut globs: Vec<String> = (1..=MAX_DEPTH)
+        .map(|depth| vec!["*"; depth].join("/"))
+        .collect();
+    for name in NOT_WORKSPACES {
+        globs.push(format!("!**/{name}"));
+        globs.push(format!("!**/{name}/**"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for marker in markers(ecosystem) {
+        // No manifest names these globs: a bad one is this module's bug, reported nowhere.
+        out.extend(reader.folders(&globs, marker, usize::MAX, 0));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Names `package` (read with `folder` as its root) from the root: its folder, its edges, and
+/// the inputs its kind names from the workspace root.
+fn rebase(package: &mut Inferred, folder: &str) {
+    let from_root = |path: &str| match path {
+        "." => folder.to_string(),
+        path => format!("{folder}/{path}"),
+    };
+    package.path = from_root(&package.path);
+    for edge in &mut package.edges {
+        edge.folder = from_root(&edge.folder);
+    }
+    let kind = find_kind(package.kind);
+    for capability in package.capabilities.iter_mut().flatten() {
+        let inputs = match capability.inputs.take() {
+            Some(inputs) => inputs,
+            // What `to_target` would give it: the kind's inputs for a default's name, else those
+            // every default of the kind shares (the first's).
+            None => kind
+                .and_then(|k| {
+                    k.defaults
+                        .iter()
+                        .find(|c| *c.name == *capability.name)
+                        .or_else(|| k.defaults.first())
+                })
+                .map_or_else(Vec::new, |c| c.inputs.to_vec()),
+        };
+        // The root's own file of each name stays an input too: nothing at the root is of this
+        // ecosystem, so it is rarely there, and when it is (a `tsconfig.base.json` a nested app
+        // extends, a stray `uv.lock`) a tool may still read it. Keying it costs a re-run at most.
+        let mut rebased = Vec::with_capacity(inputs.len() * 2);
+        for input in inputs {
+            let nested = rooted_in(&input, folder);
+            if nested != input {
+                rebased.push(nested);
+            }
+            rebased.push(input);
+        }
+        capability.inputs = Some(rebased);
+    }
+}
+
+/// `input` with a path from the workspace root (`//X`, `!//X`) made a path from `folder`
+/// (`//folder/X`); any other input is relative to the package and stays as it is.
+fn rooted_in(input: &str, folder: &str) -> String {
+    let (not, pattern) = match input.strip_prefix('!') {
+        Some(rest) => ("!", rest),
+        None => ("", input),
+    };
+    match pattern.strip_prefix("//") {
+        Some(rest) => format!("{not}//{folder}/{rest}"),
+        None => input.to_string(),
+    }
+}

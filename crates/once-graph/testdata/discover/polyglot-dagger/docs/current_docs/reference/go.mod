@@ -1,0 +1,3 @@
+module github.com/dagger/dagger/docs/cli-reference
+
+go 1.26.1
