@@ -205,6 +205,16 @@ fn rust_analyzer_matches_cargo() {
 }
 
 #[test]
+fn just_matches_cargo() {
+    assert_fixture("cargo-just");
+}
+
+#[test]
+fn moon_matches_cargo() {
+    assert_fixture("cargo-moon");
+}
+
+#[test]
 fn this_workspace_matches_cargo() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")

@@ -46,6 +46,20 @@ impl PackageManager {
         }
     }
 
+    /// What a `peerDependencies` entry naming another member means: pnpm (with its default
+    /// `auto-install-peers`), npm 7+ and bun install a package's missing peers, and pnpm's
+    /// lockfile lists such a peer among the importer's `dependencies`, so to pnpm it is a
+    /// normal edge; yarn never installs a package's peers (its lockfile keeps them apart from
+    /// the workspace's `dependencies`), so to yarn it is no edge. npm and bun keep the weaker
+    /// optional edge: their peers are installed, but only where no other version is.
+    fn peer_edge(self) -> Option<EdgeKind> {
+        match self {
+            PackageManager::Pnpm => Some(EdgeKind::Normal),
+            PackageManager::Yarn => None,
+            PackageManager::Npm | PackageManager::Bun => Some(EdgeKind::Optional),
+        }
+    }
+
     fn parse(name: &str) -> Option<PackageManager> {
         match name {
             "npm" => Some(PackageManager::Npm),
@@ -310,7 +324,7 @@ fn infer(reader: &mut Reader, mut members: Vec<Member>, pm: PackageManager) -> V
     for (i, m) in members.iter().enumerate() {
         // One edge per dependency target, of the strongest kind it is listed with.
         let mut to: BTreeMap<usize, EdgeKind> = BTreeMap::new();
-        for (dep, spec, kind) in package_json::dependencies(&m.map) {
+        for (dep, spec, kind) in package_json::dependencies(&m.map, pm.peer_edge()) {
             let Some(j) = resolve(dep, spec, &m.path, &by_package, &by_path) else {
                 continue;
             };

@@ -9,11 +9,11 @@ use serde_json::{Map, Value};
 
 use crate::discover::{EdgeKind, Reader};
 
-/// The dependency tables of a `package.json`, with the edge kind each one means.
-pub(super) const DEPENDENCY_TABLES: [(&str, EdgeKind); 4] = [
+/// The dependency tables of a `package.json` whose meaning is the same under every package
+/// manager, with the edge kind each one means; `peerDependencies` is not one of them.
+const DEPENDENCY_TABLES: [(&str, EdgeKind); 3] = [
     ("dependencies", EdgeKind::Normal),
     ("devDependencies", EdgeKind::Dev),
-    ("peerDependencies", EdgeKind::Optional),
     ("optionalDependencies", EdgeKind::Optional),
 ];
 
@@ -54,17 +54,32 @@ pub(super) fn string<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a s
     map.get(key).and_then(Value::as_str)
 }
 
-/// `(name, spec, kind)` for every string entry of the dependency tables, in table order.
-pub(super) fn dependencies(map: &Map<String, Value>) -> Vec<(&str, &str, EdgeKind)> {
+/// `(name, spec, kind)` for every string entry of the dependency tables, in table order, then
+/// the `peerDependencies` entries as `peers` (the kind a peer means to the workspace's package
+/// manager; `None` when it installs no peers, so a peer is no edge). A peer that another table
+/// lists too is installed as that table says, so it adds nothing (vite's `@vitejs/plugin-legacy`
+/// peers on `vite` and has it as a dev dependency: pnpm's lockfile has the dev edge only).
+pub(super) fn dependencies(
+    map: &Map<String, Value>,
+    peers: Option<EdgeKind>,
+) -> Vec<(&str, &str, EdgeKind)> {
+    let entries = |table: &str| {
+        map.get(table)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, spec)| Some((name.as_str(), spec.as_str()?)))
+    };
     let mut out = Vec::new();
     for (table, kind) in DEPENDENCY_TABLES {
-        if let Some(Value::Object(deps)) = map.get(table) {
-            for (name, spec) in deps {
-                if let Some(spec) = spec.as_str() {
-                    out.push((name.as_str(), spec, kind));
-                }
-            }
-        }
+        out.extend(entries(table).map(|(name, spec)| (name, spec, kind)));
+    }
+    if let Some(kind) = peers {
+        let peers: Vec<_> = entries("peerDependencies")
+            .filter(|(name, _)| !out.iter().any(|(listed, _, _)| listed == name))
+            .map(|(name, spec)| (name, spec, kind))
+            .collect();
+        out.extend(peers);
     }
     out
 }
@@ -126,18 +141,19 @@ mod tests {
     fn dependencies_keep_table_order_and_skip_non_strings() {
         let v: Value = serde_json::from_str(
             r#"{"devDependencies": {"b": "1"}, "dependencies": {"z": "1", "a": {"x": 1}},
-                "peerDependencies": {"c": "*"}, "optionalDependencies": {"d": "*"}}"#,
+                "peerDependencies": {"c": "*", "b": "*"}, "optionalDependencies": {"d": "*"}}"#,
         )
         .unwrap();
         let Value::Object(map) = v else { panic!() };
         assert_eq!(
-            dependencies(&map),
+            dependencies(&map, Some(EdgeKind::Optional)),
             [
                 ("z", "1", EdgeKind::Normal),
                 ("b", "1", EdgeKind::Dev),
-                ("c", "*", EdgeKind::Optional),
                 ("d", "*", EdgeKind::Optional),
+                ("c", "*", EdgeKind::Optional),
             ]
         );
+        assert_eq!(dependencies(&map, None).len(), 3);
     }
 }

@@ -164,6 +164,48 @@ fn npm_workspaces_make_members_targets_and_never_the_root() {
     assert_eq!(caps(web), []);
 }
 
+/// A package `a` that peers on `b` and on `c`, and lists `c` as a dev dependency too, in a
+/// workspace whose package manager `extra` names.
+fn peering_workspace(extra: &[(&'static str, &'static str)]) -> Scratch {
+    let mut files = vec![
+        (
+            "packages/a/package.json",
+            r#"{"name": "a", "peerDependencies": {"b": "*", "c": "*"},
+                "devDependencies": {"c": "workspace:*"}}"#,
+        ),
+        ("packages/b/package.json", r#"{"name": "b"}"#),
+        ("packages/c/package.json", r#"{"name": "c"}"#),
+    ];
+    files.extend_from_slice(extra);
+    Scratch::new(&files)
+}
+
+#[test]
+fn pnpm_installs_a_peer_so_it_is_a_normal_edge() {
+    // pnpm's `auto-install-peers` (on by default) links a peer that is a member; its lockfile
+    // lists it under the importer's `dependencies` (vue's `@vue/compat` peers on `vue`).
+    let t = peering_workspace(&[("pnpm-workspace.yaml", "packages:\n  - packages/*\n")]);
+    let (found, reader) = run(&t.0);
+    assert!(warnings(&reader).is_empty(), "{:?}", warnings(&reader));
+    assert_eq!(
+        edges(&found, target(&found, "a")),
+        [("b", EdgeKind::Normal), ("c", EdgeKind::Dev)]
+    );
+}
+
+#[test]
+fn yarn_never_installs_a_peer_so_it_is_no_edge() {
+    // yarn leaves a package's peers to whoever depends on it; its lockfile keeps them apart
+    // from the workspace's `dependencies` (babel's `@babel/eslint-plugin` peers on the parser).
+    let t = peering_workspace(&[(
+        "package.json",
+        r#"{"private": true, "packageManager": "yarn@4.9.1", "workspaces": ["packages/*"]}"#,
+    )]);
+    let (found, reader) = run(&t.0);
+    assert!(warnings(&reader).is_empty(), "{:?}", warnings(&reader));
+    assert_eq!(edges(&found, target(&found, "a")), [("c", EdgeKind::Dev)]);
+}
+
 #[test]
 fn yarn_object_workspaces_and_lockfiles_choose_the_package_manager() {
     let files = [
@@ -589,6 +631,16 @@ fn npm_cli_matches_package_lock_links() {
 #[test]
 fn jest_matches_yarn_lock_workspace_resolutions() {
     check_fixture("javascript-jest");
+}
+
+#[test]
+fn vue_matches_pnpm_lockfile_importers() {
+    check_fixture("javascript-vue");
+}
+
+#[test]
+fn babel_matches_yarn_lock_workspace_resolutions() {
+    check_fixture("javascript-babel");
 }
 
 /// A pipe where a manifest should be is no manifest, and opening it must not wait for a writer.
