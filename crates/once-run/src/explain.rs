@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::OnceLock;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::cache::Cache;
 use crate::environ::{Environ, Program, hidden, secret_hash};
@@ -41,76 +41,7 @@ use crate::key::{KEY_VERSION, Key};
 use crate::keyer::Keyer;
 use crate::plan::{Plan, Step};
 
-/// Most files a manifest lists by path; the rest are counted and digested together.
-pub const FILES_CAP: usize = 1000;
-
-/// The parts of one action's key, as far as they can be named.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyParts {
-    pub action: String,
-    /// The key these parts make (hex).
-    pub key: String,
-    /// What goes into every key; a new version changes every key.
-    pub version: String,
-    pub command: String,
-    /// The target's folder, relative to the workspace root.
-    pub folder: String,
-    /// The parameters, as JSON text.
-    pub params: String,
-    /// The keyed variables, sorted by name.
-    pub env: Vec<EnvPart>,
-    /// The program the command starts: its path, or `PATH` when the key takes the whole `PATH`.
-    pub program: String,
-    /// The program's content digest, or the `PATH` value's hash.
-    pub program_digest: String,
-    pub outputs: Vec<String>,
-    /// The action's own input files (root-relative ones spelled `//…`), at most [`FILES_CAP`].
-    pub files: Vec<FilePart>,
-    /// The files past the first [`FILES_CAP`], if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub files_rest: Option<Rest>,
-    /// The sources of the targets its target depends on, one digest per source set.
-    pub upstream: Vec<UpstreamPart>,
-    /// Its dependencies' keys.
-    pub deps: Vec<DepPart>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EnvPart {
-    pub name: String,
-    /// The key takes a hash of the value, not the value (a secret-looking name, or a value from
-    /// the env-file).
-    pub secret: bool,
-    /// A hash of the value (never the value).
-    pub digest: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FilePart {
-    pub path: String,
-    /// BLAKE3 of the content (hex).
-    pub digest: String,
-}
-
-/// Files past the cap: how many, and one digest over their paths and digests.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rest {
-    pub count: usize,
-    pub digest: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpstreamPart {
-    /// The folders of the targets in the set, relative to the root.
-    pub targets: Vec<String>,
-    pub digest: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DepPart {
-    pub action: String,
-    pub key: String,
-}
+pub use crate::parts::{DepPart, EnvPart, FILES_CAP, FilePart, KeyParts, Rest, UpstreamPart};
 
 /// One part that differs between the last recorded key and the current one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -25,7 +25,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::Cache;
-use crate::explain::KeyParts;
+use crate::parts::KeyParts;
 
 /// The size below which the journal is never compacted.
 pub(crate) const COMPACT_AT: u64 = 8 * 1024 * 1024;

@@ -97,6 +97,7 @@ mod keyer;
 mod owner;
 mod packs;
 mod params;
+mod parts;
 mod plan;
 mod preview;
 pub mod proof;
