@@ -167,6 +167,9 @@ pub fn params_schema(params: &[Param]) -> Value {
             s["description"] = json!(d);
         }
         match &p.default {
+            // A `null` default is an optional argument left out of the command: not required,
+            // and no default of its type to state.
+            Some(serde_json::Value::Null) => {}
             Some(d) => s["default"] = d.clone(),
             None => required.push(p.name.clone()),
         }

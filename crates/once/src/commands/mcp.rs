@@ -8,6 +8,7 @@
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use anyhow::{Context, Result};
 use once_graph::Workspace;
@@ -28,8 +29,14 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
     // Every process a tool starts is registered here, so both ways out stop them all.
     let runtime = once_exec::Registry::new();
     let on_signal = runtime.clone();
+    // The signal that asked us to stop, 0 for none. Set before the shutdown is cancelled: the
+    // serve loop may notice that cancellation and finish first, and the main thread must then
+    // leave with the signal's status too, never 0, whichever thread reaches the exit first.
+    let stopped_by = Arc::new(AtomicI32::new(0));
+    let record_signal = Arc::clone(&stopped_by);
     signals::install(move |signal| {
         tracing::info!("signal {signal}: stopping");
+        record_signal.store(signal, Ordering::SeqCst);
         shutdown.cancel();
         on_signal.stop_all(once_exec::DEFAULT_GRACE);
         // The serve loop may be blocked reading stdin, which no thread can interrupt; every
@@ -64,6 +71,10 @@ pub fn run(workspace: Option<&Path>, args: McpArgs) -> Result<Outcome> {
     // The client is gone (end of input) or the connection broke: no run may outlive it.
     runtime.stop_all(once_exec::DEFAULT_GRACE);
     drop(config);
+    match stopped_by.load(Ordering::SeqCst) {
+        0 => {}
+        signal => return Ok(Outcome::Signal(signal)),
+    }
     served.context("the MCP connection failed")?;
     Ok(Outcome::Success)
 }

@@ -125,6 +125,32 @@ fn sigterm_and_sigint_stop_the_server_with_128_plus_the_signal() {
     }
 }
 
+/// The signal wakes the serve loop too: a line read after it lets the loop end on its own,
+/// racing the signal thread to the exit. Whichever gets there first, the status names the signal.
+/// The server is stopped while the signal and the line reach it, so that both threads wake
+/// together when it goes on and the race is a fair throw, not the signal thread's head start;
+/// several rounds, since each is one throw.
+#[test]
+fn a_signal_that_the_loop_notices_first_still_exits_with_128_plus_the_signal() {
+    for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        for round in 0..8 {
+            let test = Test::new().manifest(MANIFEST);
+            let mut server = Mcp::spawn(test.root(), &[]);
+            server.initialize();
+            // SAFETY: kill(2) on a child this test spawned and has not yet reaped.
+            assert_eq!(unsafe { libc::kill(server.pid(), libc::SIGSTOP) }, 0);
+            // SAFETY: as above; a stopped process keeps the blocked signal pending.
+            assert_eq!(unsafe { libc::kill(server.pid(), signal) }, 0);
+            // Wakes the loop, which then sees the shutdown the signal asked for.
+            server.send_unless_gone(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::kill(server.pid(), libc::SIGCONT) }, 0);
+            let (code, _) = server.wait(STOP_LIMIT);
+            assert_eq!(code, Some(status), "signal {signal}, round {round}");
+        }
+    }
+}
+
 #[test]
 fn garbage_does_not_stop_the_loop() {
     let test = Test::new().manifest(MANIFEST);

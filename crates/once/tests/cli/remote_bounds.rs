@@ -2,9 +2,12 @@
 //! loopback): a result claiming an absurd size, a blob that streams garbage forever or 1 GiB of
 //! wrong bytes, a gRPC length prefix of 4 GiB, a batch answer with blobs nobody asked for. Each
 //! run ends with one clear warning and runs the action locally, never aborts, and stays under
-//! 128 MiB of peak memory (measured with `wait4`, the child's own `ru_maxrss`). Every server
+//! 128 MiB of peak memory (measured with `wait4`, the child's own `ru_maxrss`, from a small
+//! measurer process so that the test process's own memory is never charged to it). Every server
 //! stops with its test.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
@@ -97,43 +100,93 @@ impl Measured {
 }
 
 /// Runs `once -C root run app:build --json --no-remote-upload --remote-cache URL EXTRA` to its
-/// end (failing the test after [`RUN_LIMIT`]) and measures its peak RSS with `wait4`.
-// `wait4` reaps the child (for its rusage) on every path that returns, which clippy cannot see.
-#[allow(clippy::zombie_processes)]
+/// end (failing the test after [`RUN_LIMIT`]) and measures its peak RSS.
 fn run(root: &Path, url: &str, extra: &[&str]) -> Measured {
-    let mut command = Command::new(once_binary());
+    let mut args: Vec<OsString> = vec!["-C".into(), root.into()];
+    args.extend(
+        [
+            "run",
+            "app:build",
+            "--json",
+            "--no-remote-upload",
+            "--remote-cache",
+            url,
+        ]
+        .iter()
+        .chain(extra)
+        .map(OsString::from),
+    );
+    measure(&args)
+}
+
+/// Runs `once ARGS` to its end (failing the test after [`RUN_LIMIT`]) with none of the remote
+/// settings of the environment, and measures its own peak RSS.
+///
+/// The child is started by a small measurer, this test binary run again with [`MEASURER`] set:
+/// Linux counts the address space a process had before `exec` in its peak, so a `once` started
+/// straight from this process, which hosts the fake servers and every other test of the binary,
+/// would be charged for all of them (268 MiB for `once --version` beside 256 MiB of ballast).
+/// Started from the measurer, it is charged only the measurer's few MiB, which errs on the
+/// safe side.
+fn measure(args: &[OsString]) -> Measured {
+    let dir = TempDir::new();
+    let joined = args
+        .iter()
+        .map(|a| a.as_bytes())
+        .collect::<Vec<_>>()
+        .join(&0u8);
+    std::fs::write(dir.path().join("args"), joined).expect("writes the arguments");
+    let mut command = Command::new(std::env::current_exe().expect("the test binary"));
     command
-        .arg("-C")
-        .arg(root)
-        .args(["run", "app:build", "--json", "--no-remote-upload"])
-        .args(["--remote-cache", url])
-        .args(extra)
-        .env_remove("ONCE_LOG")
+        .args(["--exact", MEASURER_TEST, "--nocapture", "--test-threads=1"])
+        .env(MEASURER, dir.path())
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    for var in [
-        "ONCE_REMOTE_CACHE",
-        "ONCE_REMOTE_HEADERS",
-        "ONCE_REMOTE_HEADERS_FILE",
-        "ONCE_REMOTE_MAX_BLOB",
-        "ONCE_REMOTE_MAX_RESULT",
-    ] {
+    for var in REMOTE_SETTINGS {
         command.env_remove(var);
     }
-    let mut child = command.spawn().expect("starts once");
+    let measurer = command.output().expect("runs the measurer");
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+    let measured = read("measured");
+    let (status, peak_kib) = measured.split_once(' ').unwrap_or_else(|| {
+        panic!(
+            "the measurer said nothing ({:?}): {}",
+            measurer.status,
+            String::from_utf8_lossy(&measurer.stderr)
+        )
+    });
+    Measured {
+        status: ExitStatus::from_raw(status.parse().expect("a wait status")),
+        stdout: read("stdout"),
+        stderr: read("stderr"),
+        peak_kib: peak_kib.trim().parse().expect("a peak in KiB"),
+    }
+}
+
+/// Set in the re-executed test binary that measures one `once`: the folder holding its
+/// arguments (`args`, separated by NUL) that receives its output and what was measured.
+const MEASURER: &str = "ONCE_TEST_MEASURER_DIR";
+/// The test that plays the measurer when [`MEASURER`] is set.
+const MEASURER_TEST: &str =
+    "remote_bounds::the_peak_measured_is_the_child_own_not_the_test_process";
+
+/// The measurer's part: starts `once` with the arguments in `dir`, reaps it with `wait4` (its own
+/// `ru_maxrss`), kills it after [`RUN_LIMIT`], and writes `STATUS PEAK_KIB` to `dir/measured`.
+// `wait4` reaps the child (for its rusage) on every path that returns, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn measure_here(dir: &Path) {
+    let args = std::fs::read(dir.join("args")).expect("reads the arguments");
+    let args = args.split(|b| *b == 0).map(OsStr::from_bytes);
+    let file = |name: &str| std::fs::File::create(dir.join(name)).expect("creates an output");
+    let mut child = Command::new(once_binary())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("starts once");
     let pid = child.id() as libc::pid_t;
-    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
     let deadline = Instant::now() + RUN_LIMIT;
     let (status, peak_kib) = loop {
         let mut status = 0;
@@ -142,23 +195,52 @@ fn run(root: &Path, url: &str, extra: &[&str]) -> Measured {
         // SAFETY: `pid` is our own child, not yet reaped; the pointers are to live locals.
         let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
         if got == pid {
-            break (ExitStatus::from_raw(status), usage.ru_maxrss);
+            break (status, usage.ru_maxrss);
         }
         assert!(got == 0, "wait4: {}", std::io::Error::last_os_error());
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("`once run` took more than {RUN_LIMIT:?}");
+            panic!("`once` took more than {RUN_LIMIT:?}");
         }
         // Polling a child's exit, with a bounded deadline: nothing waits on this pause.
         std::thread::sleep(Duration::from_millis(20));
     };
-    Measured {
-        status,
-        stdout: stdout.join().expect("stdout"),
-        stderr: stderr.join().expect("stderr"),
-        peak_kib,
+    std::fs::write(dir.join("measured"), format!("{status} {peak_kib}"))
+        .expect("writes the measurement");
+}
+
+/// The variables that would point `once` at another cache or change its limits.
+const REMOTE_SETTINGS: [&str; 6] = [
+    "ONCE_LOG",
+    "ONCE_REMOTE_CACHE",
+    "ONCE_REMOTE_HEADERS",
+    "ONCE_REMOTE_HEADERS_FILE",
+    "ONCE_REMOTE_MAX_BLOB",
+    "ONCE_REMOTE_MAX_RESULT",
+];
+
+/// The test process hosts every fake server and every other test of this binary, and may hold
+/// far more memory than any `once` it starts: none of it may count as the child's. (Linux
+/// records the old address space's high-water mark as the new program's at `exec`, and the child
+/// of `posix_spawn` or `fork` starts from the test process's own.)
+#[test]
+fn the_peak_measured_is_the_child_own_not_the_test_process() {
+    if let Some(dir) = std::env::var_os(MEASURER) {
+        measure_here(Path::new(&dir));
+        return;
     }
+    // Twice the bound, each page written, held while the child runs.
+    let ballast = vec![1u8; 2 * RSS_LIMIT_KIB as usize * 1024];
+    let measured = measure(&["--version".into()]);
+    assert_eq!(measured.status.code(), Some(0), "{}", measured.stderr);
+    eprintln!("peak RSS of `once --version`: {} KiB", measured.peak_kib);
+    assert!(
+        measured.peak_kib < RSS_LIMIT_KIB / 4,
+        "`once --version` measured at {} KiB while the test process held {} KiB",
+        measured.peak_kib,
+        std::hint::black_box(&ballast).len() / 1024
+    );
 }
 
 /// No staging file of a download is left in the cache.

@@ -217,6 +217,12 @@ impl Mcp {
         stdin.flush().expect("flushes");
     }
 
+    /// Sends `line` if the server still reads: one that has exited (a broken pipe) is no error.
+    pub fn send_unless_gone(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        let _ = writeln!(stdin, "{line}").and_then(|()| stdin.flush());
+    }
+
     /// The next line the server wrote, parsed; fails the test after [`PATIENCE`].
     pub fn recv(&mut self) -> Value {
         let line = self

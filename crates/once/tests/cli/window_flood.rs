@@ -73,6 +73,7 @@ fn flood_then_owner(kind: Flood) {
             }
             held.push(stream);
         }
+        taken_in(serve.port);
         owner.is_served(&format!("{size} {kind:?} connections"));
     }
     trickler.stop();
@@ -351,4 +352,42 @@ fn ensure_descriptors(wanted: u64) {
         0,
         "raising the soft descriptor limit to {wanted}"
     );
+}
+
+/// Waits (at most [`PATIENCE`]) until the session has taken every connection made so far off its
+/// listener's accept queue, so that the flood is held by the session when the owner is timed.
+///
+/// `connect` returns as soon as the kernel has queued a connection, long before the session
+/// accepts it: right after a flood, 30 to 90 of them still wait in the queue on a loaded machine,
+/// and the owner's connection would be timed queueing behind them, or, when the queue of 128 is
+/// full, after the kernel dropped its handshake and TCP retried it a second later. The bound is
+/// about the session's admission while a flood is held, not the kernel draining a burst this
+/// test made an instant before.
+fn taken_in(port: u16) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        match accept_queue(port) {
+            Some(0) => return,
+            Some(waiting) => assert!(
+                Instant::now() < deadline,
+                "{waiting} connections still wait to be accepted after {PATIENCE:?}"
+            ),
+            None => panic!("no listener on 127.0.0.1:{port} in `/proc/net/tcp`"),
+        }
+        // Polling the kernel's count, with a bounded deadline: nothing waits on this pause.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The number of connections waiting in the accept queue of the listener on 127.0.0.1:`port`
+/// (the `rx_queue` of a listening socket in `/proc/net/tcp`).
+fn accept_queue(port: u16) -> Option<u64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let local = format!("0100007F:{port:04X}");
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let listening = fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A");
+        let (_, waiting) = fields.get(4).filter(|_| listening)?.split_once(':')?;
+        u64::from_str_radix(waiting, 16).ok()
+    })
 }
