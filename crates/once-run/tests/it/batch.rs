@@ -66,7 +66,7 @@ fn ready_members_run_as_one_command_from_the_workspace_root_and_hits_never_join(
     );
     assert_eq!(report.status, RunStatus::Succeeded);
     // Alone, in its own folder, as without batches.
-    assert_eq!(calls(&ws), ["a [test] []"]);
+    assert_eq!(calls(&ws), ["a [test]"]);
 
     let report = ws.run_request(all_three(), &Options::default());
     assert_eq!(report.status, RunStatus::Succeeded, "{report:#?}");
@@ -76,9 +76,9 @@ fn ready_members_run_as_one_command_from_the_workspace_root_and_hits_never_join(
     assert_eq!(
         calls(&ws),
         [
-            "a [test] []".to_owned(),
+            "a [test]".to_owned(),
             format!(
-                "{} [test] [-p] [b@0.1.0] [-p] [c@0.1.0] []",
+                "{} [test] [-p] [b@0.1.0] [-p] [c@0.1.0]",
                 ws.root.file_name().unwrap().to_string_lossy()
             ),
         ]
@@ -131,8 +131,8 @@ fn a_parameter_or_words_after_dashes_keep_an_action_out_of_the_batch() {
     assert_eq!(
         calls(&ws),
         [
-            "c [test] [] [--exact]".to_owned(),
-            format!("{root} [test] [-p] [a@0.1.0] [-p] [b@0.1.0] []"),
+            "c [test] [--exact]".to_owned(),
+            format!("{root} [test] [-p] [a@0.1.0] [-p] [b@0.1.0]"),
         ]
     );
 }
