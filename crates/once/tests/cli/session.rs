@@ -422,13 +422,23 @@ const SLOW: &str = "[targets.slow]\nkind = \"command\"\n\n\
 
 /// Starts `slow:build` through `client` without waiting for the answer, and waits (bounded) until
 /// its process runs under the session.
-fn start_slow_run(client: &mut Mcp, serve_pid: i32) {
+fn start_slow_run(client: &mut Mcp, root: &std::path::Path, serve_pid: i32) {
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "once_run", "arguments": {"target": "slow:build"}}});
     client.send(&call.to_string());
-    wait_until("the run's process", || {
-        !children_of_session(serve_pid).is_empty()
+    // Started means recorded as running (the record is written before any process starts) and
+    // its process up: a child of the session alone could be something else the session runs.
+    wait_until("the run's record and its process", || {
+        run_recorded(root) && !children_of_session(serve_pid).is_empty()
     });
+}
+
+/// Whether a run's record exists under `root` (`.once/runs/ID/run.json`).
+fn run_recorded(root: &std::path::Path) -> bool {
+    std::fs::read_dir(root.join(".once/runs")).is_ok_and(|runs| {
+        runs.flatten()
+            .any(|run| run.path().join("run.json").is_file())
+    })
 }
 
 /// Polls `condition` until it holds, failing the test after [`PATIENCE`].
@@ -467,7 +477,7 @@ fn sigterm_removes_the_entry_and_leaves_no_process_behind() {
     let entry = serve.entry_path();
     let mut client = Mcp::attach(state.path(), None);
     client.initialize();
-    start_slow_run(&mut client, pid);
+    start_slow_run(&mut client, test.root(), pid);
     assert!(entry.exists());
 
     assert_eq!(serve.stop_with(libc::SIGTERM), Some(143));
@@ -501,7 +511,7 @@ fn a_client_that_disconnects_mid_run_has_its_run_stopped() {
     let serve = Serve::start(test.root(), state.path(), &["--allow-run"]);
     let mut client = Mcp::attach(state.path(), None);
     client.initialize();
-    start_slow_run(&mut client, serve.pid());
+    start_slow_run(&mut client, test.root(), serve.pid());
 
     client.close_stdin();
     assert_eq!(client.wait(PATIENCE).0, Some(0));
