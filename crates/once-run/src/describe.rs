@@ -649,8 +649,16 @@ mod tests {
             manifest += &format!(
                 "[targets.p{i}]\nkind = \"command\"\npath = \"packages/p{i}\"\n{deps}\
                  [targets.p{i}.capabilities.build]\ncommand = \"true\"\ninputs = [\"src/**\"]\n{build_deps}\n",
-                deps = if i == 0 { String::new() } else { format!("deps = [\"p{}\"]\n", i - 1) },
-                build_deps = if i == 0 { String::new() } else { format!("deps = [\"p{}:build\"]\n", i - 1) },
+                deps = if i == 0 {
+                    String::new()
+                } else {
+                    format!("deps = [\"p{}\"]\n", i - 1)
+                },
+                build_deps = if i == 0 {
+                    String::new()
+                } else {
+                    format!("deps = [\"p{}:build\"]\n", i - 1)
+                },
             );
             let src = root.join(format!("packages/p{i}/src"));
             std::fs::create_dir_all(&src).unwrap();

@@ -21,7 +21,6 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use once_exec::{Cancel, CommandSpec, EnvMode, Registry, Status};
-use once_remote::MAX_LOOKUPS;
 
 use crate::asked::Asked;
 use crate::cache::{ActionResult, Cache, Ran, output_globs};
@@ -613,14 +612,8 @@ impl Worker<'_> {
                     .iter()
                     .filter_map(|&d| state.keys[d])
                     .collect();
-                // What else is ready now, for the remote cache to look up with this one.
-                let ready: Vec<usize> = if self.remote.is_some_and(Remote::is_on) {
-                    state.ready.iter().take(MAX_LOOKUPS - 1).copied().collect()
-                } else {
-                    Vec::new()
-                };
                 drop(state);
-                let finished = self.perform(i, &dep_keys, &ready, &mut buffer);
+                let finished = self.perform(i, &dep_keys, &mut buffer);
                 state = board.lock();
                 board.finish(&mut state, steps, i, finished);
                 board.warn_once(&mut state, self.remote);
@@ -721,9 +714,7 @@ impl Worker<'_> {
         }
     }
 
-    /// Performs step `i`: replayed from the local cache, else from the remote one (looked up
-    /// with the steps of `ready`, which are ready too), else run.
-    fn perform(&self, i: usize, dep_keys: &[Key], ready: &[usize], buffer: &mut [u8]) -> Finished {
+    fn perform(&self, i: usize, dep_keys: &[Key], buffer: &mut [u8]) -> Finished {
         let step = &self.plan.steps[i];
         let start = Instant::now();
         let failed = |message: String| Finished {
@@ -820,14 +811,6 @@ impl Worker<'_> {
         if let Some(remote) = self.remote.filter(|r| r.is_on() && step.cache) {
             let action = self.action_digest(i);
             describable = action.is_some();
-            if replayable && let Some(action) = &action {
-                let others: Vec<once_remote::reapi::Digest> = ready
-                    .iter()
-                    .filter(|&&r| self.plan.steps[r].cache && !self.force)
-                    .filter_map(|&r| self.action_digest(r))
-                    .collect();
-                remote.look_ahead(action, &others);
-            }
             if replayable {
                 // Held from storing the download to the end of its restore, not while it runs.
                 let hold = self.cache.hold().ok();

@@ -30,12 +30,11 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use globset::GlobSet;
-use once_remote::{Blob, Bytes, Client, Lookup, MAX_LOOKUPS, digest_of, reapi};
+use once_remote::{Blob, Bytes, Client, digest_of, reapi};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::{ActionResult, Cache, LOG_CAP};
@@ -120,25 +119,7 @@ pub struct Remote {
     uploaded: AtomicUsize,
     /// Calls of the clients dropped so far (those in the pool are counted when asked).
     spent: AtomicU64,
-    /// Answers looked up ahead (see `look_ahead`), by `Action` hash, until a lookup takes them.
-    ahead: Mutex<Ahead>,
 }
-
-/// What `look_ahead` learned and has not handed out yet: `None` is a miss.
-#[derive(Default)]
-struct Ahead {
-    answers: HashMap<String, Option<Box<reapi::ActionResult>>>,
-    /// Asked for already (answered or not): never asked twice ahead.
-    asked: HashSet<String>,
-}
-
-/// Lookups of one look-ahead on the wire at once: with the workers' own calls, under the 10
-/// calls BuildGrid serves at once on 2 cores before it answers `RESOURCE_EXHAUSTED`.
-const AHEAD_IN_FLIGHT: usize = 4;
-
-/// The most answers held ahead, each at most `LOOKUP_LIMIT` (256 KiB): 32 MiB at worst, whatever
-/// a server sends for actions a run then replays from its local cache.
-const AHEAD_HELD: usize = 2 * MAX_LOOKUPS;
 
 impl fmt::Debug for Remote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -166,7 +147,6 @@ impl Remote {
             misses: AtomicUsize::new(0),
             uploaded: AtomicUsize::new(0),
             spent: AtomicU64::new(0),
-            ahead: Mutex::new(Ahead::default()),
         };
         let client = match remote.open() {
             Ok(client) => client,
@@ -233,10 +213,7 @@ impl Remote {
         outputs: &GlobSet,
         spill: &Path,
     ) -> Option<Fetched> {
-        let result = match self.take_ahead(action) {
-            Some(answer) => answer.map(|boxed| *boxed),
-            None => self.with_client(|client| client.get_action_result(action))?,
-        };
+        let result = self.with_client(|client| client.get_action_result(action))?;
         let Some(result) = result else {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
@@ -317,67 +294,6 @@ impl Remote {
             log,
             duration_ms: duration_of(&result),
         })
-    }
-
-    /// Looks up, in one set of lookups on one connection, `action` and those of `others` not
-    /// asked for yet, so that the lookups of actions that are ready together cost about one
-    /// round trip per `AHEAD_IN_FLIGHT` of them instead of one each; `fetch` takes the answers.
-    /// Called on a local miss only, so a build its local cache replays asks nothing ahead. An
-    /// answer the set's bounds refuse is left for `fetch` to ask alone.
-    pub(crate) fn look_ahead(&self, action: &reapi::Digest, others: &[reapi::Digest]) {
-        if !self.is_on() {
-            return;
-        }
-        let set: Vec<reapi::Digest> = {
-            let mut ahead = self.lock_ahead();
-            if ahead.asked.contains(&action.hash) || ahead.answers.len() >= AHEAD_HELD {
-                return;
-            }
-            let room = MAX_LOOKUPS.min(AHEAD_HELD - ahead.answers.len());
-            let mut set = Vec::with_capacity(room);
-            for digest in std::iter::once(action).chain(others) {
-                if set.len() == room {
-                    break;
-                }
-                if ahead.asked.insert(digest.hash.clone()) {
-                    set.push(digest.clone());
-                }
-            }
-            set
-        };
-        if set.len() < 2 {
-            // One lookup alone: `fetch` asks for it as it would without looking ahead.
-            self.lock_ahead().asked.remove(&action.hash);
-            return;
-        }
-        let Some(lookups) =
-            self.with_client(|client| client.get_action_results(&set, AHEAD_IN_FLIGHT))
-        else {
-            return;
-        };
-        let mut ahead = self.lock_ahead();
-        for (digest, lookup) in set.into_iter().zip(lookups) {
-            match lookup {
-                Lookup::Hit(result) => {
-                    ahead.answers.insert(digest.hash, Some(result));
-                }
-                Lookup::Miss => {
-                    ahead.answers.insert(digest.hash, None);
-                }
-                Lookup::Alone => {}
-            }
-        }
-    }
-
-    /// The answer `look_ahead` got for `action`, if it got one: `Some(None)` is a miss.
-    #[allow(clippy::option_option)]
-    fn take_ahead(&self, action: &reapi::Digest) -> Option<Option<Box<reapi::ActionResult>>> {
-        self.lock_ahead().answers.remove(&action.hash)
-    }
-
-    fn lock_ahead(&self) -> std::sync::MutexGuard<'_, Ahead> {
-        // Each update leaves both sets whole: an answer is inserted or removed in one step.
-        self.ahead.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// `Err(why)` when `files` hold a blob over `max_blob` or more than `max_result` in all, by
