@@ -10,6 +10,8 @@ index, so the graph is acyclic by construction. The output is deterministic for 
 With --files K every target also gets K small source files, for benchmarks that hash inputs.
 With --commands-only every target is a `command` target whose capabilities are cheap shell
 commands (the same dependency graph), so a benchmark can run them without any toolchain.
+With --work MIB each `build` of --commands-only first spends CPU (SHA-256 of MIB MiB of zeros; 12
+is about 30 ms), like a small compile, so a benchmark can weigh a remote hit against real work.
 With --peers the workspace is also a turbo, moon and Nx workspace with the same packages, the
 same dependency graph and the same `build` and `test` tasks (see `write_peers`), for
 bench/compare.py; it implies --commands-only and at least 3 source files per package.
@@ -60,7 +62,16 @@ def name(index):
     return f"pkg-{index:05d}"
 
 
-def write_target(out, rng, index, commands_only=False, peers=False):
+def build_command(work_mib):
+    """The `build` command of --commands-only: `cat` of the sources, and with --work, CPU spent
+    first (SHA-256 of that many MiB of zeros: 12 MiB is about 30 ms of CPU on a 2026 x86 core)."""
+    bundle = "mkdir -p out && cat src/* > out/bundle.txt"
+    if not work_mib:
+        return bundle
+    return f"head -c {work_mib * 1024 * 1024} /dev/zero | sha256sum > /dev/null && {bundle}"
+
+
+def write_target(out, rng, index, commands_only=False, peers=False, work_mib=0):
     """Write one target and return its dependencies' indexes."""
     kind = pick_kind(rng)
     if commands_only:
@@ -79,7 +90,7 @@ def write_target(out, rng, index, commands_only=False, peers=False):
         lines += [
             "",
             f"[targets.{name(index)}.capabilities.build]",
-            'command = "mkdir -p out && cat src/* > out/bundle.txt"',
+            f"command = {json.dumps(build_command(work_mib))}",
             'inputs = ["src/**"]',
             'outputs = ["out/bundle.txt"]',
             "",
@@ -271,6 +282,13 @@ def main():
         help="make every target a `command` target with cheap shell commands",
     )
     parser.add_argument(
+        "--work",
+        type=int,
+        default=0,
+        metavar="MIB",
+        help="with --commands-only, each build first hashes MIB MiB of zeros (12: about 30 ms of CPU)",
+    )
+    parser.add_argument(
         "--peers",
         action="store_true",
         help="also write turbo, moon and Nx configuration with the same tasks (bench/compare.py)",
@@ -285,7 +303,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "once.toml"), "w") as out:
         out.write(f'[workspace]\nname = "generated-{args.targets}"\n\n')
-        all_deps = [write_target(out, rng, index, args.commands_only, args.peers) for index in range(args.targets)]
+        all_deps = [write_target(out, rng, index, args.commands_only, args.peers, args.work)
+            for index in range(args.targets)]
     if args.peers:
         write_peers(args.out, args.targets, all_deps)
     if args.files:

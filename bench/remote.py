@@ -24,7 +24,8 @@ What it does, in order:
      without it;
 3. checks that every B build restored outputs byte for byte equal to A's (a SHA-256 over every
    `out/` file and its path) and that it ran nothing: a B that ran its commands measured nothing;
-4. prints a Markdown table and writes it to bench/results/<date>-remote-<N>.md (--smoke writes
+4. prints a Markdown table and writes it to bench/results/<date>-remote-<N>.md, or
+   <date>-remote-<N>-work<MIB>.md with `--work MIB` (real CPU in every build; --smoke writes
    nothing): per row the median (min–max) wall time, its ratio to the cold local build, the CPU
    time of once (with the commands it ran) and of BuildGrid's processes, and from the last
    `once run --json`: `counts.ran`, `counts.remote`, `remote.hits`, `remote.round_trips`, and the
@@ -193,14 +194,14 @@ def buildgrid_version(bgd):
 # --- the workspace -----------------------------------------------------------------------------
 
 
-def generate(packages):
+def generate(packages, work_mib=0):
     """The generated workspace, copied into clones A, B and C; returns their paths."""
     base = os.path.join(WORK, f"ws-{packages}")
     shutil.rmtree(base, ignore_errors=True)
     template = os.path.join(base, "template")
     subprocess.run(
         [sys.executable, os.path.join(ROOT, "bench", "gen_workspace.py"), template]
-        + ["--targets", str(packages), "--commands-only", "--files", "3"],
+        + ["--targets", str(packages), "--commands-only", "--files", "3", "--work", str(work_mib)],
         check=True,
     )
     clones = {
@@ -344,15 +345,19 @@ def measure(args, clones, results):
             if expected[1] != total:
                 fail(f"clone A has {expected[1]} output files for {total} actions")
 
-            for key, jobs in (("b1", 1), ("bwide", args.wide_jobs), ("b", None)):
+            variants = [] if args.main_rows else [("b1", 1), ("bwide", args.wide_jobs)]
+            for key, jobs in variants + [("b", None)]:
                 wipe(clones["b"])
                 sample = build(args.once, clones["b"], server.url, jobs=jobs, server=server)
                 check_clone_b(key, sample, clones, expected, total)
                 results[key].append(sample)
 
             # B's local cache is full now: nothing to ask the server but its capabilities.
-            results["noop_remote"].append(build(args.once, clones["b"], server.url, server=server))
-            results["noop_local"].append(build(args.once, clones["b"]))
+            if not args.main_rows:
+                results["noop_remote"].append(
+                    build(args.once, clones["b"], server.url, server=server)
+                )
+                results["noop_local"].append(build(args.once, clones["b"]))
         finally:
             server.stop()
         log(f"repetition {rep + 1} of {args.repeat} done")
@@ -408,9 +413,15 @@ def report(args, versions, load_before, load_after, results):
         f"Load average (1, 5, 15 min) before: {load_before[0]:.2f} {load_before[1]:.2f} "
         f"{load_before[2]:.2f}, after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}"
         + (" — the machine was busy with other work: absolute times are inflated." if busy else "."),
-        f"Workspace: `bench/gen_workspace.py --targets {args.packages} --commands-only --files 3` "
-        "(seed 7): one `build` per package (`cat` of 3 source files into `out/bundle.txt`), "
-        "copied into clones A, B and C in different folders.",
+        f"Workspace: `bench/gen_workspace.py --targets {args.packages} --commands-only --files 3"
+        + (f" --work {args.work}" if args.work else "")
+        + "` (seed 7): one `build` per package (`cat` of 3 source files into `out/bundle.txt`"
+        + (
+            f", after the SHA-256 of {args.work} MiB of zeros: CPU work like a small compile"
+            if args.work
+            else ""
+        )
+        + "), copied into clones A, B and C in different folders.",
         f"Repetitions: {args.repeat}, each with a fresh BuildGrid (empty CAS and action cache); "
         "each cell is the median (min–max). CPU columns: user + system seconds of `once` with "
         "the commands it ran, and of BuildGrid's processes, during the step. ran, remote, hits "
@@ -441,6 +452,18 @@ def main():
         default=DEFAULT_BGD,
         help="BuildGrid's `bgd` (default: $ONCE_BGD, else target/interop/buildgrid-venv/bin/bgd)",
     )
+    parser.add_argument(
+        "--work",
+        type=int,
+        default=0,
+        metavar="MIB",
+        help="each build first hashes MIB MiB of zeros (12: about 30 ms of CPU; default 0)",
+    )
+    parser.add_argument(
+        "--main-rows",
+        action="store_true",
+        help="only the cold local build, the upload and clone B (no --jobs variants, no no-ops)",
+    )
     parser.add_argument("--smoke", action="store_true", help="50 packages, 1 repetition, no file")
     args = parser.parse_args()
     if args.smoke:
@@ -453,7 +476,7 @@ def main():
 
     load_before = os.getloadavg()
     log(f"generating {args.packages} packages")
-    clones = generate(args.packages)
+    clones = generate(args.packages, args.work)
     once_version = subprocess.run([args.once, "--version"], capture_output=True, text=True).stdout.strip()
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
@@ -469,7 +492,8 @@ def main():
     text = report(args, versions, load_before, load_after, results)
     print(text)
     if not args.smoke:
-        name = f"{datetime.date.today().isoformat()}-remote-{args.packages}.md"
+        work = f"-work{args.work}" if args.work else ""
+        name = f"{datetime.date.today().isoformat()}-remote-{args.packages}{work}.md"
         path = os.path.join(ROOT, "bench", "results", name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:

@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use ignore::gitignore::Gitignore;
 use once_remote::{digest_of, reapi};
@@ -70,7 +71,7 @@ pub fn describe(
 ) -> Result<Described, Error> {
     let environ = Environ::new();
     let hashes = FileHashes::load(&plan.root.join(".once/cache"));
-    Describer::new(plan, &environ, &hashes).describe(step, dep_actions)
+    Describer::new(plan, &environ, &hashes).describe(step, dep_actions, true)
 }
 
 /// What describing the actions of one plan shares: the environment, the file-hash cache for the
@@ -86,13 +87,17 @@ pub(crate) struct Describer<'a> {
     actions: Mutex<HashMap<usize, reapi::Digest>>,
     /// The files of each folder and set of globs walked so far (see `files_of`).
     walked: Mutex<HashMap<WalkId, Listing>>,
+    /// `Directory` messages encoded so far: each shared folder once (see `Folder::encoded`).
+    encodings: AtomicUsize,
 }
 
 /// A folder, its input globs and the globs they exclude.
 type WalkId = (PathBuf, Vec<String>, Vec<String>);
 
-/// The files a walk found, by root-relative path.
-type Listing = Arc<Vec<(String, Entry)>>;
+/// The files a walk found, as a tree from the workspace root. Shared, never changed: an input
+/// tree takes it in whole (see `merge`), and a folder only one walk fills stays the walk's own,
+/// encoded once however many input trees hold it.
+type Listing = Arc<Folder>;
 
 /// A file of the input tree.
 #[derive(Clone)]
@@ -102,25 +107,95 @@ struct Entry {
     path: PathBuf,
 }
 
-/// A folder of the input tree, by name.
-#[derive(Default)]
+/// A folder of the input tree, by name. Subfolders are shared between trees; a folder is
+/// changed only through `open`, which copies a shared one first and forgets its encoding.
+#[derive(Default, Clone)]
 struct Folder {
     files: BTreeMap<String, Entry>,
-    folders: BTreeMap<String, Folder>,
+    folders: BTreeMap<String, Arc<Folder>>,
+    /// Its `Directory` message and that message's digest, once asked for.
+    encoded: OnceLock<(reapi::Digest, Arc<Vec<u8>>)>,
 }
 
-impl Folder {
-    /// Puts `entry` at the root-relative path `rooted`, making the folders on the way.
-    fn insert(&mut self, rooted: &str, entry: Entry) {
-        let mut parts: Vec<&str> = rooted.split('/').collect();
-        let Some(name) = parts.pop() else {
-            return;
-        };
-        let mut folder = self;
-        for part in parts {
-            folder = folder.folders.entry(part.to_owned()).or_default();
+/// `folder`, to change: copied first when another tree shares it, and its encoding forgotten.
+fn open(folder: &mut Arc<Folder>) -> &mut Folder {
+    let folder = Arc::make_mut(folder);
+    folder.encoded = OnceLock::new();
+    folder
+}
+
+/// Puts `entry` at the root-relative path `rooted` of `root`, making the folders on the way.
+fn insert(root: &mut Arc<Folder>, rooted: &str, entry: Entry) {
+    let mut parts: Vec<&str> = rooted.split('/').collect();
+    let Some(name) = parts.pop() else {
+        return;
+    };
+    let mut folder = open(root);
+    for part in parts {
+        folder = open(folder.folders.entry(part.to_owned()).or_default());
+    }
+    folder.files.insert(name.to_owned(), entry);
+}
+
+/// Adds every file of `from` to `into`, as inserting them one by one would, but takes in whole
+/// (shared, not copied) each folder of `from` that `into` does not have: merging the listings
+/// of a thousand packages touches the folders they share, not their files.
+fn merge(into: &mut Arc<Folder>, from: &Arc<Folder>) {
+    if Arc::ptr_eq(into, from) {
+        return;
+    }
+    let folder = open(into);
+    for (name, entry) in &from.files {
+        folder.files.insert(name.clone(), entry.clone());
+    }
+    for (name, inner) in &from.folders {
+        match folder.folders.get_mut(name) {
+            Some(mine) => merge(mine, inner),
+            None => {
+                folder.folders.insert(name.clone(), Arc::clone(inner));
+            }
         }
-        folder.files.insert(name.to_owned(), entry);
+    }
+}
+
+/// Takes the file at the root-relative path `rooted` out of `root`, if it is there; folders
+/// that do not hold it stay shared.
+fn remove(root: &mut Arc<Folder>, rooted: &str) {
+    let (parent, name) = match rooted.rsplit_once('/') {
+        Some((parent, name)) => (Some(parent), name),
+        None => (None, rooted),
+    };
+    let Some(parent) = parent else {
+        if root.files.contains_key(name) {
+            open(root).files.remove(name);
+        }
+        return;
+    };
+    let (first, rest) = parent.split_once('/').unwrap_or((parent, ""));
+    let Some(inner) = root.folders.get(first) else {
+        return;
+    };
+    let inner_path = if rest.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{rest}/{name}")
+    };
+    if !holds(inner, &inner_path) {
+        return;
+    }
+    if let Some(inner) = open(root).folders.get_mut(first) {
+        remove(inner, &inner_path);
+    }
+}
+
+/// Whether `folder` has a file at the relative path `rooted`.
+fn holds(folder: &Folder, rooted: &str) -> bool {
+    match rooted.split_once('/') {
+        Some((first, rest)) => folder
+            .folders
+            .get(first)
+            .is_some_and(|inner| holds(inner, rest)),
+        None => folder.files.contains_key(rooted),
     }
 }
 
@@ -138,6 +213,7 @@ impl<'a> Describer<'a> {
             files: Mutex::new(HashMap::new()),
             actions: Mutex::new(HashMap::new()),
             walked: Mutex::new(HashMap::new()),
+            encodings: AtomicUsize::new(0),
         }
     }
 
@@ -145,6 +221,20 @@ impl<'a> Describer<'a> {
     /// not described yet are described first (their indices are smaller: the plan lists
     /// dependencies first), each once per describer.
     pub(crate) fn describe_step(&self, i: usize) -> Result<Described, Error> {
+        self.describe_with_deps(i, true)
+    }
+
+    /// The `Action` digest of step `i`: what a lookup needs, without the messages and files an
+    /// upload needs (collecting those costs as much as the input tree has folders and files).
+    pub(crate) fn action_digest_of_step(&self, i: usize) -> Result<reapi::Digest, Error> {
+        if let Some(digest) = self.action_of(i) {
+            return Ok(digest);
+        }
+        Ok(self.describe_with_deps(i, false)?.action_digest)
+    }
+
+    /// Describes step `i`, and first those of its dependencies not described yet.
+    fn describe_with_deps(&self, i: usize, full: bool) -> Result<Described, Error> {
         let steps = &self.plan.steps;
         let mut needed: Vec<usize> = Vec::new();
         let mut stack: Vec<usize> = steps.get(i).map(|s| s.deps.clone()).unwrap_or_default();
@@ -163,20 +253,20 @@ impl<'a> Describer<'a> {
         }
         needed.sort_unstable();
         for d in needed {
-            self.describe_known(d)?;
+            self.describe_known(d, false)?;
         }
-        self.describe_known(i)
+        self.describe_known(i, full)
     }
 
     /// Describes step `i`, whose dependencies are all described.
-    fn describe_known(&self, i: usize) -> Result<Described, Error> {
+    fn describe_known(&self, i: usize, full: bool) -> Result<Described, Error> {
         let step = &self.plan.steps[i];
         let deps: Vec<reapi::Digest> = step
             .deps
             .iter()
             .filter_map(|&d| self.action_of(d))
             .collect();
-        let described = self.describe(step, &deps)?;
+        let described = self.describe(step, &deps, full)?;
         lock(&self.actions).insert(i, described.action_digest.clone());
         Ok(described)
     }
@@ -185,7 +275,14 @@ impl<'a> Describer<'a> {
         lock(&self.actions).get(&i).cloned()
     }
 
-    fn describe(&self, step: &Step, dep_actions: &[reapi::Digest]) -> Result<Described, Error> {
+    /// `step` described; `full` adds the `Directory` messages and input files an upload needs,
+    /// which a lookup does not.
+    fn describe(
+        &self,
+        step: &Step,
+        dep_actions: &[reapi::Digest],
+        full: bool,
+    ) -> Result<Described, Error> {
         let mut blobs = BTreeMap::new();
         let mut store = |bytes: Vec<u8>| {
             let digest = digest_of(&bytes);
@@ -260,7 +357,7 @@ impl<'a> Describer<'a> {
 
         let tree = self.input_tree(step, &mut buffer)?;
         let mut files = BTreeMap::new();
-        let input_root_digest = encode_folder(&tree, &mut store, &mut files);
+        let input_root_digest = encoded(&tree, &self.encodings).0.clone();
 
         let action = reapi::Action {
             command_digest: Some(command_digest),
@@ -271,6 +368,9 @@ impl<'a> Describer<'a> {
             platform: None,
         };
         let action_digest = store(action.encode_to_vec());
+        if full {
+            collect(&tree, &mut blobs, &mut files);
+        }
         Ok(Described {
             action,
             action_digest,
@@ -292,7 +392,7 @@ impl<'a> Describer<'a> {
     /// The files the local key hashes for `step`, by root-relative path: its own inputs, the
     /// root-relative ones, and the sources of every target it depends on, transitively; never
     /// its env-file.
-    fn input_tree(&self, step: &Step, buffer: &mut [u8]) -> Result<Folder, Error> {
+    fn input_tree(&self, step: &Step, buffer: &mut [u8]) -> Result<Arc<Folder>, Error> {
         let mut excluded: Vec<String> = step
             .outputs
             .iter()
@@ -328,15 +428,13 @@ impl<'a> Describer<'a> {
                 )?);
             }
         }
-        let mut tree = Folder::default();
+        let mut tree = Arc::new(Folder::default());
         for list in &lists {
-            for (rooted, entry) in list.iter() {
-                // Never the env-file: its values are secrets, keyed by hash in the salt.
-                if step.env_file.as_deref() == Some(rooted.as_str()) {
-                    continue;
-                }
-                tree.insert(rooted, entry.clone());
-            }
+            merge(&mut tree, list);
+        }
+        // Never the env-file: its values are secrets, keyed by hash in the salt.
+        if let Some(env_file) = step.env_file.as_deref() {
+            remove(&mut tree, env_file);
         }
         Ok(tree)
     }
@@ -371,9 +469,12 @@ impl<'a> Describer<'a> {
         for (rooted, metadata) in inputs.rooted_files(&self.plan.root, &OFF) {
             files.push(self.entry(rooted, &metadata, buffer)?);
         }
-        let files = Arc::new(files);
-        lock(&self.walked).insert(id, Arc::clone(&files));
-        Ok(files)
+        let mut tree = Arc::new(Folder::default());
+        for (rooted, entry) in files {
+            insert(&mut tree, &rooted, entry);
+        }
+        lock(&self.walked).insert(id, Arc::clone(&tree));
+        Ok(tree)
     }
 
     fn entry(
@@ -443,45 +544,61 @@ fn relative_folder(path: &str) -> &str {
     if path == "." { "" } else { path }
 }
 
-/// Serializes `folder` and everything below it, deepest first, and returns its digest. Names
-/// come out sorted (by `BTreeMap`, bytewise, which is code point order for UTF-8), as REAPI
-/// requires of a canonical `Directory`.
-fn encode_folder(
-    folder: &Folder,
-    store: &mut impl FnMut(Vec<u8>) -> reapi::Digest,
-    files: &mut BTreeMap<String, PathBuf>,
-) -> reapi::Digest {
-    let directories = folder
-        .folders
-        .iter()
-        .map(|(name, inner)| reapi::DirectoryNode {
-            name: name.clone(),
-            digest: Some(encode_folder(inner, store, files)),
-        })
-        .collect();
-    let file_nodes = folder
-        .files
-        .iter()
-        .map(|(name, entry)| {
-            files
-                .entry(entry.digest.hash.clone())
-                .or_insert_with(|| entry.path.clone());
-            reapi::FileNode {
+/// The `Directory` message of `folder` and its digest, encoded (with everything below it) the
+/// first time it is asked for and kept in the folder: a folder shared by many input trees is
+/// encoded once. Names come out sorted (by `BTreeMap`, bytewise, which is code point order for
+/// UTF-8), as REAPI requires of a canonical `Directory`.
+fn encoded<'f>(folder: &'f Folder, encodings: &AtomicUsize) -> &'f (reapi::Digest, Arc<Vec<u8>>) {
+    folder.encoded.get_or_init(|| {
+        encodings.fetch_add(1, Ordering::Relaxed);
+        let directories = folder
+            .folders
+            .iter()
+            .map(|(name, inner)| reapi::DirectoryNode {
+                name: name.clone(),
+                digest: Some(encoded(inner, encodings).0.clone()),
+            })
+            .collect();
+        let file_nodes = folder
+            .files
+            .iter()
+            .map(|(name, entry)| reapi::FileNode {
                 name: name.clone(),
                 digest: Some(entry.digest.clone()),
                 is_executable: entry.executable,
                 node_properties: None,
-            }
-        })
-        .collect();
-    store(
-        reapi::Directory {
+            })
+            .collect();
+        let bytes = reapi::Directory {
             files: file_nodes,
             directories,
             ..reapi::Directory::default()
         }
-        .encode_to_vec(),
-    )
+        .encode_to_vec();
+        (digest_of(&bytes), Arc::new(bytes))
+    })
+}
+
+/// Every `Directory` message of the encoded `folder` and below into `blobs`, and every input
+/// file into `files` (by content digest, the first path found with it).
+fn collect(
+    folder: &Folder,
+    blobs: &mut BTreeMap<String, Vec<u8>>,
+    files: &mut BTreeMap<String, PathBuf>,
+) {
+    for inner in folder.folders.values() {
+        collect(inner, blobs, files);
+    }
+    for entry in folder.files.values() {
+        files
+            .entry(entry.digest.hash.clone())
+            .or_insert_with(|| entry.path.clone());
+    }
+    if let Some((digest, bytes)) = folder.encoded.get() {
+        blobs
+            .entry(digest.hash.clone())
+            .or_insert_with(|| bytes.to_vec());
+    }
 }
 
 /// The salt's bytes: a SHA-256 over length-prefixed fields, so no two different salts can be
@@ -517,6 +634,67 @@ mod tests {
     #[test]
     fn hex_is_lowercase_and_padded() {
         assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+    }
+
+    /// A chain of packages, each depending on the one before, so that the input tree of the
+    /// last action holds the sources of every package: encoding each tree anew would cost the
+    /// square of the chain's length in `Directory` messages.
+    #[test]
+    fn a_folder_shared_by_many_input_trees_is_encoded_once() {
+        const CHAIN: usize = 40;
+        let root = std::env::temp_dir().join(format!("once-describe-chain-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut manifest = String::new();
+        for i in 0..CHAIN {
+            manifest += &format!(
+                "[targets.p{i}]\nkind = \"command\"\npath = \"packages/p{i}\"\n{deps}\
+                 [targets.p{i}.capabilities.build]\ncommand = \"true\"\ninputs = [\"src/**\"]\n{build_deps}\n",
+                deps = if i == 0 {
+                    String::new()
+                } else {
+                    format!("deps = [\"p{}\"]\n", i - 1)
+                },
+                build_deps = if i == 0 {
+                    String::new()
+                } else {
+                    format!("deps = [\"p{}:build\"]\n", i - 1)
+                },
+            );
+            let src = root.join(format!("packages/p{i}/src"));
+            std::fs::create_dir_all(&src).unwrap();
+            std::fs::write(src.join("a.txt"), format!("{i}\n")).unwrap();
+        }
+        std::fs::write(root.join("once.toml"), manifest).unwrap();
+        let workspace = once_graph::Workspace::load(&root).unwrap();
+        assert!(!workspace.has_errors(), "{:?}", workspace.diagnostics());
+        let request = crate::Request {
+            actions: vec![format!("p{}:build", CHAIN - 1)],
+            ..crate::Request::default()
+        };
+        let plan = crate::plan(&workspace, &request).unwrap();
+        assert_eq!(plan.steps.len(), CHAIN);
+        let environ = Environ::new();
+        let hashes = FileHashes::load(&root.join(".once/cache"));
+        let describer = Describer::new(&plan, &environ, &hashes);
+        let mut looked_up = Vec::new();
+        for i in 0..CHAIN {
+            looked_up.push(describer.action_digest_of_step(i).unwrap());
+        }
+        let encoded = describer.encodings.load(Ordering::Relaxed);
+        // Two folders per package (`packages/pN`, its `src`), encoded once each, and the few
+        // folders every tree merges anew (the root, `packages`) per action.
+        assert!(
+            encoded <= 4 * CHAIN,
+            "{encoded} `Directory` messages encoded for {CHAIN} actions"
+        );
+        // The full description (for an upload) names the same action and every folder's message.
+        let full = Describer::new(&plan, &environ, &hashes);
+        let last = full.describe_step(CHAIN - 1).unwrap();
+        assert_eq!(last.action_digest, looked_up[CHAIN - 1]);
+        // Action, Command, the root, `packages`, and two folders per package.
+        assert_eq!(last.blobs.len(), 4 + 2 * CHAIN);
+        assert_eq!(last.files.len(), CHAIN);
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

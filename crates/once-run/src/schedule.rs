@@ -730,13 +730,26 @@ impl Worker<'_> {
         }
     }
 
+    /// Step `i`'s `Action` digest, all a lookup needs: the messages and files of its input tree
+    /// are collected only for an upload, after a miss (see `describe`).
+    fn action_digest(&self, i: usize) -> Option<once_remote::reapi::Digest> {
+        let describer = self.describer.as_ref()?;
+        match describer.action_digest_of_step(i) {
+            Ok(digest) => Some(digest),
+            Err(error) => {
+                tracing::debug!(action = %self.plan.steps[i].action, %error, "cannot describe the action for the remote cache");
+                None
+            }
+        }
+    }
+
     /// Looks `step` up in the remote cache and, on a hit, stores what it downloaded in the local
     /// cache under `key`: the result to restore.
     fn fetch(
         &self,
         remote: &Remote,
         step: &Step,
-        described: &Described,
+        action: &once_remote::reapi::Digest,
         key: &Key,
     ) -> Option<ActionResult> {
         let outputs = output_globs(&step.action, &step.outputs).ok()?;
@@ -747,7 +760,7 @@ impl Worker<'_> {
                 return None;
             }
         };
-        let fetched = remote.fetch(described, &outputs, &spill)?;
+        let fetched = remote.fetch(action, &outputs, &spill)?;
         match self.cache.record_fetched(key, &step.action, fetched) {
             Ok(result) => Some(result),
             Err(error) => {
@@ -869,17 +882,19 @@ impl Worker<'_> {
                 return finished;
             }
         }
-        // The remote cache: described once, for the lookup and, after a success, the upload.
-        // An action that is never recorded is neither looked up nor uploaded: nothing to describe.
-        let mut described = None;
+        // The remote cache: looked up by the `Action` digest alone, described in full only for
+        // the upload after a success. An action that is never recorded is neither looked up nor
+        // uploaded: nothing to describe.
+        let mut describable = false;
         if let Some(remote) = self.remote.filter(|r| r.is_on() && step.cache) {
-            described = self.describe(i);
+            let action = self.action_digest(i);
+            describable = action.is_some();
             if replayable {
                 // Held from storing the download to the end of its restore, not while it runs.
                 let hold = self.cache.hold().ok();
-                if let Some(found) = described
+                if let Some(found) = action
                     .as_ref()
-                    .and_then(|d| self.fetch(remote, step, d, &key))
+                    .and_then(|action| self.fetch(remote, step, action, &key))
                     && let Some(finished) = self.restored(step, key, found, true, buffer)
                 {
                     drop(hold);
@@ -995,8 +1010,10 @@ impl Worker<'_> {
                     if let Some(parts) = &parts {
                         crate::explain::remember(self.cache, parts);
                     }
-                    if let (Some(remote), Some(described)) = (self.remote, &described) {
-                        remote.upload(described, &result, self.cache);
+                    if let Some(remote) = self.remote.filter(|_| describable)
+                        && let Some(described) = self.describe(i)
+                    {
+                        remote.upload(&described, &result, self.cache);
                     }
                 }
                 Err(error) => {

@@ -203,24 +203,23 @@ impl Remote {
         }
     }
 
-    /// Looks `described` up and downloads its outputs and log, all of them or nothing; blobs
+    /// Looks `action` up and downloads its outputs and log, all of them or nothing; blobs
     /// over 1 MiB go to staging files in `spill`. `None` for a miss, for a result this client
     /// will not restore (a failure, outputs outside `outputs`, directories or links, or one over
     /// the size limits), and once the remote cache is off.
     pub(crate) fn fetch(
         &self,
-        described: &Described,
+        action: &reapi::Digest,
         outputs: &GlobSet,
         spill: &Path,
     ) -> Option<Fetched> {
-        let result =
-            self.with_client(|client| client.get_action_result(&described.action_digest))?;
+        let result = self.with_client(|client| client.get_action_result(action))?;
         let Some(result) = result else {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
         let Some(files) = restorable(&result, outputs) else {
-            tracing::debug!(action = %described.action_digest.hash, "remote result not restorable: treated as a miss");
+            tracing::debug!(action = %action.hash, "remote result not restorable: treated as a miss");
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
