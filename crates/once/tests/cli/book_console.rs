@@ -4,7 +4,9 @@
 //! HTML comment `<!-- console: FOLDER -->` on the line before the block names the workspace it runs
 //! in, a folder of this repository copied afresh for each block (with a `.git` of its own, so the
 //! root search stops there). The commands of one block run in order, in the same copy.
-//! `ONCE_BLESS=1` rewrites the blocks with what the commands print now.
+//! `ONCE_BLESS=1` rewrites the blocks with what the commands print now, but for a block that
+//! still matches: there `[..]` in a line stands for any text (a key or a duration that changes
+//! with the machine), as in trycmd.
 //!
 //! Keep such examples few and deterministic: no timings, run ids or hashes that change with the
 //! machine. This test must never run anything but the `once` under test.
@@ -107,9 +109,14 @@ fn run_block(fixture: &str, body: &str) -> String {
             "a console block runs only `once`: `{line}`"
         );
         let mut command = Command::new(once_binary());
+        // A reader's shell, not the test harness's: no `CARGO_*` variables the harness sets (a key
+        // lists the variables it reads), only `PATH`, a home of its own and the settings below.
         command
             .args(&words[1..])
             .current_dir(&root)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
             .env("XDG_STATE_HOME", &state)
             .env("COLUMNS", "100")
             .env("NO_COLOR", "1")
@@ -135,6 +142,39 @@ fn run_block(fixture: &str, body: &str) -> String {
         }
     }
     out
+}
+
+/// Whether `printed` is what `shown` shows, line by line, where `[..]` in a line of `shown` stands
+/// for any text within that line.
+fn matches(shown: &str, printed: &str) -> bool {
+    let shown: Vec<&str> = shown.lines().collect();
+    let printed: Vec<&str> = printed.lines().collect();
+    shown.len() == printed.len()
+        && shown
+            .iter()
+            .zip(&printed)
+            .all(|(shown, printed)| line_matches(shown, printed))
+}
+
+/// One line of [`matches`]: the parts between `[..]` appear in order, the first at the start and
+/// the last at the end.
+fn line_matches(shown: &str, printed: &str) -> bool {
+    let parts: Vec<&str> = shown.split("[..]").collect();
+    if parts.len() == 1 {
+        return shown == printed;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !printed.starts_with(first) || printed.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &printed[first.len()..];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
 }
 
 fn pages() -> Vec<PathBuf> {
@@ -166,7 +206,7 @@ fn every_console_example_prints_what_it_shows() {
         for block in blocks(&page).into_iter().rev() {
             count += 1;
             let now = run_block(&block.fixture, &block.body);
-            if now != block.body {
+            if !matches(&block.body, &now) {
                 stale.push(format!(
                     "{}: the block in `{}` now prints:\n{now}\ninstead of:\n{}",
                     path.display(),
@@ -201,4 +241,14 @@ fn a_command_line_splits_into_words_as_a_shell_would_for_plain_quotes() {
         words("once run x --param ''"),
         ["once", "run", "x", "--param", ""]
     );
+}
+
+#[test]
+fn a_wildcard_stands_for_any_text_within_its_line() {
+    assert!(line_matches("key [..] ok", "key ab12cd ok"));
+    assert!(line_matches("in [..]s, run [..]", "in 0.06s, run 2026"));
+    assert!(!line_matches("key [..] ok", "key ab12cd fail"));
+    assert!(!line_matches("a[..]a", "a"));
+    assert!(matches("x\ny [..]\n", "x\ny 1\n"));
+    assert!(!matches("x\ny [..]\n", "x\ny 1\nz\n"));
 }
