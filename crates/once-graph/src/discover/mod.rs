@@ -104,9 +104,11 @@ pub const MARKERS: &[&str] = &[
 
 /// The targets every ecosystem in `ecosystems` infers, in that order.
 pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferred> {
-    let mut all = Vec::new();
+    type Discover = fn(&mut Reader) -> Vec<Inferred>;
+    // Each ecosystem at the root first; then one survey below it for those that found nothing.
+    let mut at_root: Vec<(Ecosystem, Discover, Vec<Inferred>)> = Vec::new();
     for &ecosystem in ecosystems {
-        let discover = match ecosystem {
+        let discover: Discover = match ecosystem {
             Ecosystem::Cargo => cargo::discover,
             Ecosystem::JavaScript => javascript::discover,
             Ecosystem::Python => python::discover,
@@ -114,9 +116,29 @@ pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferr
             // It reads what the others found: last, whatever the order asked.
             Ecosystem::Workspace => continue,
         };
-        let mut found = discover(reader);
+        let found = discover(reader);
+        at_root.push((ecosystem, discover, found));
+    }
+    let missing: Vec<Ecosystem> = at_root
+        .iter()
+        .filter(|(_, _, found)| found.is_empty())
+        .map(|(ecosystem, _, _)| *ecosystem)
+        .collect();
+    let surveyed = if missing.is_empty() {
+        Vec::new()
+    } else {
+        let packages: std::collections::HashSet<String> = at_root
+            .iter()
+            .flat_map(|(_, _, found)| found.iter())
+            .filter(|p| p.path != ".")
+            .map(|p| p.path.clone())
+            .collect();
+        nested::survey(reader, &missing, &packages)
+    };
+    let mut all = Vec::new();
+    for (ecosystem, discover, mut found) in at_root {
         if found.is_empty() {
-            found = nested::discover(reader, ecosystem, discover);
+            found = nested::discover(reader, ecosystem, discover, &surveyed);
         }
         all.extend(found);
     }

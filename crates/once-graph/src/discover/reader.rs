@@ -20,6 +20,10 @@ use crate::workspace::load::{
     Expanded, ManifestRecord, decode, expand_folders_traced, glob_too_deep, read_regular,
 };
 
+/// The first "glob" of a listing that records a survey of folders rather than an expansion
+/// (no glob holds a NUL byte).
+const SURVEY: &str = "\0survey";
+
 /// A folder glob expansion that was used, to expand again when checking staleness.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Listing {
@@ -296,6 +300,31 @@ impl Reader {
         self.diagnostics.push(diagnostic);
     }
 
+    /// The workspace root when reading from it (not from a folder below, as in [`Reader::within`]).
+    pub(crate) fn at_root(&self) -> Option<&Path> {
+        self.base.is_empty().then_some(self.top.as_path())
+    }
+
+    /// Records a survey of folders (`nested::survey`) as a listing: [`SURVEY`] then the package
+    /// folders it did not enter stand for its globs, `holding` is the `|`-separated names it
+    /// looked for, and `trace` the folders it listed.
+    pub(crate) fn record_survey(
+        &mut self,
+        holding: String,
+        packages: Vec<String>,
+        folders: Vec<String>,
+        trace: Trace,
+    ) {
+        let mut globs = vec![SURVEY.to_string()];
+        globs.extend(packages);
+        self.listings.push(Listing {
+            globs,
+            holding,
+            folders,
+            trace,
+        });
+    }
+
     /// A warning about `file` at byte `offset` (a manifest discovery could not fully use).
     pub fn warn(&mut self, file: usize, offset: usize, code: &'static str, message: String) {
         let d = match self.files.get(file) {
@@ -312,8 +341,17 @@ impl Reader {
 }
 
 impl Listing {
-    /// Whether expanding the globs again would match other folders.
+    /// Whether expanding the globs again would match other folders; for a survey
+    /// (`nested::survey`), whether walking again finds other folders.
     pub(crate) fn changed(&self, root: &Path) -> bool {
+        if let Some((SURVEY, packages)) = self.globs.split_first().map(|(f, r)| (f.as_str(), r)) {
+            let wanted: Vec<&str> = self.holding.split('|').collect();
+            let packages = packages.iter().cloned().collect();
+            let (found, _) = super::nested::walk(root, &wanted, &packages);
+            let mut folders: Vec<String> = found.into_iter().map(|(f, _)| f).collect();
+            folders.dedup();
+            return folders != self.folders;
+        }
         let mut again = Reader::new(root);
         again.folders(&self.globs, &self.holding, 0, 0) != self.folders
     }

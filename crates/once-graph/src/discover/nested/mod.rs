@@ -9,7 +9,11 @@
 //! 2. A folder one to [`MAX_DEPTH`] levels below the root that holds the ecosystem's root
 //!    manifest is a candidate, unless it or a folder above it is hidden, `node_modules`, `target`
 //!    (never entered), or one of [`NOT_WORKSPACES`] (test data, fixtures, examples and vendored
-//!    code: what the ecosystems' tools build only when a workspace lists it).
+//!    code: what the ecosystems' tools build only when a workspace lists it), or it lies below a
+//!    package another ecosystem found at the root (a package's folder is looked at, its insides
+//!    are its own: a 1,000-package workspace costs one listing per package, not a walk of each).
+//!    One walk serves every ecosystem missing at the root ([`survey`]), telling manifests by the
+//!    names each listing holds, and its trace is the folders it listed.
 //! 3. Candidates are taken shallowest first, and one below a nested workspace already taken (one
 //!    that yielded packages) is left to it: that workspace's own rules decide its members, as its
 //!    tool does (`rust/examples/demo` is not a member of `rust/`, so it is no package at all).
@@ -31,8 +35,11 @@
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashSet;
+
 use super::{Ecosystem, Inferred, Reader};
 use crate::kind::find_kind;
+use crate::workspace::load::{Listed, Trace};
 
 /// How many folders below the root a nested workspace's manifest may be (`a/b/c/Cargo.toml`).
 pub(crate) const MAX_DEPTH: usize = 3;
@@ -61,17 +68,106 @@ fn markers(ecosystem: Ecosystem) -> &'static [&'static str] {
     }
 }
 
+/// The folders (below the root, sorted so that a folder comes before those below it) holding a
+/// root manifest of one of `ecosystems`, each with the manifest's name: one walk of the folders
+/// 1 to [`MAX_DEPTH`] levels down, entering none that is hidden, `node_modules`, `target`, one of
+/// [`NOT_WORKSPACES`] or one of `packages` (the folders of packages found at the root, which
+/// are listed but not entered). Recorded in `reader` with the folders it listed as its trace, so
+/// a manifest that appears in one of them makes the workspace stale.
+pub(crate) fn survey(
+    reader: &mut Reader,
+    ecosystems: &[Ecosystem],
+    packages: &HashSet<String>,
+) -> Vec<(String, &'static str)> {
+    let Some(root) = reader.at_root().map(std::path::Path::to_path_buf) else {
+        return Vec::new();
+    };
+    let wanted: Vec<&'static str> = ecosystems
+        .iter()
+        .flat_map(|e| markers(*e).iter().copied())
+        .collect();
+    let (found, trace) = walk(&root, &wanted, packages);
+    let folders = found.iter().map(|(f, _)| f.clone()).collect();
+    let mut packages: Vec<String> = packages.iter().cloned().collect();
+    packages.sort();
+    reader.record_survey(wanted.join("|"), packages, folders, trace);
+    found
+}
+
+/// The walk of [`survey`] from `root`: the folders holding one of `wanted`, each with its name,
+/// and what it listed.
+pub(crate) fn walk<'a>(
+    root: &std::path::Path,
+    wanted: &[&'a str],
+    packages: &HashSet<String>,
+) -> (Vec<(String, &'a str)>, Trace) {
+    let mut found: Vec<(String, &'a str)> = Vec::new();
+    let mut trace = Trace::default();
+    let mut stack = vec![(String::new(), 0usize)];
+    while let Some((rel, depth)) = stack.pop() {
+        let abs = if rel.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(&rel)
+        };
+        let before = std::fs::metadata(&abs);
+        let entries = std::fs::read_dir(&abs);
+        trace
+            .listed
+            .push((rel.clone(), Listed::of(before, entries.is_ok())));
+        let Ok(entries) = entries else {
+            continue;
+        };
+        let enter = depth < MAX_DEPTH && !packages.contains(&rel);
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if kind.is_dir() {
+                let skipped = name.starts_with('.')
+                    || name == "node_modules"
+                    || name == "target"
+                    || NOT_WORKSPACES.contains(&name.as_str());
+                if enter && !skipped {
+                    let child = if rel.is_empty() {
+                        name
+                    } else {
+                        format!("{rel}/{name}")
+                    };
+                    stack.push((child, depth + 1));
+                }
+            } else if !rel.is_empty()
+                && let Some(marker) = wanted.iter().find(|m| **m == name)
+            {
+                // A file or a link to one: the reader decides when it reads it.
+                found.push((rel.clone(), *marker));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    (found, trace)
+}
+
 /// The packages of every nested workspace of `ecosystem`, read with `discover` (the
-/// ecosystem's own discovery) from each workspace's folder.
+/// ecosystem's own discovery) from each workspace's folder among `surveyed` ([`survey`]).
 pub(crate) fn discover(
     reader: &mut Reader,
     ecosystem: Ecosystem,
     discover: impl Fn(&mut Reader) -> Vec<Inferred>,
+    surveyed: &[(String, &'static str)],
 ) -> Vec<Inferred> {
     let mut found = Vec::new();
     let mut taken: Vec<String> = Vec::new();
     let mut go_modules: Vec<String> = Vec::new();
-    for folder in candidates(reader, ecosystem) {
+    let mut candidates: Vec<&String> = surveyed
+        .iter()
+        .filter(|(_, marker)| markers(ecosystem).contains(marker))
+        .map(|(folder, _)| folder)
+        .collect();
+    candidates.dedup();
+    for folder in candidates.into_iter().cloned() {
         if taken.iter().any(|t| folder.starts_with(&format!("{t}/"))) {
             continue;
         }
@@ -132,26 +228,6 @@ fn name_apart(reader: &mut Reader, earlier: &[Inferred], packages: &mut [Inferre
         taken.insert(fresh.clone());
         package.name = fresh;
     }
-}
-
-/// Folders holding one of the ecosystem's root manifests, 1 to [`MAX_DEPTH`] levels down,
-/// outside [`NOT_WORKSPACES`], sorted so that a folder comes before those below it.
-fn candidates(reader: &mut Reader, ecosystem: Ecosystem) -> Vec<String> {
-    let mut globs: Vec<String> = (1..=MAX_DEPTH)
-        .map(|depth| vec!["*"; depth].join("/"))
-        .collect();
-    for name in NOT_WORKSPACES {
-        globs.push(format!("!**/{name}"));
-        globs.push(format!("!**/{name}/**"));
-    }
-    let mut out: Vec<String> = Vec::new();
-    for marker in markers(ecosystem) {
-        // No manifest names these globs: a bad one is this module's bug, reported nowhere.
-        out.extend(reader.folders(&globs, marker, usize::MAX, 0));
-    }
-    out.sort();
-    out.dedup();
-    out
 }
 
 /// Names `package` (read with `folder` as its root) from the root: its folder, its edges, and

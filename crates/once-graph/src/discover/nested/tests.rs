@@ -423,3 +423,55 @@ fn two_nested_workspaces_may_name_a_package_alike() {
     assert_eq!(warning.file, "apps/b/package.json");
     assert!(warning.message.contains("`apps/a`"), "{}", warning.message);
 }
+
+/// A package found at the root is looked at, not entered: its own folder may hold another
+/// ecosystem's workspace (a napi-rs crate beside its `package.json`), but what lies below it is
+/// the package's own, and the survey lists each package folder once instead of walking it.
+#[test]
+fn a_package_folder_is_looked_at_but_not_entered() {
+    let ws = Scratch::new(&[
+        (
+            "package.json",
+            "{\"name\": \"root\", \"private\": true, \"workspaces\": [\"packages/*\"]}\n",
+        ),
+        ("packages/a/package.json", "{\"name\": \"a\"}\n"),
+        (
+            "packages/a/Cargo.toml",
+            "[package]\nname = \"a-native\"\nversion = \"0.1.0\"\n",
+        ),
+        ("packages/b/package.json", "{\"name\": \"b\"}\n"),
+        (
+            "packages/b/native/Cargo.toml",
+            "[package]\nname = \"b-native\"\nversion = \"0.1.0\"\n",
+        ),
+        (
+            "tools/py/pyproject.toml",
+            "[project]\nname = \"py\"\nversion = \"0\"\n",
+        ),
+    ]);
+    let (found, reader) = run(&ws);
+    assert_eq!(
+        packages(&found),
+        [
+            "cargo packages/a",
+            "javascript packages/a",
+            "javascript packages/b",
+            "python tools/py",
+        ]
+    );
+    // One survey for Cargo, Python and Go together, which listed no folder below a package.
+    let surveys: Vec<_> = reader
+        .listings
+        .iter()
+        .filter(|l| l.globs.first().is_some_and(|g| g.starts_with('\0')))
+        .collect();
+    assert_eq!(surveys.len(), 1, "{surveys:?}");
+    let listed: Vec<&str> = surveys[0]
+        .trace
+        .listed
+        .iter()
+        .map(|(rel, _)| rel.as_str())
+        .collect();
+    assert!(!listed.contains(&"packages/b/native"), "{listed:?}");
+    assert!(listed.contains(&"packages/b"), "{listed:?}");
+}
