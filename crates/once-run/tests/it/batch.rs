@@ -27,7 +27,10 @@ fn three_packages(cargo: &str) -> Fixture {
     ws.file(
         "bin/cargo",
         &format!(
-            "#!/bin/sh\n{{ printf %s \"${{PWD##*/}}\"; printf ' [%s]' \"$@\"; echo; }} >> {}/calls\n{cargo}\n",
+            // The line is built first and appended with one write: a batch and an action run
+            // alone call this at the same time, and separate writes of one line interleave.
+            "#!/bin/sh\nline=\"${{PWD##*/}}\"\nfor a in \"$@\"; do line=\"$line [$a]\"; done\n\
+             printf '%s\\n' \"$line\" >> {}/calls\n{cargo}\n",
             ws.root.display()
         ),
     );
