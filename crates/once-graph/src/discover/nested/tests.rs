@@ -475,3 +475,18 @@ fn a_package_folder_is_looked_at_but_not_entered() {
     assert!(!listed.contains(&"packages/b/native"), "{listed:?}");
     assert!(listed.contains(&"packages/b"), "{listed:?}");
 }
+
+/// The survey never follows a link to a folder: a repository's `rust -> /elsewhere` link cannot
+/// bring a workspace outside it into the graph.
+#[cfg(unix)]
+#[test]
+fn a_linked_folder_is_never_surveyed() {
+    let outside = Scratch::new(&[(
+        "Cargo.toml",
+        "[package]\nname = \"outside\"\nversion = \"0.1.0\"\n",
+    )]);
+    let ws = Scratch::new(&[("go.mod", "module example.com/m\n")]);
+    std::os::unix::fs::symlink(&outside.0, ws.0.join("rust")).expect("links");
+    let (found, _) = run(&ws);
+    assert_eq!(packages(&found), ["go ."]);
+}
