@@ -460,6 +460,7 @@ fn build_kinds() -> Vec<Kind> {
                 env_file: None,
                 cache: true,
                 persistent: false,
+                placement: crate::model::Placement::default(),
                 retries: 0,
                 mutex: None,
                 needs: None,

@@ -96,6 +96,8 @@ pub struct Capability {
     pub cache: bool,
     /// Whether it runs until stopped (a server): no deadline, never cached.
     pub persistent: bool,
+    /// Where it may run when remote execution is on: `local = true`, `platform`.
+    pub placement: Placement,
     /// How many times a failed run is run again (0..=[`MAX_RETRIES`]); a timeout is not.
     pub retries: u8,
     /// Actions naming the same mutex never run at the same time, in one run or across runs on
@@ -116,6 +118,17 @@ pub struct Capability {
     pub batch: Option<Batch>,
     /// Where the definition comes from.
     pub origin: Origin,
+}
+
+/// Where an action may run when a run sends actions to a remote execution engine
+/// (`[execution]`): on this machine only, or on a worker whose platform has these properties.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// `local = true`: always runs on this machine (it needs something only this machine has).
+    pub local: bool,
+    /// `platform`: REAPI platform properties a worker must offer (`container-image`, `OSFamily`),
+    /// over the ones `[execution] platform` names for every action.
+    pub platform: Arc<BTreeMap<String, String>>,
 }
 
 /// How an action joins others of its capability in one command: a kind's declaration, which an

@@ -83,6 +83,7 @@ mod tests {
             env_file: None,
             cache: true,
             persistent: false,
+            placement: crate::model::Placement::default(),
             retries: 0,
             mutex: None,
             needs: None,

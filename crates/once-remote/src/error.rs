@@ -95,7 +95,7 @@ fn sent_headers(names: &[String]) -> String {
 }
 
 /// The canonical name of a gRPC status code.
-pub(crate) fn code_name(code: i32) -> &'static str {
+pub fn code_name(code: i32) -> &'static str {
     match code {
         0 => "OK",
         1 => "CANCELLED",

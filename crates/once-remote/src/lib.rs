@@ -37,7 +37,7 @@ pub use bots::{Work, complete_lease, fail_lease, lease_work, release_lease, time
 pub use bytes::Bytes;
 pub use client::{Capabilities, Client, LOOKUP_LIMIT, Lookup, MAX_LOOKUPS};
 pub use digest::digest_of;
-pub use error::Error;
+pub use error::{Error, code_name as status_name};
 /// The REAPI v2 messages (`Digest`, `ActionResult`, `OutputFile`, ...), as generated from the
 /// vendored protos.
 pub use proto::build::bazel::remote::execution::v2 as reapi;

@@ -782,7 +782,11 @@ pub(crate) fn state_dir(folder: &Path) -> Result<(), Error> {
 }
 
 /// The files under `dir` matching `outputs`, sorted; ignored files count (outputs usually are).
-fn output_files(action: &str, dir: &Path, outputs: &[String]) -> Result<Vec<String>, Error> {
+pub(crate) fn output_files(
+    action: &str,
+    dir: &Path,
+    outputs: &[String],
+) -> Result<Vec<String>, Error> {
     if outputs.is_empty() {
         return Ok(Vec::new());
     }

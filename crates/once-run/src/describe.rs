@@ -43,9 +43,9 @@ pub struct Described {
     /// The serialized `Action`, `Command` and `Directory` messages, by the hex SHA-256 of their
     /// bytes.
     pub blobs: BTreeMap<String, Vec<u8>>,
-    /// The input files, by the hex SHA-256 of their content: where to read each one's bytes
-    /// (not held here, so describing a large tree costs no memory for its content).
-    pub files: BTreeMap<String, PathBuf>,
+    /// The input files, by the hex SHA-256 of their content: the size and where to read each
+    /// one's bytes (not held here, so describing a large tree costs no memory for its content).
+    pub files: BTreeMap<String, (i64, PathBuf)>,
 }
 
 /// Describes every action of `plan`, in plan order (dependencies first, so each dependent's salt
@@ -89,6 +89,13 @@ pub(crate) struct Describer<'a> {
     walked: Mutex<HashMap<WalkId, Listing>>,
     /// `Directory` messages encoded so far: each shared folder once (see `Folder::encoded`).
     encodings: AtomicUsize,
+}
+
+/// What describing an action for an engine adds to its lookup's description.
+struct Execution {
+    /// The steps it depends on, transitively: their outputs go into its input tree.
+    upstream: Vec<usize>,
+    platform: reapi::Platform,
 }
 
 /// A folder, its input globs and the globs they exclude.
@@ -233,6 +240,43 @@ impl<'a> Describer<'a> {
         Ok(self.describe_with_deps(i, false)?.action_digest)
     }
 
+    /// Step `i` described for an engine to run it: the lookup's description, with the outputs
+    /// of every action it depends on (transitively, as they lie in the workspace now) added to
+    /// its input tree, its deadline as the `Action`'s timeout, and `platform`. Its `Action`
+    /// differs from the lookup's, which a lookup can describe before its dependencies' outputs
+    /// exist; the scheduler records the result under the lookup's too.
+    pub(crate) fn describe_for_execution(
+        &self,
+        i: usize,
+        platform: reapi::Platform,
+    ) -> Result<Described, Error> {
+        self.action_digest_of_step(i)?;
+        let step = &self.plan.steps[i];
+        let deps: Vec<reapi::Digest> = step
+            .deps
+            .iter()
+            .filter_map(|&d| self.action_of(d))
+            .collect();
+        let execution = Execution {
+            upstream: self.upstream_steps(i),
+            platform,
+        };
+        self.describe_as(step, &deps, true, Some(&execution))
+    }
+
+    /// The steps step `i` depends on, transitively, in plan order.
+    fn upstream_steps(&self, i: usize) -> Vec<usize> {
+        let steps = &self.plan.steps;
+        let mut seen = vec![false; steps.len()];
+        let mut stack: Vec<usize> = steps[i].deps.clone();
+        while let Some(d) = stack.pop() {
+            if !std::mem::replace(&mut seen[d], true) {
+                stack.extend(steps[d].deps.iter().copied());
+            }
+        }
+        (0..steps.len()).filter(|&d| seen[d]).collect()
+    }
+
     /// Describes step `i`, and first those of its dependencies not described yet.
     fn describe_with_deps(&self, i: usize, full: bool) -> Result<Described, Error> {
         let steps = &self.plan.steps;
@@ -282,6 +326,17 @@ impl<'a> Describer<'a> {
         step: &Step,
         dep_actions: &[reapi::Digest],
         full: bool,
+    ) -> Result<Described, Error> {
+        self.describe_as(step, dep_actions, full, None)
+    }
+
+    /// `step` described, for a lookup or (with `execution`) for an engine to run.
+    fn describe_as(
+        &self,
+        step: &Step,
+        dep_actions: &[reapi::Digest],
+        full: bool,
+        execution: Option<&Execution>,
     ) -> Result<Described, Error> {
         let mut blobs = BTreeMap::new();
         let mut store = |bytes: Vec<u8>| {
@@ -355,17 +410,23 @@ impl<'a> Describer<'a> {
         };
         let command_digest = store(command.encode_to_vec());
 
-        let tree = self.input_tree(step, &mut buffer)?;
+        let mut tree = self.input_tree(step, &mut buffer)?;
+        if let Some(execution) = execution {
+            self.add_upstream_outputs(&mut tree, &execution.upstream, &mut buffer)?;
+        }
         let mut files = BTreeMap::new();
         let input_root_digest = encoded(&tree, &self.encodings).0.clone();
 
         let action = reapi::Action {
             command_digest: Some(command_digest),
             input_root_digest: Some(input_root_digest),
-            timeout: None,
+            timeout: execution.map(|_| prost_types::Duration {
+                seconds: i64::try_from(step.deadline.as_secs()).unwrap_or(i64::MAX),
+                nanos: i32::try_from(step.deadline.subsec_nanos()).unwrap_or(0),
+            }),
             do_not_cache: false,
             salt: salt.finish(),
-            platform: None,
+            platform: execution.map(|e| e.platform.clone()),
         };
         let action_digest = store(action.encode_to_vec());
         if full {
@@ -377,6 +438,35 @@ impl<'a> Describer<'a> {
             blobs,
             files,
         })
+    }
+
+    /// Adds the outputs of the `upstream` steps, as they lie in the workspace, to `tree`: what
+    /// an action reads of its dependencies' work, which a worker has nowhere else.
+    fn add_upstream_outputs(
+        &self,
+        tree: &mut Arc<Folder>,
+        upstream: &[usize],
+        buffer: &mut [u8],
+    ) -> Result<(), Error> {
+        for &d in upstream {
+            let dep = &self.plan.steps[d];
+            let folder = relative_folder(&dep.path);
+            for relative in crate::cache::output_files(&dep.action, &dep.dir, &dep.outputs)? {
+                let path = dep.dir.join(&relative);
+                let metadata = std::fs::symlink_metadata(&path).map_err(Error::io(&path))?;
+                if !metadata.is_file() {
+                    continue;
+                }
+                let rooted = if folder.is_empty() {
+                    relative
+                } else {
+                    format!("{folder}/{relative}")
+                };
+                let (rooted, entry) = self.entry(rooted, &metadata, buffer)?;
+                insert(tree, &rooted, entry);
+            }
+        }
+        Ok(())
     }
 
     /// `text` with the workspace root spelled `//`, so a path inside a clone names the same in
@@ -584,7 +674,7 @@ fn encoded<'f>(folder: &'f Folder, encodings: &AtomicUsize) -> &'f (reapi::Diges
 fn collect(
     folder: &Folder,
     blobs: &mut BTreeMap<String, Vec<u8>>,
-    files: &mut BTreeMap<String, PathBuf>,
+    files: &mut BTreeMap<String, (i64, PathBuf)>,
 ) {
     for inner in folder.folders.values() {
         collect(inner, blobs, files);
@@ -592,7 +682,7 @@ fn collect(
     for entry in folder.files.values() {
         files
             .entry(entry.digest.hash.clone())
-            .or_insert_with(|| entry.path.clone());
+            .or_insert_with(|| (entry.digest.size_bytes, entry.path.clone()));
     }
     if let Some((digest, bytes)) = folder.encoded.get() {
         blobs

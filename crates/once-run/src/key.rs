@@ -522,10 +522,10 @@ pub(crate) fn gitignore(folder: &Path, witness: &Witness) -> Gitignore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn step(dir: &Path, inputs: &[&str], outputs: &[&str]) -> Step {
+    pub(crate) fn step(dir: &Path, inputs: &[&str], outputs: &[&str]) -> Step {
         Step {
             batch: None,
             action: "t:build".into(),
@@ -539,6 +539,7 @@ mod tests {
             env_file: None,
             cache: true,
             persistent: false,
+            placement: once_graph::Placement::default(),
             retries: 0,
             mutex: None,
             deadline: std::time::Duration::from_secs(1),

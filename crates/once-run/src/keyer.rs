@@ -44,6 +44,22 @@ pub(crate) struct Keyer<'a> {
 }
 
 impl<'a> Keyer<'a> {
+    /// Whether `step` asks for a secret: a secret-looking variable it declares in `env` or
+    /// names in `pass-env`, or one of its env-file. Such an action never leaves this machine,
+    /// where an engine's worker would run it without the value. A build tool's variable that
+    /// only looks secret (inherited, keyed by hash) is not asked for: it stays home unsent.
+    pub(crate) fn holds_secrets(&self, step: &crate::plan::Step) -> bool {
+        self.environ.keyed(step).keys().any(|name| {
+            crate::environ::hidden(step, name)
+                && (step.env.contains_key(name)
+                    || step.env_file_vars.iter().any(|v| v == name)
+                    || step
+                        .pass_env
+                        .iter()
+                        .any(|glob| once_exec::env_glob_matches(glob, name)))
+        })
+    }
+
     pub(crate) fn new(plan: &'a Plan, hashes: &'a FileHashes, environ: &'a Environ) -> Keyer<'a> {
         Keyer {
             plan,

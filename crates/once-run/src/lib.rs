@@ -131,7 +131,9 @@ pub use query::{
     QueryRunsError, RunRow, RunsAnswer, RunsList, RunsQuery, query_runs, runs_input_schema,
     runs_output_schema,
 };
-pub use remote::{Remote, RemoteConfig, RemoteFlags, RemoteReport};
+pub use remote::{
+    Engine, ExecutionConfig, ExecutionReport, Remote, RemoteConfig, RemoteFlags, RemoteReport,
+};
 pub use report::{
     ActionReport, ActionStatus, ActionsPage, Counts, Owner, RunReport, RunStatus, RunSummary,
     SUMMARY_ROWS, SUMMARY_TAILS, summary_schema,

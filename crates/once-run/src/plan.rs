@@ -82,6 +82,8 @@ pub struct Step {
     pub cache: bool,
     /// Runs until stopped: no deadline of its own, never cached, never waited on by a lock.
     pub persistent: bool,
+    /// Where it may run when remote execution is on (`local`, `platform`).
+    pub placement: once_graph::Placement,
     /// How many times a failed run is run again (a timeout is not).
     pub retries: u8,
     /// No other action naming this mutex runs while this one does.
@@ -316,6 +318,7 @@ pub fn plan(ws: &Workspace, request: &Request) -> Result<Plan, Error> {
                 && !capability.persistent
                 && deps.iter().all(|&d| steps[d].cache),
             persistent: capability.persistent,
+            placement: capability.placement.clone(),
             retries: capability.retries,
             mutex: capability.mutex.clone(),
             // A server has no deadline of its own; one given with the request still applies.

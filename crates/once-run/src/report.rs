@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use once_exec::Containment;
 
 use crate::asked::Asked;
-use crate::remote::RemoteReport;
+use crate::remote::{ExecutionReport, RemoteReport};
 
 /// How a whole run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +138,39 @@ pub struct ActionReport {
     /// command, whose log `log` names; absent for an action that ran alone or was replayed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<usize>,
+    /// Where its command ran, when the run could send actions to a remote execution engine:
+    /// on a worker (which, how long it queued and ran) or here (and why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_on: Option<RanOn>,
+}
+
+/// Where an action's command ran in a run with remote execution.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RanOn {
+    pub place: Place,
+    /// Remote: the worker, as the engine names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    /// Remote: how long the action waited in the engine's queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_ms: Option<u64>,
+    /// Remote: how long the worker took, fetching inputs and uploading outputs included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executed_ms: Option<u64>,
+    /// Remote: the engine answered from its own cache, so nothing ran for this request.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub engine_cached: bool,
+    /// Here: why not on the engine (`local = true`, persistent, secrets, remote execution off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub because: Option<String>,
+}
+
+/// Which machine ran an action's command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Place {
+    Local,
+    Remote,
 }
 
 /// A whole run.
@@ -161,6 +194,9 @@ pub struct RunReport {
     /// What the run did with the remote cache, when one was configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteReport>,
+    /// What the run did with the remote execution engine, when one was configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ExecutionReport>,
     /// What was asked and by whom (see [`Asked`]); absent in records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none", flatten)]
     pub asked: Option<Asked>,
@@ -311,6 +347,9 @@ pub struct RunSummary {
     /// What the run did with the remote cache, when one was configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteReport>,
+    /// What the run did with the remote execution engine, when one was configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ExecutionReport>,
 }
 
 /// One page of the actions of a run, in plan order.
@@ -381,6 +420,7 @@ impl RunReport {
             actions,
             omitted,
             remote: self.remote.clone(),
+            execution: self.execution.clone(),
         }
     }
 
@@ -427,6 +467,7 @@ pub fn summary_schema() -> Value {
             "omitted": {"type": "integer", "description": "Actions not listed; once_query_runs with run_id pages through all of them"},
             "hint": {"type": "string"},
             "remote": remote_schema(),
+            "execution": execution_schema(),
         },
         "required": ["run_id", "status"],
         "additionalProperties": false,
@@ -482,6 +523,27 @@ fn remote_schema() -> Value {
     })
 }
 
+fn execution_schema() -> Value {
+    let count = json!({"type": "integer"});
+    json!({
+        "type": "object",
+        "description": "With remote execution: actions the engine ran (of them answered from its cache, failed), run here instead, calls, and why it went off",
+        "properties": {
+            "url": {"type": "string"},
+            "instance": {"type": "string"},
+            "jobs": count,
+            "executed": count,
+            "engine_cached": count,
+            "failed": count,
+            "local": count,
+            "round_trips": count,
+            "warning": {"type": "string"},
+        },
+        "required": ["url", "instance", "jobs", "executed", "engine_cached", "failed", "local", "round_trips"],
+        "additionalProperties": false,
+    })
+}
+
 pub(crate) fn run_status_schema() -> Value {
     json!({"type": "string", "enum": ["running", "succeeded", "failed", "cancelled", "timed_out", "interrupted"]})
 }
@@ -503,6 +565,20 @@ pub(crate) fn action_schema() -> Value {
             "skipped_because": {"type": "string", "description": "Only for a skipped action: why it never started"},
             "ran_again": {"type": "string", "description": "Only for an action that ran although a result of it was recorded before: what changed since its last recorded run (`Cargo.lock` appeared, `src/lib.rs` changed, variable `MODE` changed), the first 3 changes and how many more"},
             "batch": {"type": "integer", "minimum": 1, "description": "Actions with the same number ran as one command (`cargo test -p a -p b`); absent when it ran alone"},
+            "ran_on": {
+                "type": "object",
+                "description": "With remote execution: where it ran; remote: the worker, ms queued and executing; local: why",
+                "properties": {
+                    "place": {"enum": ["local", "remote"]},
+                    "worker": {"type": "string"},
+                    "queued_ms": {"type": "integer"},
+                    "executed_ms": {"type": "integer"},
+                    "engine_cached": {"type": "boolean"},
+                    "because": {"type": "string"},
+                },
+                "required": ["place"],
+                "additionalProperties": false,
+            },
         },
         "required": ["action", "status", "cached", "exit_code", "duration_ms", "log"],
         "additionalProperties": false,
@@ -529,6 +605,7 @@ mod tests {
             skipped_because: None,
             ran_again: None,
             batch: None,
+            ran_on: None,
         }
     }
 
@@ -544,6 +621,7 @@ mod tests {
             actions,
             owner: None,
             remote: None,
+            execution: None,
             asked: None,
         }
     }

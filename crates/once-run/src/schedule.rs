@@ -21,22 +21,25 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use once_exec::{Cancel, CommandSpec, EnvMode, Registry, Status};
+use once_exec::{Cancel, Registry, Status};
 
 use crate::asked::Asked;
-use crate::cache::{ActionResult, Cache, Ran, output_globs};
-use crate::describe::{Described, Describer};
+use crate::cache::Cache;
+use crate::describe::Describer;
 use crate::environ::Environ;
 use crate::hashes::FileHashes;
 use crate::key::Key;
 use crate::keyer::Keyer;
 use crate::plan::{Plan, Step};
-use crate::remote::Remote;
+use crate::remote::{Engine, Remote};
 use crate::report::{ActionReport, ActionStatus, Owner, RunReport, RunStatus, Stop};
 use crate::store::RunDir;
 use crate::witness::Witness;
 
 mod batch;
+mod perform;
+mod remotely;
+mod slots;
 
 /// How a plan is run.
 #[derive(Debug, Clone)]
@@ -49,6 +52,8 @@ pub struct Options {
     pub force: bool,
     /// The remote cache behind the local one, if any.
     pub remote: Option<Arc<Remote>>,
+    /// The remote execution engine actions go to, if any (local-only ones stay here).
+    pub engine: Option<Arc<Engine>>,
     /// Where to record every path the run's keys and look-ups read, for a proof that a later
     /// run would be a no-op (`once_run::Proof`).
     pub witness: Option<Arc<Witness>>,
@@ -74,6 +79,7 @@ impl Default for Options {
             keep_going: false,
             force: false,
             remote: None,
+            engine: None,
             witness: None,
             asked: None,
             batch: None,
@@ -158,7 +164,14 @@ pub fn execute(
     // A report that says `running`, with every action pending, so another process (or an
     // agent) listing runs sees this one and its owner from the start.
     record.write_running(board.snapshot(steps, run));
-    let jobs = options.jobs.max(1).min(total.max(1));
+    let local_jobs = options.jobs.max(1);
+    let engine = options.engine.as_deref();
+    // With an engine, a worker per remote action in flight; commands that run here still
+    // take one of `jobs` slots.
+    let jobs = engine
+        .filter(|engine| engine.is_on())
+        .map_or(local_jobs, |engine| local_jobs.max(engine.jobs()))
+        .min(total.max(1));
     let hashes = cache.file_hashes().witnessed_by(options.witness.clone());
     if plan.steps.iter().any(|step| step.env_file.is_some()) {
         // Read while planning, before anything was recorded.
@@ -166,7 +179,7 @@ pub fn execute(
     }
     let environ = Environ::new();
     let remote = options.remote.as_deref();
-    board.warn_once(&mut board.lock(), remote);
+    board.warn_once(&mut board.lock(), remote, engine);
     let worker = Worker {
         plan,
         cache,
@@ -177,7 +190,10 @@ pub fn execute(
         keyer: Keyer::new(plan, &hashes, &environ),
         hashes: &hashes,
         remote,
-        describer: remote.map(|_| Describer::new(plan, &environ, &hashes)),
+        engine,
+        slots: (jobs > local_jobs).then(|| slots::Slots::new(local_jobs)),
+        describer: (remote.is_some() || engine.is_some())
+            .then(|| Describer::new(plan, &environ, &hashes)),
         recall: crate::explain::Recall::new(cache, plan),
         batch: options.batch,
         batches: AtomicUsize::new(0),
@@ -235,6 +251,7 @@ pub fn execute(
         actions,
         owner: None,
         remote: remote.map(Remote::report),
+        execution: engine.map(Engine::report),
         asked: options.asked.clone(),
     };
     record.write(&report);
@@ -260,6 +277,7 @@ pub fn announce(plan: &Plan, run: &RunDir, asked: Option<&Asked>) {
         actions,
         owner: crate::owner::current(),
         remote: None,
+        execution: None,
         asked: asked.cloned(),
     };
     if let Err(error) = run.write_report(&report) {
@@ -428,17 +446,20 @@ impl<'o> Board<'o> {
             actions,
             owner: None,
             remote: None,
+            execution: None,
             asked: None,
         }
     }
 
-    /// Tells the observer each of the remote cache's warnings once per run (that it went off,
-    /// a result too large to fetch, headers not sent).
-    fn warn_once(&self, state: &mut State<'_>, remote: Option<&Remote>) {
-        let Some(remote) = remote else {
-            return;
-        };
-        for message in remote.warnings() {
+    /// Tells the observer each of the remote cache's and the engine's warnings once per run
+    /// (that it went off, a result too large to fetch, headers not sent).
+    fn warn_once(&self, state: &mut State<'_>, remote: Option<&Remote>, engine: Option<&Engine>) {
+        let warnings = remote
+            .map(Remote::warnings)
+            .unwrap_or_default()
+            .into_iter()
+            .chain(engine.map(Engine::warnings).unwrap_or_default());
+        for message in warnings {
             if !state.warned.iter().any(|told| told == message) {
                 state.warned.push(message.to_owned());
                 (state.observe)(Event::Warning { message });
@@ -525,6 +546,7 @@ fn failure(step: &Step, start: Instant, message: String) -> Finished {
             retried: 0,
             skipped_because: None,
             batch: None,
+            ran_on: None,
             ran_again: None,
         },
         key: None,
@@ -592,6 +614,7 @@ fn not_started(step: &Step) -> ActionReport {
         skipped_because: None,
         ran_again: None,
         batch: None,
+        ran_on: None,
     }
 }
 
@@ -614,7 +637,10 @@ struct Worker<'a> {
     /// Digests of files hashed before, proven current by a `stat`.
     hashes: &'a FileHashes,
     remote: Option<&'a Remote>,
-    /// Describes actions for the remote cache (only when there is one).
+    engine: Option<&'a Engine>,
+    /// The commands that may run here at once, when workers outnumber them (remote execution).
+    slots: Option<slots::Slots>,
+    /// Describes actions for the remote cache and the engine (only when there is one).
     describer: Option<Describer<'a>>,
     /// The last recorded parts of the plan's actions, to say why one runs again.
     recall: crate::explain::Recall<'a>,
@@ -698,7 +724,7 @@ impl Worker<'_> {
                         board.finish(&mut state, steps, j, finished);
                     }
                 }
-                board.warn_once(&mut state, self.remote);
+                board.warn_once(&mut state, self.remote, self.engine);
                 continue;
             }
             if state.running == 0 {
@@ -714,330 +740,6 @@ impl Worker<'_> {
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
             state.idle -= 1;
-        }
-    }
-
-    /// Step `i` described for the remote cache; `None` (and no remote lookup nor upload for it)
-    /// when it cannot be, which is said in the debug log only: the run goes on locally.
-    fn describe(&self, i: usize) -> Option<Described> {
-        let describer = self.describer.as_ref()?;
-        match describer.describe_step(i) {
-            Ok(described) => Some(described),
-            Err(error) => {
-                tracing::debug!(action = %self.plan.steps[i].action, %error, "cannot describe the action for the remote cache");
-                None
-            }
-        }
-    }
-
-    /// Step `i`'s `Action` digest, all a lookup needs: the messages and files of its input tree
-    /// are collected only for an upload, after a miss (see `describe`).
-    fn action_digest(&self, i: usize) -> Option<once_remote::reapi::Digest> {
-        let describer = self.describer.as_ref()?;
-        match describer.action_digest_of_step(i) {
-            Ok(digest) => Some(digest),
-            Err(error) => {
-                tracing::debug!(action = %self.plan.steps[i].action, %error, "cannot describe the action for the remote cache");
-                None
-            }
-        }
-    }
-
-    /// Looks `step` up in the remote cache and, on a hit, stores what it downloaded in the local
-    /// cache under `key`: the result to restore.
-    fn fetch(
-        &self,
-        remote: &Remote,
-        step: &Step,
-        action: &once_remote::reapi::Digest,
-        key: &Key,
-    ) -> Option<ActionResult> {
-        let outputs = output_globs(&step.action, &step.outputs).ok()?;
-        let spill = match self.cache.staging_folder() {
-            Ok(folder) => folder,
-            Err(error) => {
-                tracing::warn!(%error, "no folder for downloads: running instead");
-                return None;
-            }
-        };
-        let fetched = remote.fetch(action, &outputs, &spill)?;
-        match self.cache.record_fetched(key, &step.action, fetched) {
-            Ok(result) => Some(result),
-            Err(error) => {
-                tracing::warn!(action = %step.action, %error, "cannot keep the remote result: running instead");
-                None
-            }
-        }
-    }
-
-    /// Keeps the parts of `key` beside its entry, for "why did this run again?" next time; a
-    /// failure costs that answer, never the run.
-    fn remember_parts(&self, step: &Step, dep_keys: &[Key], key: Key, buffer: &mut [u8]) {
-        if let Some(parts) = self.key_parts(step, dep_keys, key, buffer) {
-            crate::explain::remember(self.cache, &parts);
-        }
-    }
-
-    /// The parts of `key`, or `None` (logged) when they cannot be listed: that costs the
-    /// explanation, never the run.
-    fn key_parts(
-        &self,
-        step: &Step,
-        dep_keys: &[Key],
-        key: Key,
-        buffer: &mut [u8],
-    ) -> Option<crate::explain::KeyParts> {
-        match crate::explain::parts(self.plan, &self.keyer, step, dep_keys, key, buffer) {
-            Ok(parts) => Some(parts),
-            Err(error) => {
-                tracing::warn!(action = %step.action, %error, "cannot list the key's parts");
-                None
-            }
-        }
-    }
-
-    /// `step`'s result under `key` replayed from the local cache: `None` on a miss, or when its
-    /// outputs cannot be restored (the action then runs). From the lookup to the end of the
-    /// restore, a prune removes nothing (see `prune.rs`).
-    fn replay(&self, step: &Step, key: Key, buffer: &mut [u8]) -> Option<Finished> {
-        let _hold = match self.cache.hold() {
-            Ok(hold) => hold,
-            Err(error) => {
-                tracing::warn!(action = %step.action, %error, "cannot hold the cache: running instead");
-                return None;
-            }
-        };
-        let finished = self.restored(
-            step,
-            key,
-            self.cache.lookup_seen(&key, self.hashes.witness())?,
-            false,
-            buffer,
-        )?;
-        self.cache.used(&key);
-        Some(finished)
-    }
-
-    /// `hit` (from the remote cache when `remote`) restored for `step`, as its report.
-    fn restored(
-        &self,
-        step: &Step,
-        key: Key,
-        hit: ActionResult,
-        remote: bool,
-        buffer: &mut [u8],
-    ) -> Option<Finished> {
-        match self.cache.restore(&step.dir, &hit, self.hashes, buffer) {
-            Ok(()) => Some(Finished {
-                report: ActionReport {
-                    action: step.action.clone(),
-                    status: ActionStatus::Succeeded,
-                    cached: true,
-                    remote,
-                    exit_code: Some(hit.exit_code),
-                    duration_ms: hit.duration_ms,
-                    started_ms: None,
-                    log: self.cache.replay_log(&hit),
-                    tail: None,
-                    retried: 0,
-                    skipped_because: None,
-                    batch: None,
-                    ran_again: None,
-                },
-                key: Some(key),
-            }),
-            Err(error) => {
-                tracing::warn!(action = %step.action, %error, "cannot restore outputs: running instead");
-                None
-            }
-        }
-    }
-
-    fn perform(&self, i: usize, dep_keys: &[Key], buffer: &mut [u8]) -> Finished {
-        let step = &self.plan.steps[i];
-        let start = Instant::now();
-        let failed = |message: String| failure(step, start, message);
-        let key = match self.keyer.key(step, dep_keys, buffer) {
-            Ok(key) => key,
-            Err(error) => return failed(format!("once: cannot compute the cache key: {error}")),
-        };
-        // An uncached action, and whatever depends on one, is never replayed nor recorded.
-        let replayable = step.cache && !self.force;
-        if replayable && let Some(finished) = self.replay(step, key, buffer) {
-            return finished;
-        }
-        // Another process may be running this very action; wait for it, then look again. A
-        // server holds no lock: a second one would wait, silent, for as long as the first runs.
-        let _lock = if step.persistent {
-            None
-        } else {
-            match self.cache.lock(&key) {
-                Ok(lock) => Some(lock),
-                Err(error) => return failed(format!("once: cannot lock the cache entry: {error}")),
-            }
-        };
-        if replayable {
-            self.cache.look_again();
-            if let Some(finished) = self.replay(step, key, buffer) {
-                return finished;
-            }
-        }
-        // The remote cache: looked up by the `Action` digest alone, described in full only for
-        // the upload after a success. An action that is never recorded is neither looked up nor
-        // uploaded: nothing to describe.
-        let mut describable = false;
-        if let Some(remote) = self.remote.filter(|r| r.is_on() && step.cache) {
-            let action = self.action_digest(i);
-            describable = action.is_some();
-            if replayable {
-                // Held from storing the download to the end of its restore, not while it runs.
-                let hold = self.cache.hold().ok();
-                if let Some(found) = action
-                    .as_ref()
-                    .and_then(|action| self.fetch(remote, step, action, &key))
-                    && let Some(finished) = self.restored(step, key, found, true, buffer)
-                {
-                    drop(hold);
-                    // Recorded in the local cache now, so its key's parts go beside it as after a run.
-                    self.remember_parts(step, dep_keys, key, buffer);
-                    return finished;
-                }
-            }
-        }
-        // The key's parts as the key saw them, taken before the command can change its inputs
-        // (a first `cargo test` writes `Cargo.lock`): recorded after a success, and compared
-        // with the last recorded ones to say why a cached action runs again.
-        let parts = step
-            .cache
-            .then(|| self.key_parts(step, dep_keys, key, buffer))
-            .flatten();
-        let ran_again = parts
-            .as_ref()
-            .filter(|_| replayable)
-            .and_then(|now| self.recall.ran_again(now));
-        let spec = CommandSpec {
-            command: step.command.clone(),
-            cwd: step.dir.clone(),
-            env: step.env.clone(),
-            env_mode: if step.strict {
-                EnvMode::Strict {
-                    pass: step.pass_env.to_vec(),
-                }
-            } else {
-                EnvMode::Loose
-            },
-            deadline: step.deadline,
-            grace: once_exec::DEFAULT_GRACE,
-            log_path: self.run.log_path(&step.action),
-            tail_lines: once_exec::DEFAULT_TAIL_LINES,
-            label: step.action.clone(),
-        };
-        // Another `once run` on this workspace may be running an action with the same mutex
-        // (this run's own never start together): wait for it. Taken after the key's lock, and
-        // no action waits for anything while holding a mutex, so no two runs wait on each other.
-        let _mutex = match &step.mutex {
-            Some(mutex) => match self.cache.lock_mutex(mutex) {
-                Ok(lock) => Some(lock),
-                Err(error) => {
-                    return failed(format!("once: cannot lock the mutex `{mutex}`: {error}"));
-                }
-            },
-            None => None,
-        };
-        // A failed attempt is run again up to `retries` times, each earlier attempt's log kept
-        // beside the last one's. A timeout is not retried: it has already cost a whole
-        // deadline, and a hang rarely passes on a second try.
-        let mut retried = 0;
-        let outcome = loop {
-            let outcome = match once_exec::run(&spec, self.registry, self.cancel) {
-                Ok(outcome) => outcome,
-                Err(once_exec::Error::ShuttingDown) => {
-                    return Finished {
-                        report: ActionReport {
-                            status: ActionStatus::Cancelled,
-                            ..failed(String::new()).report
-                        },
-                        key: None,
-                    };
-                }
-                Err(error) => return failed(format!("once: {error}")),
-            };
-            let failed_run = matches!(
-                outcome.status,
-                Status::Exited { code } if code != 0
-            ) || matches!(outcome.status, Status::Signaled { .. });
-            if !failed_run
-                || retried >= usize::from(step.retries)
-                || self.cancel.is_cancelled()
-                || self.registry.is_shutting_down()
-            {
-                break outcome;
-            }
-            retried += 1;
-            let kept = attempt_log(&outcome.log_path, retried);
-            match std::fs::rename(&outcome.log_path, &kept) {
-                // An attempt that printed nothing has no log to keep.
-                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                    tracing::warn!(action = %step.action, %error, "cannot keep the log of a failed attempt");
-                }
-                _ => {}
-            }
-            tracing::info!(action = %step.action, attempt = retried + 1, "failed: running it again");
-        };
-        let duration_ms = millis(outcome.duration);
-        let (status, exit_code) = status_of(&outcome.status);
-        let mut tail = outcome.tail;
-        if let Status::FailedToStart { message } = &outcome.status {
-            tail.push(message.clone());
-        }
-        let failure = status != ActionStatus::Succeeded && status != ActionStatus::Cancelled;
-        let _hold = (status == ActionStatus::Succeeded && step.cache)
-            .then(|| self.cache.hold().ok())
-            .flatten();
-        if status == ActionStatus::Succeeded && step.cache {
-            match self.cache.record(
-                &key,
-                &step.action,
-                &step.dir,
-                &step.outputs,
-                Ran {
-                    duration_ms,
-                    tail: tail.clone(),
-                    log: Some(&outcome.log_path),
-                },
-            ) {
-                Ok(result) => {
-                    if let Some(parts) = &parts {
-                        crate::explain::remember(self.cache, parts);
-                    }
-                    if let Some(remote) = self.remote.filter(|_| describable)
-                        && let Some(described) = self.describe(i)
-                    {
-                        remote.upload(&described, &result, self.cache);
-                    }
-                }
-                Err(error) => {
-                    tracing::warn!(action = %step.action, %error, "cannot record the result in the cache");
-                }
-            }
-        }
-        Finished {
-            report: ActionReport {
-                action: step.action.clone(),
-                status,
-                cached: false,
-                remote: false,
-                exit_code,
-                duration_ms,
-                started_ms: None,
-                log: Some(outcome.log_path),
-                tail: failure.then_some(tail),
-                retried,
-                skipped_because: None,
-                ran_again,
-                batch: None,
-            },
-            key: (status == ActionStatus::Succeeded).then_some(key),
         }
     }
 }

@@ -312,9 +312,11 @@ mod tests {
                 skipped_because: None,
                 ran_again: None,
                 batch: None,
+                ran_on: None,
             }],
             owner: None,
             remote: None,
+            execution: None,
             asked: None,
         };
         run.write_report(&report).unwrap();
@@ -356,6 +358,7 @@ mod tests {
             skipped_because: None,
             ran_again: None,
             batch: None,
+            ran_on: None,
         };
         let me = crate::owner::current().unwrap();
         let mut report = RunReport {
@@ -372,6 +375,7 @@ mod tests {
             ],
             owner: Some(me),
             remote: None,
+            execution: None,
             asked: None,
         };
         run.write_report(&report).unwrap();

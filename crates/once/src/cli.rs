@@ -671,11 +671,26 @@ pub struct RunArgs {
     pub remote: RemoteArgs,
 }
 
-/// The remote cache of one run; each flag wins over its `ONCE_REMOTE_*` variable and the
-/// manifest's `[cache]` table.
+/// The remote cache and execution engine of one run; each flag wins over its `ONCE_REMOTE_*`
+/// variable and the manifest's `[cache]` and `[execution]` tables.
 #[derive(Debug, Args)]
-#[command(next_help_heading = "Remote cache")]
+#[command(next_help_heading = "Remote cache and execution")]
 pub struct RemoteArgs {
+    /// Send actions to a REAPI execution engine (BuildGrid, Buildbarn, ...) that runs them on
+    /// its workers: `grpc://host:port` or `grpcs://host[:port]`; also the remote cache unless one
+    /// is named. Local-only actions (`local = true`, persistent, secrets, `cache = false`,
+    /// `mutex`) run here; an engine that is down or refuses means one warning and a local run
+    /// [env: ONCE_REMOTE_EXEC; manifest: `[execution] remote`]
+    #[arg(long, value_name = "URL")]
+    pub remote_exec: Option<String>,
+    /// Run every action here, whatever the environment or the manifest say
+    #[arg(long, conflicts_with = "remote_exec")]
+    pub no_remote_exec: bool,
+    /// Remote actions in flight at once; commands run here stay within `--jobs`
+    /// [default: 64; env: ONCE_REMOTE_JOBS; manifest: `[execution] jobs`]
+    #[arg(long, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub remote_jobs: Option<usize>,
     /// A REAPI cache behind the local one: `grpc://host:port`, or `grpcs://host[:port]` for TLS
     /// [env: ONCE_REMOTE_CACHE; manifest: `[cache] remote`]
     #[arg(long, value_name = "URL")]
@@ -723,6 +738,9 @@ impl RemoteArgs {
             headers_file: self.remote_headers_file.clone(),
             max_blob: self.remote_max_blob.clone(),
             max_result: self.remote_max_result.clone(),
+            exec: self.remote_exec.clone(),
+            no_exec: self.no_remote_exec,
+            jobs: self.remote_jobs,
         }
     }
 }
@@ -803,6 +821,23 @@ pub struct WorkerArgs {
     /// temporary folder)
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<PathBuf>,
+    /// A platform property this worker offers besides `OSFamily` and `ISA`, like
+    /// `container-image=docker://build:1`; repeat for more. Actions that ask for a property go
+    /// only to workers that offer it (as far as the server matches that property)
+    #[arg(long = "property", value_name = "NAME=VALUE", value_parser = parse_property)]
+    pub properties: Vec<(String, String)>,
+}
+
+/// `NAME=VALUE`, a platform property of `once worker --property`.
+fn parse_property(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_owned(), value.to_owned()))
+        }
+        _ => Err(format!(
+            "`{text}` is not `NAME=VALUE`, like `container-image=docker://build:1`"
+        )),
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -82,6 +82,7 @@ pub(crate) fn to_target(
                         env_file: None,
                         cache: true,
                         persistent: false,
+                        placement: crate::model::Placement::default(),
                         retries: 0,
                         mutex: None,
                         needs: None,

@@ -31,6 +31,12 @@
 //! share-worktrees = false      # a linked git worktree keeps a cache of its own (default: shares)
 //!                              # never credentials (`headers`): they come from the environment
 //!
+//! [execution]                  # root manifest only: the remote execution engine `once run` uses
+//! remote = "grpc://host:50051" # REAPI Execution service; also the remote cache unless `[cache]`
+//! instance = "main"            # names another
+//! jobs = 64                    # remote actions in flight at once
+//! platform = { OSFamily = "linux", container-image = "docker://…" }
+//!
 //! [targets.NAME]
 //! kind = "cargo-package"       # required, unless NAME is an inferred target this overlays;
 //!                              # another kind than the inferred one replaces that target
@@ -53,6 +59,8 @@
 //!                              # under `env`; keyed by hash, never logged nor recorded
 //! cache = false                # always run, never replay nor record (deploys)
 //! persistent = true            # a server: no deadline, never cached, runs until stopped
+//! local = true                 # runs on this machine even with remote execution on
+//! platform = { container-image = "docker://…" }   # over `[execution] platform`
 //! deps = ["t:cap", ":cap", "t"]
 //!
 //! [targets.NAME.capabilities.CAP.params.P]
@@ -63,6 +71,7 @@
 //! values = ["a", "b"]          # enum only
 //! ```
 
+pub(crate) mod execution;
 mod literal;
 mod target;
 mod value;
@@ -77,6 +86,7 @@ use crate::ecosystem::Ecosystem;
 use crate::model::Target;
 use crate::model::{ENV_MODES, EnvMode, valid_env_glob};
 use crate::suggest;
+pub use execution::ExecutionSettings;
 pub(crate) use target::{DepRef, PendingTarget};
 pub(crate) use value::Shared;
 use value::{Cx, key_name};
@@ -97,6 +107,8 @@ pub(crate) struct Settings {
     pub discover: DiscoverSettings,
     /// `[cache]`: the remote cache as the manifest configures it.
     pub cache: CacheSettings,
+    /// `[execution]`: the remote execution engine as the manifest configures it.
+    pub execution: ExecutionSettings,
 }
 
 impl Default for Settings {
@@ -109,6 +121,7 @@ impl Default for Settings {
             pass_env: Vec::new(),
             discover: DiscoverSettings::default(),
             cache: CacheSettings::default(),
+            execution: ExecutionSettings::default(),
         }
     }
 }
@@ -236,6 +249,9 @@ pub(crate) fn parse_file(
     if is_root && let Some((_, v)) = doc.get_key_value("cache") {
         own.cache = parse_cache(&mut cx, v);
     }
+    if is_root && let Some((_, v)) = doc.get_key_value("execution") {
+        own.execution = execution::parse(&mut cx, v);
+    }
     let settings = settings.unwrap_or(&own);
     let (inferred, ready) = match overlay {
         Overlay::Infer(infer) => (Some(infer(settings, cx.shared, cx.diags)), None),
@@ -266,6 +282,15 @@ pub(crate) fn parse_file(
                 )
                 .help("move it to the workspace root's once.toml, or delete the table"),
             ),
+            "execution" if is_root => {}
+            "execution" => cx.diags.push(
+                src.error(
+                    k.span().start,
+                    "execution-in-member",
+                    "an `[execution]` table is only allowed in the root once.toml",
+                )
+                .help("move it to the workspace root's once.toml, or delete the table"),
+            ),
             "targets" => {
                 let Some(table) = cx.table(v, format_args!("`targets`")) else {
                     continue;
@@ -284,7 +309,7 @@ pub(crate) fn parse_file(
             }
             _ => cx.unknown_key(
                 k,
-                &["workspace", "discover", "cache", "targets"],
+                &["workspace", "discover", "cache", "execution", "targets"],
                 "at the top level",
             ),
         }

@@ -70,6 +70,8 @@ pub(super) const CAP_KEYS: &[&str] = &[
     "mutex",
     "needs",
     "batch",
+    "local",
+    "platform",
 ];
 const PARAM_KEYS: &[&str] = &["type", "default", "description", "flag", "values"];
 const PARAM_TYPES: &[&str] = &["string", "integer", "boolean", "enum"];
@@ -533,6 +535,7 @@ fn parse_capability(
                 env_file: None,
                 cache: true,
                 persistent: false,
+                placement: crate::model::Placement::default(),
                 retries: 0,
                 mutex: None,
                 needs: None,
@@ -586,6 +589,18 @@ fn parse_capability(
                         }
                     }
                     cap.env = env;
+                }
+            }
+            "local" => {
+                if let Some(local) = cx.boolean(v, format_args!("`local` of {ctx}")) {
+                    cap.placement.local = local;
+                }
+            }
+            "platform" => {
+                if let Some(properties) =
+                    super::execution::platform(cx, v, format_args!("`platform` of {ctx}"))
+                {
+                    cap.placement.platform = Arc::new(properties);
                 }
             }
             "deadline" => {

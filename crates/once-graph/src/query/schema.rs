@@ -87,6 +87,11 @@ pub fn manifest_schema() -> Value {
             "values": { "type": "array", "items": { "type": "string" }, "minItems": 1, "description": "Enum only" }
         }
     });
+    let platform = json!({
+        "type": "object",
+        "additionalProperties": { "type": "string" },
+        "description": "REAPI platform properties a remote worker must offer, like `OSFamily = \"linux\"` or `container-image`; a capability's go over `[execution] platform`, and `OSFamily` defaults to this machine's"
+    });
     let capability = json!({
         "type": "object",
         "additionalProperties": false,
@@ -105,6 +110,8 @@ pub fn manifest_schema() -> Value {
             "persistent": { "type": "boolean", "default": false, "description": "A server: no deadline (not allowed with `deadline`), never cached, runs until stopped" },
             "retries": { "type": "integer", "minimum": 0, "maximum": MAX_RETRIES, "default": 0, "description": "How many times a failed run (not one that timed out) is run again; a success after a retry is reported with `retried`" },
             "batch": { "type": "boolean", "description": "Whether actions of this capability that are ready at once run as one command of their tool (a Cargo package's `test`: `cargo test -p a -p b`); `once run --batch`/`--no-batch` overrides it for one run. Default: off (see the README's *Batches*)" },
+            "local": { "type": "boolean", "default": false, "description": "true: runs on this machine even when the run sends actions to a remote execution engine (it needs something only this machine has)" },
+            "platform": platform.clone(),
             "mutex": { "type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$", "description": "Actions naming the same mutex never run at the same time, in one run or in concurrent runs on the workspace (a database, a port)" },
             "needs": { "type": "array", "items": { "type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$" }, "uniqueItems": true, "description": "The capabilities of each discovered dependency to wait for (turbo's `^build`); `[]` waits for none. Default: a JavaScript package's dependencies' `build`, nothing for Cargo, Python and Go, whose tools build dependencies themselves" }
         }
@@ -177,6 +184,17 @@ pub fn manifest_schema() -> Value {
                     "max-result": { "type": "string", "pattern": "^[0-9]+ ?(B|KiB|MiB|GiB|TiB)?$", "default": "4GiB", "description": "The largest result (its outputs together) fetched from the remote cache; a larger one is a miss. Overridden by `--remote-max-result` and `ONCE_REMOTE_MAX_RESULT`" },
                     "max-size": { "type": "string", "pattern": "^[0-9]+ ?(B|KiB|MiB|GiB|TiB)?$", "default": "10GiB", "description": "The bound of the local cache: past it, the least recently used results go until it is under 80% of it" },
                     "share-worktrees": { "type": "boolean", "default": true, "description": "Whether a linked git worktree uses its main worktree's local cache; false: a cache of its own" }
+                }
+            },
+            "execution": {
+                "type": "object",
+                "additionalProperties": false,
+                "description": "The remote execution engine (REAPI v2 `Execution` over gRPC) `once run` sends actions to; root once.toml only. `--remote-exec`, `--remote-jobs` and `ONCE_REMOTE_EXEC`, `ONCE_REMOTE_JOBS` override these keys; credentials never go here",
+                "properties": {
+                    "remote": { "type": "string", "pattern": "^grpcs?://.+$", "description": "The engine's URL: `grpc://host:port` (plaintext) or `grpcs://host[:port]` (TLS); it is the remote cache too unless `[cache] remote` names another" },
+                    "instance": { "type": "string", "default": "", "description": "The REAPI instance name; may be empty" },
+                    "jobs": { "type": "integer", "minimum": 1, "maximum": crate::manifest::execution::MAX_JOBS, "default": 64, "description": "How many actions may run remotely at once (local ones stay within `--jobs`)" },
+                    "platform": platform
                 }
             },
             "targets": {

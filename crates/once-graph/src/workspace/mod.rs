@@ -14,7 +14,9 @@ use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::discover::{self, Reader};
 use crate::freshness::{Freshness, Lists};
 use crate::graph::Graph;
-use crate::manifest::{self, Bases, CacheSettings, Overlay, PendingTarget, Settings, Shared};
+use crate::manifest::{
+    self, Bases, CacheSettings, ExecutionSettings, Overlay, PendingTarget, Settings, Shared,
+};
 use crate::model::{EnvMode, Target};
 use crate::root::{self, SafeDirectories};
 use crate::{Error, MANIFEST_FILE};
@@ -43,6 +45,7 @@ pub struct Workspace {
     env_mode: EnvMode,
     pass_env: Arc<[String]>,
     cache: CacheSettings,
+    execution: ExecutionSettings,
     /// Sorted by name.
     pub(crate) targets: Vec<Target>,
     pub(crate) graph: Graph,
@@ -273,6 +276,7 @@ impl Workspace {
             env_mode: settings.env_mode,
             pass_env: settings.pass_env.clone().into(),
             cache: settings.cache.clone(),
+            execution: settings.execution.clone(),
             targets,
             graph,
             diagnostics: diags,
@@ -297,6 +301,11 @@ impl Workspace {
     /// The root manifest's `[cache]` table; every key `None` when it has none.
     pub fn cache_settings(&self) -> &CacheSettings {
         &self.cache
+    }
+
+    /// The root manifest's `[execution]` table; every key empty when it has none.
+    pub fn execution_settings(&self) -> &ExecutionSettings {
+        &self.execution
     }
 
     /// Every problem found, errors and warnings, ordered by file and position.

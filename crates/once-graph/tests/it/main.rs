@@ -7,6 +7,7 @@ mod batch;
 mod cache;
 mod deep_globs;
 mod edges;
+mod execution;
 mod identity;
 mod needs;
 mod placeholders;

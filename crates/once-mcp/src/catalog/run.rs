@@ -300,7 +300,7 @@ fn start(
         args: words,
         ..Request::default()
     };
-    let (plan, root, cache_settings) = {
+    let (plan, root, cache_settings, execution_settings) = {
         let workspace = live.read();
         if workspace.has_errors() {
             return Err(Answer::refused(
@@ -327,6 +327,7 @@ fn start(
             plan,
             workspace.root().to_path_buf(),
             workspace.cache_settings().clone(),
+            workspace.execution_settings().clone(),
         )
     };
     if plan.steps.is_empty() {
@@ -334,7 +335,7 @@ fn start(
             "{asked} selects no action: nothing to run"
         )));
     }
-    let remote = remote(&cache_settings)?;
+    let (remote, engine) = remote(&cache_settings, &execution_settings)?;
     let run_dir = RunStore::new(&root)
         .create()
         .map_err(|e| Answer::problem(format!("cannot create the run's folder: {e}")))?;
@@ -364,6 +365,7 @@ fn start(
                 let options = Options {
                     force,
                     remote,
+                    engine,
                     asked: Some(who_asked),
                     ..Options::default()
                 };
@@ -559,27 +561,48 @@ enum Update {
     Done(Box<RunReport>),
 }
 
-/// The remote cache for a run, as the manifest and the server's environment (`ONCE_REMOTE_*`)
-/// configure it, connected; a server that cannot be reached is no error (the run goes on
-/// locally and its report says why). A configuration the server refuses is a problem that
-/// names what to fix and who can: the caller has no flag to turn the remote cache off with, so
-/// the command line's advice (`--no-remote-cache`) would mislead it.
-fn remote(settings: &once_graph::CacheSettings) -> Result<Option<Arc<once_run::Remote>>, Answer> {
+/// A run's remote cache and remote execution engine, each when configured.
+type Servers = (Option<Arc<once_run::Remote>>, Option<Arc<once_run::Engine>>);
+
+/// The remote cache and execution engine for a run, as the manifest and the server's
+/// environment (`ONCE_REMOTE_*`) configure them, connected; a server that cannot be reached is
+/// no error (the run goes on locally and its report says why). A configuration a server refuses
+/// is a problem that names what to fix and who can: the caller has no flag to turn either off
+/// with, so the command line's advice (`--no-remote-cache`) would mislead it.
+fn remote(
+    cache: &once_graph::CacheSettings,
+    execution: &once_graph::ExecutionSettings,
+) -> Result<Servers, Answer> {
     let env = |name: &str| std::env::var(name).ok();
-    let config = once_run::RemoteConfig::resolve(settings, &once_run::RemoteFlags::default(), &env)
-        .map_err(|e| {
-            Answer::refused(format!("{e}; the person who started the server can fix it"))
-        })?;
-    let Some(config) = config else {
-        return Ok(None);
+    let flags = once_run::RemoteFlags::default();
+    let refused = |e: once_run::Error| {
+        Answer::refused(format!("{e}; the person who started the server can fix it"))
     };
-    once_run::Remote::connect(config)
-        .map(|remote| Some(Arc::new(remote)))
-        .map_err(|e| {
-            Answer::problem(format!(
-                "{e}; the person who started the server can fix the remote cache's settings"
-            ))
-        })
+    let config =
+        once_run::RemoteConfig::resolve(cache, execution, &flags, &env).map_err(refused)?;
+    let engine_config =
+        once_run::ExecutionConfig::resolve(cache, execution, &flags, &env).map_err(refused)?;
+    let remote = match config {
+        None => None,
+        Some(config) => Some(Arc::new(once_run::Remote::connect(config).map_err(
+            |e| {
+                Answer::problem(format!(
+                    "{e}; the person who started the server can fix the remote cache's settings"
+                ))
+            },
+        )?)),
+    };
+    let engine = match engine_config {
+        None => None,
+        Some(config) => Some(Arc::new(once_run::Engine::connect(config).map_err(
+            |e| {
+                Answer::problem(format!(
+                    "{e}; the person who started the server can fix the remote execution settings"
+                ))
+            },
+        )?)),
+    };
+    Ok((remote, engine))
 }
 
 /// A scheduler event as a progress message, with how many half-steps it advances and which

@@ -11,7 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use once_graph::CacheSettings;
+use std::collections::BTreeMap;
+
+use once_graph::{CacheSettings, ExecutionSettings};
 
 use super::RemoteConfig;
 use crate::error::Error;
@@ -28,6 +30,12 @@ pub const HEADERS_VAR: &str = "ONCE_REMOTE_HEADERS";
 pub const HEADERS_FILE_VAR: &str = "ONCE_REMOTE_HEADERS_FILE";
 pub const MAX_BLOB_VAR: &str = "ONCE_REMOTE_MAX_BLOB";
 pub const MAX_RESULT_VAR: &str = "ONCE_REMOTE_MAX_RESULT";
+pub const EXEC_VAR: &str = "ONCE_REMOTE_EXEC";
+pub const JOBS_VAR: &str = "ONCE_REMOTE_JOBS";
+
+/// How many actions may run on the engine at once unless a setting says otherwise: far more
+/// than local cores, since a remote action costs this machine a waiting thread only.
+pub const DEFAULT_REMOTE_JOBS: usize = 64;
 
 /// The largest blob fetched unless a setting says otherwise.
 pub const DEFAULT_MAX_BLOB: u64 = 1 << 30;
@@ -51,13 +59,150 @@ pub struct RemoteFlags {
     pub max_blob: Option<String>,
     /// `--remote-max-result SIZE`, as written.
     pub max_result: Option<String>,
+    /// `--remote-exec URL`.
+    pub exec: Option<String>,
+    /// `--no-remote-exec`: every action runs here, whatever else says.
+    pub no_exec: bool,
+    /// `--remote-jobs N`.
+    pub jobs: Option<usize>,
+}
+
+/// Where the remote execution engine is and how to use it (see [`ExecutionConfig::resolve`]).
+#[derive(Clone)]
+pub struct ExecutionConfig {
+    /// `grpc://host:port` or `grpcs://host[:port]`.
+    pub url: String,
+    pub instance: String,
+    /// Sent with every call (credentials): never shown.
+    pub headers: Vec<(String, String)>,
+    /// Bounds every call but `Execute`, which the action's deadline bounds.
+    pub timeout: Duration,
+    /// Remote actions in flight at once.
+    pub jobs: usize,
+    /// The largest blob of a worker's result downloaded (as for the remote cache).
+    pub max_blob: u64,
+    /// The largest result downloaded, its outputs together.
+    pub max_result: u64,
+    /// Properties every action asks of its worker (a capability's `platform` goes over them).
+    pub platform: BTreeMap<String, String>,
+    /// Said once when the run starts: why headers were not sent.
+    pub notice: Option<String>,
+}
+
+impl std::fmt::Debug for ExecutionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("ExecutionConfig")
+            .field("url", &self.url)
+            .field("instance", &self.instance)
+            .field("headers", &names)
+            .field("jobs", &self.jobs)
+            .field("platform", &self.platform)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExecutionConfig {
+    /// The engine to send actions to, if any: `flags` over the variables `env` reads over
+    /// `[execution]`; the instance, headers and timeout as for the remote cache (`[cache]`),
+    /// with headers sent only to an engine the person named (the flag or `ONCE_REMOTE_EXEC`).
+    pub fn resolve(
+        cache: &CacheSettings,
+        manifest: &ExecutionSettings,
+        flags: &RemoteFlags,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<ExecutionConfig>, Error> {
+        if flags.no_exec {
+            return Ok(None);
+        }
+        let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let named = flags.exec.clone().or_else(|| var(EXEC_VAR));
+        let person_named = named.is_some();
+        let Some(url) = named.or_else(|| manifest.remote.clone()) else {
+            return Ok(None);
+        };
+        let url = url.trim().to_owned();
+        check_url(&url)?;
+        let instance = flags
+            .instance
+            .clone()
+            .or_else(|| var(INSTANCE_VAR))
+            .or_else(|| manifest.instance.clone())
+            .or_else(|| cache.instance.clone())
+            .unwrap_or_default();
+        let jobs = match flags.jobs {
+            Some(jobs) => jobs,
+            None => match var(JOBS_VAR) {
+                Some(text) => text
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "`{JOBS_VAR}` must be a whole number of 1 or more, not `{}`",
+                            text.trim()
+                        ))
+                    })?,
+                None => manifest.jobs.unwrap_or(DEFAULT_REMOTE_JOBS),
+            },
+        };
+        let mut headers = headers(flags, &var)?;
+        let mut notice = None;
+        if !person_named && !headers.is_empty() {
+            let names: Vec<String> = headers.iter().map(|(n, _)| format!("`{n}`")).collect();
+            notice = Some(format!(
+                "the remote execution engine `{url}` is named only by the workspace's `once.toml`, so the header(s) {} were not sent to it: to send them, name it yourself with `--remote-exec {url}` or `{EXEC_VAR}={url}`",
+                names.join(", ")
+            ));
+            headers.clear();
+        }
+        let mut platform = manifest.platform.clone();
+        platform
+            .entry("OSFamily".to_owned())
+            .or_insert_with(|| std::env::consts::OS.to_owned());
+        let size =
+            |flag: &Option<String>, name: &str, setting: Option<u64>, default: u64| match flag
+                .clone()
+                .or_else(|| var(name))
+            {
+                Some(text) => once_graph::size::parse_size(&text)
+                    .map_err(|e| bad(format!("invalid `{name}` (or its flag): {e}"))),
+                None => Ok(setting.unwrap_or(default)),
+            };
+        Ok(Some(ExecutionConfig {
+            url,
+            instance,
+            headers,
+            timeout: cache.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            jobs,
+            max_blob: size(
+                &flags.max_blob,
+                MAX_BLOB_VAR,
+                cache.max_blob,
+                DEFAULT_MAX_BLOB,
+            )?,
+            max_result: size(
+                &flags.max_result,
+                MAX_RESULT_VAR,
+                cache.max_result,
+                DEFAULT_MAX_RESULT,
+            )?,
+            platform,
+            notice,
+        }))
+    }
 }
 
 impl RemoteConfig {
     /// The remote cache to use, if any: `flags` over the variables `env` reads over `manifest`.
     /// An empty variable counts as unset.
+    ///
+    /// Without a remote cache of its own, a run with a remote execution engine (`execution`,
+    /// the same flags and variables) uses the engine's cache, as named as the engine is.
     pub fn resolve(
         manifest: &CacheSettings,
+        execution: &ExecutionSettings,
         flags: &RemoteFlags,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Option<RemoteConfig>, Error> {
@@ -65,10 +210,21 @@ impl RemoteConfig {
             return Ok(None);
         }
         let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let engine_named = (!flags.no_exec)
+            .then(|| flags.exec.clone().or_else(|| var(EXEC_VAR)))
+            .flatten();
+        let engine_in_manifest = (!flags.no_exec).then(|| execution.remote.clone()).flatten();
         // Whether the person named the server (flag or variable), not only the workspace.
         let named = flags.url.clone().or_else(|| var(URL_VAR));
+        let (named, fallback) = match named {
+            Some(url) => (Some(url), None),
+            None => match manifest.remote.clone() {
+                Some(url) => (None, Some(url)),
+                None => (engine_named, engine_in_manifest),
+            },
+        };
         let person_named = named.is_some();
-        let Some(url) = named.or_else(|| manifest.remote.clone()) else {
+        let Some(url) = named.or(fallback) else {
             return Ok(None);
         };
         let url = url.trim().to_owned();
@@ -91,17 +247,7 @@ impl RemoteConfig {
                 None => manifest.upload.unwrap_or(true),
             },
         };
-        let mut headers = Vec::new();
-        if let Some(text) = var(HEADERS_VAR) {
-            headers.extend(parse_headers(&text, &format!("`{HEADERS_VAR}`"))?);
-        }
-        let file = flags
-            .headers_file
-            .clone()
-            .or_else(|| var(HEADERS_FILE_VAR).map(PathBuf::from));
-        if let Some(file) = file {
-            headers.extend(read_headers(&file)?);
-        }
+        let mut headers = headers(flags, &var)?;
         let mut notice = None;
         if !person_named && !headers.is_empty() {
             let names: Vec<String> = headers.iter().map(|(n, _)| format!("`{n}`")).collect();
@@ -141,6 +287,25 @@ impl RemoteConfig {
             notice,
         }))
     }
+}
+
+/// The headers the person gives: `ONCE_REMOTE_HEADERS`, then the headers file.
+fn headers(
+    flags: &RemoteFlags,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>, Error> {
+    let mut headers = Vec::new();
+    if let Some(text) = var(HEADERS_VAR) {
+        headers.extend(parse_headers(&text, &format!("`{HEADERS_VAR}`"))?);
+    }
+    let file = flags
+        .headers_file
+        .clone()
+        .or_else(|| var(HEADERS_FILE_VAR).map(PathBuf::from));
+    if let Some(file) = file {
+        headers.extend(read_headers(&file)?);
+    }
+    Ok(headers)
 }
 
 /// `grpc://host:port` (a plaintext port has no usual number) or `grpcs://host[:port]`.
@@ -242,7 +407,9 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        RemoteConfig::resolve(manifest, flags, &|name| vars.get(name).cloned())
+        RemoteConfig::resolve(manifest, &ExecutionSettings::default(), flags, &|name| {
+            vars.get(name).cloned()
+        })
     }
 
     fn manifest() -> CacheSettings {
@@ -490,5 +657,131 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("`ONCE_REMOTE_MAX_BLOB`"), "{e}");
+    }
+
+    fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| vars.get(name).cloned()
+    }
+
+    fn engine_in_manifest() -> ExecutionSettings {
+        ExecutionSettings {
+            remote: Some("grpc://engine:1".into()),
+            instance: None,
+            jobs: Some(16),
+            platform: BTreeMap::from([("container-image".into(), "docker://b:1".into())]),
+        }
+    }
+
+    #[test]
+    fn the_engine_comes_from_the_flag_the_variable_or_the_manifest() {
+        let none = CacheSettings::default();
+        let exec = |flags: &RemoteFlags, vars: &[(&str, &str)]| {
+            ExecutionConfig::resolve(&none, &engine_in_manifest(), flags, &env_of(vars))
+        };
+        let from_manifest = exec(&RemoteFlags::default(), &[]).unwrap().unwrap();
+        assert_eq!(from_manifest.url, "grpc://engine:1");
+        assert_eq!(from_manifest.jobs, 16);
+        assert_eq!(from_manifest.platform["container-image"], "docker://b:1");
+        assert_eq!(from_manifest.platform["OSFamily"], std::env::consts::OS);
+        let from_env = exec(
+            &RemoteFlags::default(),
+            &[(EXEC_VAR, "grpc://env:2"), (JOBS_VAR, "8")],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!((from_env.url.as_str(), from_env.jobs), ("grpc://env:2", 8));
+        let flags = RemoteFlags {
+            exec: Some("grpc://flag:3".into()),
+            jobs: Some(4),
+            ..RemoteFlags::default()
+        };
+        let from_flag = exec(&flags, &[(EXEC_VAR, "grpc://env:2")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (from_flag.url.as_str(), from_flag.jobs),
+            ("grpc://flag:3", 4)
+        );
+        let off = RemoteFlags {
+            no_exec: true,
+            ..RemoteFlags::default()
+        };
+        assert!(exec(&off, &[(EXEC_VAR, "grpc://env:2")]).unwrap().is_none());
+        let e = exec(&RemoteFlags::default(), &[(JOBS_VAR, "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`ONCE_REMOTE_JOBS`"), "{e}");
+        let e = exec(&RemoteFlags::default(), &[(EXEC_VAR, "http://x:1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("grpc://host:port"), "{e}");
+    }
+
+    #[test]
+    fn headers_go_only_to_an_engine_the_person_named() {
+        let none = CacheSettings::default();
+        let vars = [(HEADERS_VAR, "Authorization: Bearer s3cret")];
+        let only_manifest = ExecutionConfig::resolve(
+            &none,
+            &engine_in_manifest(),
+            &RemoteFlags::default(),
+            &env_of(&vars),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(only_manifest.headers.is_empty());
+        let notice = only_manifest.notice.unwrap();
+        assert!(
+            notice.contains("`authorization`") && !notice.contains("s3cret"),
+            "{notice}"
+        );
+        let named = ExecutionConfig::resolve(
+            &none,
+            &engine_in_manifest(),
+            &RemoteFlags::default(),
+            &env_of(&[vars[0], (EXEC_VAR, "grpc://engine:1")]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(named.headers.len(), 1);
+        assert!(named.notice.is_none());
+        assert!(!format!("{named:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn without_a_cache_of_its_own_a_run_uses_the_engines() {
+        let none = CacheSettings::default();
+        let cache = |cache: &CacheSettings, flags: &RemoteFlags, vars: &[(&str, &str)]| {
+            RemoteConfig::resolve(cache, &engine_in_manifest(), flags, &env_of(vars))
+                .unwrap()
+                .map(|c| (c.url, c.headers.len()))
+        };
+        assert_eq!(
+            cache(&none, &RemoteFlags::default(), &[]),
+            Some(("grpc://engine:1".into(), 0))
+        );
+        // Named by the person for the engine: named for its cache too, headers included.
+        let flags = RemoteFlags {
+            exec: Some("grpc://flag:3".into()),
+            ..RemoteFlags::default()
+        };
+        assert_eq!(
+            cache(&none, &flags, &[(HEADERS_VAR, "A: b")]),
+            Some(("grpc://flag:3".into(), 1))
+        );
+        // A cache of its own wins; `--no-remote-exec` takes the engine's cache away too.
+        assert_eq!(
+            cache(&manifest(), &flags, &[]),
+            Some(("grpc://manifest:1".into(), 0))
+        );
+        let off = RemoteFlags {
+            no_exec: true,
+            ..RemoteFlags::default()
+        };
+        assert_eq!(cache(&none, &off, &[]), None);
     }
 }

@@ -34,15 +34,19 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use globset::GlobSet;
-use once_remote::{Blob, Bytes, Client, digest_of, reapi};
+use once_remote::{Bytes, Client, digest_of, reapi};
 use serde::{Deserialize, Serialize};
 
-use crate::cache::{ActionResult, Cache, LOG_CAP};
+use crate::cache::{ActionResult, Cache};
 
 mod config;
+mod download;
+pub(crate) mod engine;
 use crate::describe::Described;
 use crate::fetched::Fetched;
-pub use config::RemoteFlags;
+pub use config::{ExecutionConfig, RemoteFlags};
+pub(crate) use download::{Downloaded, Limits, Log, download, duration_of};
+pub use engine::{Engine, ExecutionReport};
 
 /// Where the remote cache is and how to use it, as resolved from the flags, the environment and
 /// the manifest (see [`RemoteConfig::resolve`]).
@@ -205,8 +209,8 @@ impl Remote {
 
     /// Looks `action` up and downloads its outputs and log, all of them or nothing; blobs
     /// over 1 MiB go to staging files in `spill`. `None` for a miss, for a result this client
-    /// will not restore (a failure, outputs outside `outputs`, directories or links, or one over
-    /// the size limits), and once the remote cache is off.
+    /// will not restore (a failure, outputs outside `outputs`, links, or one over the size
+    /// limits), and once the remote cache is off.
     pub(crate) fn fetch(
         &self,
         action: &reapi::Digest,
@@ -218,112 +222,35 @@ impl Remote {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        let Some(files) = restorable(&result, outputs) else {
-            tracing::debug!(action = %action.hash, "remote result not restorable: treated as a miss");
-            self.misses.fetch_add(1, Ordering::Relaxed);
-            return None;
-        };
-        if let Err(reason) = self.within_limits(&files) {
-            self.say_too_large(reason);
-            self.misses.fetch_add(1, Ordering::Relaxed);
-            return None;
-        }
-        let mut wanted: Vec<reapi::Digest> = files
-            .iter()
-            .filter(|file| file.contents.is_empty())
-            .filter_map(|file| file.digest.clone())
-            .filter(|digest| digest.size_bytes > 0)
-            .collect();
-        let log_digest = result.stdout_digest.clone().filter(|d| {
-            u64::try_from(d.size_bytes).is_ok_and(|size| size <= LOG_CAP.min(self.config.max_blob))
-        });
-        wanted.extend(log_digest.iter().cloned());
-        wanted.sort_by(|a, b| a.hash.cmp(&b.hash).then(a.size_bytes.cmp(&b.size_bytes)));
-        wanted.dedup();
-        let read = if wanted.is_empty() {
-            Vec::new()
-        } else {
-            self.with_client(|client| client.read_blobs(&wanted, spill))?
-        };
-        let mut blobs: Vec<Blob> = Vec::with_capacity(read.len() + files.len());
-        // Position in `wanted` -> index in `blobs`, for the blobs the server had.
-        let mut found: Vec<Option<usize>> = Vec::with_capacity(read.len());
-        for blob in read {
-            found.push(blob.map(|blob| {
-                blobs.push(blob);
-                blobs.len() - 1
-            }));
-        }
-        let index_of = |digest: &reapi::Digest| -> Option<usize> {
-            let i = wanted.iter().position(|w| w == digest)?;
-            found.get(i).copied().flatten()
-        };
-        let mut fetched = Vec::with_capacity(files.len());
-        for file in files {
-            let digest = file.digest.clone().unwrap_or_default();
-            let index = if file.contents.is_empty() {
-                // A blob the server lost since it answered: the whole result is a miss.
-                match index_of(&digest) {
-                    Some(index) => index,
-                    None if digest.size_bytes == 0 => {
-                        blobs.push(Blob::Memory(Bytes::new()));
-                        blobs.len() - 1
-                    }
-                    None => {
-                        self.misses.fetch_add(1, Ordering::Relaxed);
-                        return None;
-                    }
-                }
-            } else if digest_of(&file.contents) == digest {
-                blobs.push(Blob::Memory(Bytes::from(file.contents.clone())));
-                blobs.len() - 1
-            } else {
-                self.turn_off(&format!(
-                    "the remote cache at `{}` inlined bytes of `{}` that do not match its digest",
-                    self.config.url, file.path
-                ));
+        let limits = self.limits();
+        let downloaded = self.with_client(|client| {
+            download(client, &result, outputs, spill, &limits, Log::Stdout)
+        })?;
+        match downloaded {
+            Downloaded::Fetched(fetched) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return Some(fetched);
+            }
+            Downloaded::NotRestorable | Downloaded::Lost => {
+                tracing::debug!(action = %action.hash, "remote result not restorable: treated as a miss");
+            }
+            Downloaded::TooLarge(reason) => self.say_too_large(reason),
+            Downloaded::Corrupt(reason) => {
+                self.turn_off(&reason);
                 return None;
-            };
-            fetched.push((file.path.clone(), index, file.is_executable));
+            }
         }
-        let log = log_digest.as_ref().and_then(index_of);
-        self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(Fetched {
-            blobs,
-            outputs: fetched,
-            log,
-            duration_ms: duration_of(&result),
-        })
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        None
     }
 
-    /// `Err(why)` when `files` hold a blob over `max_blob` or more than `max_result` in all, by
-    /// the sizes the server states (which are all the client has before it downloads).
-    fn within_limits(&self, files: &[&reapi::OutputFile]) -> Result<(), String> {
-        let url = &self.config.url;
-        let mut total = 0u64;
-        for file in files {
-            let size = file.digest.as_ref().map_or(0, |d| d.size_bytes);
-            let Ok(size) = u64::try_from(size) else {
-                return Err(format!(
-                    "the remote cache at `{url}` states a negative size for `{}`",
-                    file.path
-                ));
-            };
-            if size > self.config.max_blob {
-                return Err(format!(
-                    "the remote cache at `{url}` has a result with `{}` of {size} bytes, over the limit of {} bytes per blob: such results run locally; to fetch them, raise `[cache] max_blob` in `once.toml`, `ONCE_REMOTE_MAX_BLOB` or `--remote-max-blob`",
-                    file.path, self.config.max_blob
-                ));
-            }
-            total = total.saturating_add(size);
+    /// The bounds a fetched result must keep.
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            url: self.config.url.clone(),
+            max_blob: self.config.max_blob,
+            max_result: self.config.max_result,
         }
-        if total > self.config.max_result {
-            return Err(format!(
-                "the remote cache at `{url}` has a result of {total} bytes, over the limit of {} bytes per result: such results run locally; to fetch them, raise `[cache] max_result` in `once.toml`, `ONCE_REMOTE_MAX_RESULT` or `--remote-max-result`",
-                self.config.max_result
-            ));
-        }
-        Ok(())
     }
 
     fn say_too_large(&self, reason: String) {
@@ -505,59 +432,6 @@ fn fatal(error: &once_remote::Error) -> bool {
     )
 }
 
-/// The output files of `result` if this client may restore it: a success, files only (no
-/// directories nor links), each with a digest and a plain relative path that `outputs` matches,
-/// each path once.
-// The two deprecated link lists are still filled by servers of API 2.0; a result with links
-// in them is one this client cannot restore either.
-#[allow(deprecated)]
-fn restorable<'r>(
-    result: &'r reapi::ActionResult,
-    outputs: &GlobSet,
-) -> Option<Vec<&'r reapi::OutputFile>> {
-    if result.exit_code != 0
-        || !result.output_directories.is_empty()
-        || !result.output_symlinks.is_empty()
-        || !result.output_file_symlinks.is_empty()
-        || !result.output_directory_symlinks.is_empty()
-    {
-        return None;
-    }
-    let mut seen: Vec<&str> = Vec::with_capacity(result.output_files.len());
-    for file in &result.output_files {
-        let plain = !file.path.is_empty()
-            && file.path.split('/').all(|part| {
-                !part.is_empty() && part != "." && part != ".." && !part.contains('\\')
-            });
-        if !plain
-            || file.digest.is_none()
-            || !outputs.is_match(&file.path)
-            || seen.contains(&file.path.as_str())
-        {
-            return None;
-        }
-        seen.push(&file.path);
-    }
-    Some(result.output_files.iter().collect())
-}
-
-/// How long the run that produced `result` took, from its metadata (0 when it says nothing).
-fn duration_of(result: &reapi::ActionResult) -> u64 {
-    let Some(meta) = &result.execution_metadata else {
-        return 0;
-    };
-    let (Some(start), Some(end)) = (
-        &meta.worker_start_timestamp,
-        &meta.worker_completed_timestamp,
-    ) else {
-        return 0;
-    };
-    let millis = |t: &prost_types::Timestamp| {
-        t.seconds.saturating_mul(1000) + i64::from(t.nanos / 1_000_000)
-    };
-    u64::try_from(millis(end).saturating_sub(millis(start))).unwrap_or(0)
-}
-
 /// The bytes of a local cache object, `None` (and nothing uploaded for the action) when it
 /// cannot be read.
 fn read_object(path: PathBuf) -> Option<Bytes> {
@@ -567,97 +441,5 @@ fn read_object(path: PathBuf) -> Option<Bytes> {
             tracing::debug!(path = %path.display(), %error, "cannot read a cache object to upload");
             None
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cache::output_globs;
-
-    fn result(paths: &[&str]) -> reapi::ActionResult {
-        reapi::ActionResult {
-            output_files: paths
-                .iter()
-                .map(|path| reapi::OutputFile {
-                    path: (*path).to_owned(),
-                    digest: Some(digest_of(path.as_bytes())),
-                    ..reapi::OutputFile::default()
-                })
-                .collect(),
-            ..reapi::ActionResult::default()
-        }
-    }
-
-    fn outputs() -> GlobSet {
-        output_globs("t:build", &["out/**".to_owned(), "dist/app".to_owned()]).unwrap()
-    }
-
-    #[test]
-    fn a_result_restores_only_plain_paths_its_outputs_name() {
-        assert_eq!(
-            restorable(
-                &result(&["out/a.js", "out/deep/b.map", "dist/app"]),
-                &outputs()
-            )
-            .map(|files| files.len()),
-            Some(3)
-        );
-        // What a hostile or confused server could name: outside the folder, absolute, through
-        // dot folders, a source file, or twice the same path.
-        for hostile in [
-            "../out/x",
-            "/etc/passwd",
-            "out/../src/main.rs",
-            "out/./a",
-            "out//a",
-            "src/main.rs",
-            "out\\..\\x",
-            "",
-        ] {
-            assert!(
-                restorable(&result(&[hostile]), &outputs()).is_none(),
-                "{hostile:?} was accepted"
-            );
-        }
-        assert!(restorable(&result(&["out/a", "out/a"]), &outputs()).is_none());
-    }
-
-    #[test]
-    fn failures_links_folders_and_files_without_digests_are_not_restored() {
-        let failed = reapi::ActionResult {
-            exit_code: 1,
-            ..result(&["out/a"])
-        };
-        assert!(restorable(&failed, &outputs()).is_none());
-        let folder = reapi::ActionResult {
-            output_directories: vec![reapi::OutputDirectory::default()],
-            ..result(&["out/a"])
-        };
-        assert!(restorable(&folder, &outputs()).is_none());
-        let link = reapi::ActionResult {
-            output_symlinks: vec![reapi::OutputSymlink::default()],
-            ..result(&["out/a"])
-        };
-        assert!(restorable(&link, &outputs()).is_none());
-        let mut no_digest = result(&["out/a"]);
-        no_digest.output_files[0].digest = None;
-        assert!(restorable(&no_digest, &outputs()).is_none());
-    }
-
-    #[test]
-    fn the_duration_comes_from_the_metadata_and_is_zero_without_it() {
-        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
-        let end = start + Duration::from_millis(1_250);
-        let timed = reapi::ActionResult {
-            execution_metadata: Some(reapi::ExecutedActionMetadata {
-                worker_start_timestamp: Some(start.into()),
-                worker_completed_timestamp: Some(end.into()),
-                ..reapi::ExecutedActionMetadata::default()
-            }),
-            ..reapi::ActionResult::default()
-        };
-        assert_eq!(duration_of(&timed), 1_250);
-        assert_eq!(duration_of(&reapi::ActionResult::default()), 0);
     }
 }

@@ -36,7 +36,7 @@ impl Worker<'_> {
         let Some(joinable) = &self.plan.steps[i].batch else {
             return false;
         };
-        self.remote.is_none() && self.batch.unwrap_or(joinable.on)
+        self.remote.is_none() && self.engine.is_none() && self.batch.unwrap_or(joinable.on)
     }
 
     /// Performs `members` (each with its dependencies' keys): the cache hits replayed each on
@@ -202,6 +202,7 @@ impl Worker<'_> {
                     let finished = Finished {
                         report: ActionReport {
                             batch: Some(number),
+                            ran_on: None,
                             ran_again: ran_again.clone(),
                             ..report(&steps[*i])
                         },
@@ -282,6 +283,7 @@ impl Worker<'_> {
                 retried: 0,
                 skipped_because: None,
                 batch: None,
+                ran_on: None,
                 ran_again: None,
             },
             &|key| succeeded.then_some(key),

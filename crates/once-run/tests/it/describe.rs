@@ -159,7 +159,7 @@ fn a_secret_value_never_appears_in_any_blob() {
             assert!(!found, "{name}");
         }
         // Nor in a file of the input root: the env-file itself stays home.
-        for path in described.files.values() {
+        for (_, path) in described.files.values() {
             assert!(!path.ends_with(".env"), "{name}: {}", path.display());
         }
     }
@@ -198,7 +198,7 @@ fn digests_are_the_sha256_of_the_serialized_messages() {
             assert_eq!(&digest_of(bytes).hash, hash, "{name}");
         }
         assert!(!described.files.is_empty(), "{name}");
-        for (hash, path) in &described.files {
+        for (hash, (_, path)) in &described.files {
             assert_eq!(&digest_of(&std::fs::read(path).unwrap()).hash, hash);
         }
         assert!(!described.action.do_not_cache);

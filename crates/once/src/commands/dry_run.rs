@@ -15,6 +15,7 @@ pub fn show(workspace: &once_graph::Workspace, plan: &Plan, args: &RunArgs) -> R
     let env = |name: &str| std::env::var(name).ok();
     let remote = match once_run::RemoteConfig::resolve(
         workspace.cache_settings(),
+        workspace.execution_settings(),
         &args.remote.flags(),
         &env,
     ) {

@@ -144,9 +144,13 @@ pub fn run(workspace: Option<&Path>, args: RunArgs) -> Result<Outcome> {
         Ok(remote) => options.remote = remote,
         Err(outcome) => return Ok(outcome),
     }
+    match engine(&workspace, &args) {
+        Ok(engine) => options.engine = engine,
+        Err(outcome) => return Ok(outcome),
+    }
     // A run the witness follows may prove the next one a no-op.
     let witness = asked
-        .filter(|_| options.remote.is_none() && readable(&workspace))
+        .filter(|_| options.remote.is_none() && options.engine.is_none() && readable(&workspace))
         .map(|request| (request, Arc::new(Witness::new())));
     options.witness = witness.as_ref().map(|(_, witness)| Arc::clone(witness));
     let run = RunStore::new(workspace.root())
@@ -294,6 +298,7 @@ fn remote(
     let env = |name: &str| std::env::var(name).ok();
     let config = match once_run::RemoteConfig::resolve(
         workspace.cache_settings(),
+        workspace.execution_settings(),
         &args.remote.flags(),
         &env,
     ) {
@@ -306,6 +311,36 @@ fn remote(
     };
     match once_run::Remote::connect(config) {
         Ok(remote) => Ok(Some(Arc::new(remote))),
+        Err(error) => {
+            eprintln!("error: {}", once_run::Error::from(error));
+            Err(Outcome::Failure)
+        }
+    }
+}
+
+/// The remote execution engine of this run, connected: `None` when none is configured. As for
+/// the remote cache, a setting that cannot be used is exit 2, a configuration the engine
+/// refuses exit 1, and an engine that cannot be reached a warning and a local run.
+fn engine(
+    workspace: &once_graph::Workspace,
+    args: &RunArgs,
+) -> Result<Option<Arc<once_run::Engine>>, Outcome> {
+    let env = |name: &str| std::env::var(name).ok();
+    let config = match once_run::ExecutionConfig::resolve(
+        workspace.cache_settings(),
+        workspace.execution_settings(),
+        &args.remote.flags(),
+        &env,
+    ) {
+        Ok(Some(config)) => config,
+        Ok(None) => return Ok(None),
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Err(Outcome::Invalid);
+        }
+    };
+    match once_run::Engine::connect(config) {
+        Ok(engine) => Ok(Some(Arc::new(engine))),
         Err(error) => {
             eprintln!("error: {}", once_run::Error::from(error));
             Err(Outcome::Failure)
@@ -462,9 +497,15 @@ fn summarise(report: &RunReport, mode: OutputLogs) {
     } else {
         String::new()
     };
+    // Where commands ran, when they could have run elsewhere.
+    let remote = report
+        .execution
+        .as_ref()
+        .map(|e| format!(", {} on the engine", e.executed))
+        .unwrap_or_default();
     let _ = writeln!(
         err,
-        "{status}: {} ({} ran{retried}, {cached}, {} failed, {} skipped) in {:.2}s, run {}",
+        "{status}: {} ({} ran{remote}{retried}, {cached}, {} failed, {} skipped) in {:.2}s, run {}",
         render::count(counts.total, "action"),
         counts.ran,
         counts.failed,

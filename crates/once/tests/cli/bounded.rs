@@ -13,8 +13,9 @@ use crate::support::{Mcp, TempDir};
 
 /// The rule of the product: an answer must fit in about 10,000 tokens.
 const LIMIT: usize = 40 * 1024;
-/// The bound of the `tools/list` answer, which holds the whole catalog in one page.
-const CATALOG_LIMIT: usize = 64 * 1024;
+/// The bound of the `tools/list` answer, which holds the whole catalog in one page: well under
+/// the 96 KiB where a page would end, with room for a host's other servers.
+const CATALOG_LIMIT: usize = 72 * 1024;
 /// Targets in the root manifest's chain.
 const CHAIN: usize = 100_000;
 /// Every `FAN`-th chain target also depends on the first one, and `hub` depends on each of them.

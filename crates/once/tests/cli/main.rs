@@ -51,6 +51,7 @@ mod ran_again;
 mod real_repositories;
 mod remote;
 mod remote_bounds;
+mod remote_exec;
 mod root_tasks;
 mod run;
 mod run_env;

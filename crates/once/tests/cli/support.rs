@@ -361,6 +361,11 @@ impl Running {
         Running { pid, done }
     }
 
+    /// The process's id, for a test that signals it.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// Waits for the end, failing the test (and killing the process) after `limit`.
     pub fn finish(self, limit: Duration) -> Output {
         match self.done.recv_timeout(limit) {

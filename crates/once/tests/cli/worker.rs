@@ -18,18 +18,18 @@ use crate::postgres::Postgres;
 
 /// The bound of one test's wait for an action: queueing, two workers and BuildGrid share two
 /// cores with other builds.
-const ACTION_LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const ACTION_LIMIT: Duration = Duration::from_secs(60);
 
 /// A remote execution server and the database under it, stopped in that order on drop.
-struct Farm {
-    server: BuildGrid,
+pub(crate) struct Farm {
+    pub(crate) server: BuildGrid,
     _database: Postgres,
-    scratch: TempDir,
+    pub(crate) scratch: TempDir,
 }
 
 impl Farm {
     /// A server whose bots lose their session after `keepalive` seconds of silence.
-    fn start(keepalive: u32) -> Farm {
+    pub(crate) fn start(keepalive: u32) -> Farm {
         let database = Postgres::start(&bgd_path());
         let server = BuildGrid::start_execution(&database.url, keepalive);
         Farm {
@@ -43,14 +43,14 @@ impl Farm {
         Client::connect(&self.server.url, "", vec![], Duration::from_secs(20)).unwrap()
     }
 
-    fn worker(&self, name: &str) -> Worker {
+    pub(crate) fn worker(&self, name: &str) -> Worker {
         Worker::start(&self.server.url, name, self.scratch.path())
     }
 }
 
 /// A running `once worker`, killed on drop.
-struct Worker {
-    child: Child,
+pub(crate) struct Worker {
+    pub(crate) child: Child,
     log: PathBuf,
 }
 
@@ -71,12 +71,12 @@ impl Worker {
         worker
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Polls the log until it holds `text`; bounded, and fails early if the worker exits.
-    fn wait_for(&mut self, text: &str) {
+    pub(crate) fn wait_for(&mut self, text: &str) {
         let deadline = Instant::now() + ACTION_LIMIT;
         while !self.log().contains(text) {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -88,7 +88,7 @@ impl Worker {
     }
 
     /// Sends `signal` and waits (bounded) for the worker to exit; its exit code.
-    fn stop_with(&mut self, signal: i32) -> Option<i32> {
+    pub(crate) fn stop_with(&mut self, signal: i32) -> Option<i32> {
         let pid = i32::try_from(self.child.id()).unwrap();
         // SAFETY: signals the worker this test started.
         unsafe { libc::kill(pid, signal) };

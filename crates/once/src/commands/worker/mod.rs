@@ -91,7 +91,7 @@ pub fn run(args: WorkerArgs) -> Result<Outcome> {
     let bot_id = args.bot_id.clone().unwrap_or_else(default_bot_id);
     let scratch = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
     let mut session = client
-        .create_bot_session(&bot_id, &platform(), POLL)
+        .create_bot_session(&bot_id, &platform(&args.properties), POLL)
         .with_context(|| format!("cannot open a session on `{}`", args.server))?;
     publish(&last_session, &session);
     eprintln!(
@@ -103,6 +103,7 @@ pub fn run(args: WorkerArgs) -> Result<Outcome> {
         registry: &registry,
         last_session: &last_session,
         scratch,
+        bot_id: bot_id.clone(),
     };
     let served = worker.serve(&mut session);
     if registry.is_shutting_down() {
@@ -130,6 +131,8 @@ struct Worker<'a> {
     registry: &'a Registry,
     last_session: &'a Mutex<Option<BotSession>>,
     scratch: PathBuf,
+    /// Named in each result's metadata, so a client can say where its action ran.
+    bot_id: String,
 }
 
 impl Worker<'_> {
@@ -163,6 +166,7 @@ impl Worker<'_> {
     /// Acknowledges, runs and reports the lease at `index`.
     fn perform(&self, session: &mut BotSession, index: usize) -> Result<()> {
         let id = session.leases[index].id.clone();
+        let started = SystemTime::now();
         session.leases[index].state = LeaseState::Active as i32;
         let work = lease_work(&session.leases[index]);
         self.update(session, CALL_TIMEOUT)?;
@@ -181,8 +185,14 @@ impl Worker<'_> {
             return Ok(());
         };
         match outcome {
-            Ok(Performed::Done(result)) => complete_lease(lease, &result),
-            Ok(Performed::TimedOut(result)) => time_out_lease(lease, &result),
+            Ok(Performed::Done(mut result)) => {
+                self.stamp(&mut result, started);
+                complete_lease(lease, &result);
+            }
+            Ok(Performed::TimedOut(mut result)) => {
+                self.stamp(&mut result, started);
+                time_out_lease(lease, &result);
+            }
             Ok(Performed::Stopped) => {
                 release_lease(
                     lease,
@@ -195,6 +205,16 @@ impl Worker<'_> {
             }
         }
         self.update(session, CALL_TIMEOUT)
+    }
+
+    /// Says in `result` which bot ran it and when (the engine adds when it was queued).
+    fn stamp(&self, result: &mut once_remote::reapi::ActionResult, started: SystemTime) {
+        let meta = result
+            .execution_metadata
+            .get_or_insert_with(Default::default);
+        meta.worker.clone_from(&self.bot_id);
+        meta.worker_start_timestamp = Some(started.into());
+        meta.worker_completed_timestamp = Some(SystemTime::now().into());
     }
 
     /// Runs the command on its own thread and reports the lease as active until it ends;
@@ -339,18 +359,20 @@ fn left(session: &BotSession) -> Option<Duration> {
     Some(at.duration_since(SystemTime::now()).unwrap_or_default())
 }
 
-/// What this machine offers, in the REAPI platform lexicon.
-fn platform() -> Vec<(String, String)> {
+/// What this machine offers, in the REAPI platform lexicon, and what `--property` adds.
+fn platform(properties: &[(String, String)]) -> Vec<(String, String)> {
     let isa = match std::env::consts::ARCH {
         "x86_64" => "x86-64",
         "x86" => "x86-32",
         "aarch64" => "arm-a64",
         other => other,
     };
-    vec![
+    let mut offered = vec![
         ("OSFamily".to_owned(), std::env::consts::OS.to_owned()),
         ("ISA".to_owned(), isa.to_owned()),
-    ]
+    ];
+    offered.extend(properties.iter().cloned());
+    offered
 }
 
 /// `host-pid`: unique among the bots of one machine, and says where to look.
