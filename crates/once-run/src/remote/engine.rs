@@ -247,10 +247,12 @@ impl Engine {
 
     /// Runs the described action on the engine, waiting up to `deadline` (and the room to
     /// queue); `stop` says when the run is cancelled or stopping.
+    /// `fresh` asks the engine to run it even when its own cache has a result (`--force`).
     pub(crate) fn execute(
         &self,
         described: &Described,
         deadline: Duration,
+        fresh: bool,
         stop: &(dyn Fn() -> bool + Sync),
     ) -> Executed {
         if !self.is_on() {
@@ -275,7 +277,7 @@ impl Engine {
             let (done, ended) = mpsc::channel::<()>();
             let watcher = scope.spawn(|| self.watch(&watched, ended, wait, stop));
             let mut response =
-                client.execute(&described.action_digest, false, wait, |op| watched.saw(op));
+                client.execute(&described.action_digest, fresh, wait, |op| watched.saw(op));
             for _ in 0..RESUMES {
                 let Err(error) = &response else { break };
                 let name = watched.name();

@@ -321,7 +321,7 @@ impl Worker<'_> {
             match recorded {
                 Ok(result) => {
                     if remotely {
-                        log = self.cache.replay_log(&result);
+                        log = self.remote_log(step, &result);
                     }
                     if let Some(parts) = parts {
                         crate::explain::remember(self.cache, parts);
@@ -363,6 +363,24 @@ impl Worker<'_> {
                 ran_on,
             },
             key: (status == ActionStatus::Succeeded).then_some(key),
+        }
+    }
+
+    /// A remote success's log (stdout, then stderr), put where a local run's log would be, so
+    /// that the run's view and its record read it as they read any other.
+    fn remote_log(&self, step: &Step, result: &ActionResult) -> Option<PathBuf> {
+        let kept = self.cache.replay_log(result)?;
+        let log = self.run.log_path(&step.action);
+        let copied = log
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::copy(&kept, &log));
+        match copied {
+            Ok(_) => Some(log),
+            Err(error) => {
+                tracing::debug!(action = %step.action, %error, "cannot copy the remote log into the run");
+                Some(kept)
+            }
         }
     }
 

@@ -90,7 +90,12 @@ impl Worker<'_> {
             ran_on,
             fetched: None,
         };
-        let (result, ran_on, timed_out) = match engine.execute(&described, step.deadline, &stop) {
+        let (result, ran_on, timed_out) = match engine.execute(
+            &described,
+            step.deadline,
+            self.force,
+            &stop,
+        ) {
             Executed::Unavailable => return None,
             Executed::Refused(why) => return Some(Err(format!("the engine refused it ({why})"))),
             Executed::Cancelled => {

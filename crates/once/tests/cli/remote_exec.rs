@@ -164,6 +164,23 @@ fn a_build_runs_on_two_workers_and_a_fresh_clone_replays_it_from_the_action_cach
         assert!(std::fs::read_to_string(log).unwrap().contains("linked"));
     }
 
+    // `--force` runs them again on the engine, not from its cache.
+    let (forced, stderr, code) = run_json(once(
+        clone.path(),
+        &[
+            "run",
+            "--all",
+            "build",
+            "--remote-exec",
+            &url,
+            "--force",
+            "--json",
+        ],
+    ));
+    assert_eq!(code, Some(0), "{forced:#}\n{stderr}");
+    assert_eq!(forced["execution"]["executed"], 6, "{forced:#}");
+    assert_eq!(forced["execution"]["engine_cached"], 0, "{forced:#}");
+
     // A fresh clone elsewhere, with the engine's cache only: every action is a hit.
     let fresh = TempDir::new();
     write_farm(fresh.path(), "");

@@ -397,6 +397,19 @@ fn a_server_that_does_not_execute_or_cannot_be_reached_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("cannot join the server at"), "{stderr}");
     let out = Command::new(once_binary())
+        .args([
+            "worker",
+            "--server",
+            "grpc://127.0.0.1:1",
+            "--property",
+            "no-equals",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not `NAME=VALUE`"), "{stderr}");
+    let out = Command::new(once_binary())
         .args(["worker", "--server", "http://127.0.0.1:1"])
         .output()
         .unwrap();
