@@ -879,6 +879,7 @@ Examples:
   once query schema                  The manifest and every kind
   once query schema npm-package      Just one kind
   once query schema --manifest > once.schema.json
+  once query schema --manifest --markdown   The book's page of once.toml (docs/src/reference/manifest.md)
 
 With `--manifest` the answer is the schema of once.toml alone, a document editors read: put
 `#:schema ./once.schema.json` on the first line of once.toml for taplo and Even Better TOML.
@@ -889,6 +890,10 @@ It needs no workspace, so it is printed even while once.toml is broken.")]
         /// Only the schema of once.toml, as one plain JSON Schema document
         #[arg(long, conflicts_with = "kind")]
         manifest: bool,
+        /// With `--manifest`: the book's reference page of once.toml (Markdown), read off that
+        /// schema, instead of the schema
+        #[arg(long, requires = "manifest")]
+        markdown: bool,
         #[command(flatten)]
         json: JsonAlways,
     },

@@ -14,6 +14,7 @@ mod key;
 mod mcp;
 mod memory;
 mod query;
+mod reference;
 mod run;
 mod serve;
 mod sessions;

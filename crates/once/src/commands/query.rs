@@ -32,8 +32,17 @@ pub fn run(workspace: Option<&Path>, request: Query) -> Result<Outcome> {
     }
     // The manifest's schema is the same in every workspace, and most wanted while a manifest is
     // broken: it is answered without loading one.
-    if let Query::Schema { manifest: true, .. } = request {
-        output::json(&query::manifest_schema())?;
+    if let Query::Schema {
+        manifest: true,
+        markdown,
+        ..
+    } = request
+    {
+        if markdown {
+            output::text(&super::reference::manifest_page(&query::manifest_schema()))?;
+        } else {
+            output::json(&query::manifest_schema())?;
+        }
         return Ok(Outcome::Success);
     }
     // The catalog's text and schemas are the same in every workspace.

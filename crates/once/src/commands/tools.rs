@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::reference::{cell, kind};
 use anyhow::{Context, Result};
 use once_mcp::{Gates, Tool};
 use serde_json::{Value, json};
@@ -180,40 +181,6 @@ fn properties(schema: &Value) -> String {
         );
     }
     out
-}
-
-/// A property's type in a few words: `string`, `integer`, `array of string`, `one of …`.
-fn kind(property: &Value) -> String {
-    if let Some(values) = property["enum"].as_array() {
-        let values: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
-        return format!("one of {}", values.join(", "));
-    }
-    let base = match &property["type"] {
-        Value::String(name) => name.clone(),
-        Value::Array(names) => names
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(" or "),
-        _ if property.get("oneOf").is_some() || property.get("anyOf").is_some() => {
-            "one of several shapes".to_owned()
-        }
-        _ => "any".to_owned(),
-    };
-    if base == "array"
-        && let Some(items) = property.get("items")
-    {
-        return format!("array of {}", kind(items));
-    }
-    base
-}
-
-/// Text fit for one table cell: no line breaks, no unescaped `|`.
-fn cell(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
 }
 
 fn pretty(value: &Value) -> String {

@@ -13,7 +13,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde_json::Value;
 
 use crate::support::{TempDir, once_binary, output_within};
 
@@ -124,100 +123,8 @@ fn the_cli_reference_is_the_parser() {
     assert_page("reference/cli.md", &page, "every `once … --help`");
 }
 
-/// One row of a key's table: its type in a few words.
-fn kind(schema: &Value) -> String {
-    if let Some(values) = schema["enum"].as_array() {
-        let values: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
-        return format!("one of {}", values.join(", "));
-    }
-    let base = match &schema["type"] {
-        Value::String(name) => name.clone(),
-        Value::Array(names) => names
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(" or "),
-        _ if schema.get("oneOf").is_some() || schema.get("anyOf").is_some() => {
-            "one of several shapes".to_owned()
-        }
-        _ => "any".to_owned(),
-    };
-    match (base.as_str(), schema.get("items")) {
-        ("array", Some(items)) => format!("array of {}", kind(items)),
-        ("object", _) if schema.get("properties").is_none() => {
-            match schema.get("additionalProperties").filter(|v| v.is_object()) {
-                Some(values) => format!("table of {}", kind(values)),
-                None => base,
-            }
-        }
-        _ => base,
-    }
-}
-
-/// Text fit for one table cell.
-fn cell(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
-}
-
-/// The sections of the table at `path` (`[workspace]`, `[targets.NAME]`, …) and of every table
-/// below it, in the schema's order.
-fn manifest_sections(path: &str, schema: &Value, out: &mut String) {
-    if let Some(properties) = schema["properties"].as_object() {
-        let _ = write!(out, "\n## `{path}`\n\n");
-        if let Some(description) = schema["description"].as_str() {
-            let _ = write!(out, "{}\n\n", cell(description));
-        }
-        out.push_str("| key | type | default | description |\n| --- | --- | --- | --- |\n");
-        let required: Vec<&str> = schema["required"]
-            .as_array()
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        for (key, property) in properties {
-            let default = match property.get("default") {
-                Some(value) => format!("`{value}`"),
-                None if required.contains(&key.as_str()) => "required".to_owned(),
-                None => String::new(),
-            };
-            let _ = writeln!(
-                out,
-                "| `{key}` | {} | {default} | {} |",
-                kind(property),
-                cell(property["description"].as_str().unwrap_or(""))
-            );
-        }
-        for (key, property) in properties {
-            let inner = path.trim_start_matches('[').trim_end_matches(']');
-            manifest_sections(&format!("[{inner}.{key}]"), property, out);
-        }
-    } else if let Some(values) = schema["additionalProperties"]
-        .as_object()
-        .filter(|v| v.contains_key("properties"))
-    {
-        let inner = path.trim_start_matches('[').trim_end_matches(']');
-        manifest_sections(
-            &format!("[{inner}.NAME]"),
-            &Value::Object(values.clone()),
-            out,
-        );
-    }
-}
-
 fn manifest_page() -> String {
-    let schema: Value = serde_json::from_str(&once(&["query", "schema", "--manifest"])).unwrap();
-    let mut page = String::from(
-        "<!-- Generated from `once query schema --manifest` by crates/once/tests/cli/book.rs; do \
-         not edit by hand. -->\n\n# `once.toml`\n\nEvery table and key of `once.toml`, from the \
-         manifest's JSON Schema (`once query schema --manifest`, which editors read too). `NAME` \
-         stands for a name of yours. The guide [Writing `once.toml`](../guides/manifest.md) says \
-         how they work together; `once query schema KIND` gives a kind's own fields.\n",
-    );
-    for (key, property) in schema["properties"].as_object().unwrap() {
-        manifest_sections(&format!("[{key}]"), property, &mut page);
-    }
-    page
+    once(&["query", "schema", "--manifest", "--markdown"])
 }
 
 #[test]
