@@ -13,7 +13,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-
 use crate::support::{TempDir, once_binary, output_within};
 
 fn repository() -> PathBuf {

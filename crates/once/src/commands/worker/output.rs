@@ -66,12 +66,27 @@ pub fn declared(command: &reapi::Command) -> Result<Vec<String>> {
         .collect()
 }
 
-/// Creates the parent folder of each declared output, as a worker must before the command runs.
+/// Creates the parent folder of each declared output, as a worker must before the command runs:
+/// one folder at a time from the input root, refusing a link on the way (the client's input root
+/// may hold one named like the output's folder, and following it would write outside).
 pub fn prepare(root: &Path, outputs: &[String]) -> Result<()> {
     for output in outputs {
-        if let Some(parent) = root.join(output).parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create `{}`", parent.display()))?;
+        let parts: Vec<&str> = output.split('/').collect();
+        let mut folder = root.to_path_buf();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            folder.push(part);
+            match std::fs::symlink_metadata(&folder) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    bail!(
+                        "the output folder `{}` is a link in the input root",
+                        folder.display()
+                    )
+                }
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => bail!("the output folder `{}` is a file", folder.display()),
+                Err(_) => std::fs::create_dir(&folder)
+                    .with_context(|| format!("cannot create `{}`", folder.display()))?,
+            }
         }
     }
     Ok(())
@@ -86,6 +101,10 @@ pub fn collect(
     uploads: &mut Uploads,
 ) -> Result<()> {
     for output in outputs {
+        // Never read through a link on the way: what lies behind it is not the action's.
+        if through_link(root, output) {
+            continue;
+        }
         let path = root.join(output);
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
@@ -120,6 +139,16 @@ pub fn collect(
         }
     }
     Ok(())
+}
+
+/// Whether a folder on the way from `root` to `output` (not `output` itself) is a link.
+fn through_link(root: &Path, output: &str) -> bool {
+    let parts: Vec<&str> = output.split('/').collect();
+    let mut folder = root.to_path_buf();
+    parts[..parts.len().saturating_sub(1)].iter().any(|part| {
+        folder.push(part);
+        std::fs::symlink_metadata(&folder).is_ok_and(|m| m.file_type().is_symlink())
+    })
 }
 
 /// The `Tree` of the folder `dir`: its `Directory` and every one below it.
@@ -242,5 +271,39 @@ mod tests {
         for bad in ["/etc/passwd", "../up", "a/../../b", ""] {
             assert!(inside(bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    /// A client's input root may hold a link named like an output's folder: making the
+    /// output's parents must not follow it out of the input root.
+    #[cfg(unix)]
+    #[test]
+    fn an_output_folder_is_never_made_through_a_link_of_the_input_root() {
+        let base = std::env::temp_dir().join(format!("once-worker-prepare-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("out")).unwrap();
+        let error = prepare(&root, &["out/deep/x.txt".to_owned()]).unwrap_err();
+        assert!(format!("{error:#}").contains("is a link"), "{error:#}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        // Plain folders are made as before, existing ones kept.
+        std::fs::create_dir_all(root.join("dist")).unwrap();
+        prepare(&root, &["dist/a/b.txt".to_owned(), "gen/c.txt".to_owned()]).unwrap();
+        assert!(root.join("dist/a").is_dir() && root.join("gen").is_dir());
+        // Nor is an output collected through one.
+        std::fs::write(outside.join("secret.txt"), "not the action's").unwrap();
+        let mut result = reapi::ActionResult::default();
+        let mut uploads = Uploads::default();
+        collect(
+            &root,
+            "",
+            &["out/secret.txt".to_owned()],
+            &mut result,
+            &mut uploads,
+        )
+        .unwrap();
+        assert!(result.output_files.is_empty(), "{result:?}");
+        let _ = std::fs::remove_dir_all(&base);
     }
 }
