@@ -38,15 +38,25 @@ pub(crate) enum Packages {
     Dropped,
 }
 
-/// [`super::walk`] from `root` for `wanted`, begun before the root's packages are known.
-/// `packages(wait)` is asked before each listing while they are not (`wait` false: answer at
-/// once), and once more, with `wait`, when nothing is left to list without them. `None` when they
-/// never come, or when a folder it entered before they came is a package's.
+/// [`super::walk`] from `root` for the manifests of `ecosystems` (each ecosystem's, as
+/// [`markers`] gives them), begun before the root's packages are known. `packages(wait)` is asked
+/// before each listing while they are not (`wait` false: answer at once), and with `wait` when
+/// nothing is left to list without them. `None` when they never come, or when a folder it
+/// entered before they came is a package's.
+///
+/// It lists ahead only when the root's own listing shows the survey will be needed: when the
+/// root lacks every manifest of one of `ecosystems`, which then finds no package at the root.
+/// Otherwise every ecosystem may find packages there and no survey follow, and listing ahead
+/// would only slow the root's discovery down (the listings share the disk and, on a loaded
+/// machine, the core): it waits for the packages first, as [`super::walk`] does.
 pub(crate) fn walk_ahead<'a>(
     root: &Path,
-    wanted: &[&'a str],
+    ecosystems: &[&'a [&'a str]],
     mut packages: impl FnMut(bool) -> Packages,
 ) -> Option<Walked<'a>> {
+    let wanted: Vec<&'a str> = ecosystems.iter().flat_map(|m| m.iter().copied()).collect();
+    // Whether to wait for the packages before any listing but the root's.
+    let mut patient = false;
     let mut found: Vec<(String, &'a str)> = Vec::new();
     let mut trace = Trace::default();
     let mut stack = vec![(String::new(), 0usize)];
@@ -57,7 +67,7 @@ pub(crate) fn walk_ahead<'a>(
     let mut guessed: Vec<String> = Vec::new();
     loop {
         if known.is_none() {
-            let wait = stack.is_empty();
+            let wait = stack.is_empty() || patient;
             match packages(wait) {
                 Packages::Known(folders) => {
                     for (rel, depth, held) in waiting.drain(..) {
@@ -75,7 +85,12 @@ pub(crate) fn walk_ahead<'a>(
             break;
         };
         let held = list(root, &rel, &mut trace);
-        held.found_in(&rel, wanted, &mut found);
+        held.found_in(&rel, &wanted, &mut found);
+        if rel.is_empty() && known.is_none() {
+            patient = ecosystems
+                .iter()
+                .all(|markers| markers.iter().any(|m| held.manifests.contains(m)));
+        }
         if depth >= MAX_DEPTH {
             continue;
         }
@@ -113,18 +128,19 @@ impl Ahead {
         if std::thread::available_parallelism().map_or(1, usize::from) < 2 {
             return None;
         }
-        let wanted: Vec<&'static str> = ecosystems
+        let groups: Vec<&'static [&'static str]> = ecosystems
             .iter()
-            .flat_map(|e| markers(*e).iter().copied())
+            .map(|e| markers(*e))
+            .filter(|m| !m.is_empty())
             .collect();
-        if wanted.is_empty() {
+        if groups.is_empty() {
             return None;
         }
         let (packages, answers) = channel();
         let root = root.to_path_buf();
         let walk = std::thread::Builder::new()
             .name("survey".into())
-            .spawn(move || walk_ahead(&root, &wanted, |wait| next(&answers, wait)))
+            .spawn(move || walk_ahead(&root, &groups, |wait| next(&answers, wait)))
             .ok()?;
         Some(Ahead { packages, walk })
     }

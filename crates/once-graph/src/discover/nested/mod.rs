@@ -13,7 +13,10 @@
 //!    package another ecosystem found at the root (a package's folder is looked at, its insides
 //!    are its own: a 1,000-package workspace costs one listing per package, not a walk of each).
 //!    One walk serves every ecosystem missing at the root ([`survey`]), telling manifests by the
-//!    names each listing holds, and its trace is the folders it listed.
+//!    names each listing holds, and its trace is the folders it listed. On more than one core it
+//!    runs ahead ([`ahead`]): begun before the root's discovery on a thread of its own, it lists
+//!    the package folders while the root's ecosystems read their manifests, and gives the same
+//!    answer as the walk after them would.
 //! 3. Candidates are taken shallowest first, and one below a nested workspace already taken (one
 //!    that yielded packages) is left to it: that workspace's own rules decide its members, as its
 //!    tool does (`rust/examples/demo` is not a member of `rust/`, so it is no package at all).

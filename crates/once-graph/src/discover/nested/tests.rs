@@ -543,6 +543,15 @@ fn all_markers() -> Vec<&'static str> {
         .collect()
 }
 
+/// Each ecosystem's manifest names, as the survey run ahead takes them.
+fn all_groups() -> Vec<&'static [&'static str]> {
+    Ecosystem::ALL
+        .iter()
+        .map(|e| super::markers(*e))
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
 /// What a survey saw: the manifests it found (`folder marker`) and the folders it listed, each
 /// sorted.
 type Seen = (Vec<String>, Vec<String>);
@@ -560,7 +569,7 @@ fn seen(found: &[(String, &str)], trace: &Trace) -> Seen {
 fn ahead(ws: &Scratch, packages: &HashSet<String>, arrival: usize) -> (Option<Seen>, usize) {
     let mut asked = 0;
     let mut listed_before_wait = 0;
-    let walked = walk_ahead(&ws.0, &all_markers(), |wait| {
+    let walked = walk_ahead(&ws.0, &all_groups(), |wait| {
         if wait {
             return Packages::Known(packages.clone());
         }
@@ -667,12 +676,42 @@ fn the_survey_run_ahead_lists_every_folder_before_it_needs_the_root_packages() {
     assert_eq!(listed_before_wait, listed.len());
 }
 
+/// A root that holds every ecosystem's manifest may leave no ecosystem missing, and then no
+/// survey follows: the survey lists the root alone before the packages come, so it never slows
+/// a root's discovery down for nothing; and it still answers as the walk does.
+#[test]
+fn a_survey_run_ahead_waits_when_every_ecosystem_is_at_the_root() {
+    let ws = Scratch::new(&[
+        (
+            "package.json",
+            "{\"name\": \"root\", \"private\": true, \"workspaces\": [\"packages/*\"]}\n",
+        ),
+        ("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n"),
+        ("pyproject.toml", "[project]\nname = \"root\"\n"),
+        ("go.mod", "module example.com/m\n"),
+        ("packages/a/package.json", "{\"name\": \"a\"}\n"),
+        (
+            "crates/b/Cargo.toml",
+            "[package]\nname = \"b\"\nversion = \"0.1.0\"\n",
+        ),
+        ("tools/py/pyproject.toml", "[project]\nname = \"py\"\n"),
+    ]);
+    let packages: HashSet<String> = ["packages/a", "crates/b"]
+        .iter()
+        .map(|p| (*p).to_string())
+        .collect();
+    let (found, trace) = walk(&ws.0, &all_markers(), &packages);
+    let (walked, listed_before_wait) = ahead(&ws, &packages, usize::MAX);
+    assert_eq!(walked, Some(seen(&found, &trace)));
+    assert_eq!(listed_before_wait, 1);
+}
+
 /// A survey whose packages never come (every ecosystem found packages at the root, so none is
 /// looked for below) stops without an answer.
 #[test]
 fn a_survey_run_ahead_stops_when_its_packages_never_come() {
     let ws = polyglot();
-    let walked = walk_ahead(&ws.0, &all_markers(), |_| Packages::Dropped);
+    let walked = walk_ahead(&ws.0, &all_groups(), |_| Packages::Dropped);
     assert!(walked.is_none());
 }
 
