@@ -105,7 +105,12 @@ pub const MARKERS: &[&str] = &[
 /// The targets every ecosystem in `ecosystems` infers, in that order.
 pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferred> {
     type Discover = fn(&mut Reader) -> Vec<Inferred>;
-    // Each ecosystem at the root first; then one survey below it for those that found nothing.
+    // Each ecosystem at the root first; then one survey below it for those that found nothing,
+    // begun on another core while the root's are read (it lists what it can without knowing
+    // the root's packages, which are most of what it lists).
+    let ahead = reader
+        .at_root()
+        .and_then(|root| nested::Ahead::start(root, ecosystems));
     let mut at_root: Vec<(Ecosystem, Discover, Vec<Inferred>)> = Vec::new();
     for &ecosystem in ecosystems {
         let discover: Discover = match ecosystem {
@@ -125,6 +130,9 @@ pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferr
         .map(|(ecosystem, _, _)| *ecosystem)
         .collect();
     let surveyed = if missing.is_empty() {
+        if let Some(ahead) = ahead {
+            ahead.cancel();
+        }
         Vec::new()
     } else {
         let packages: std::collections::HashSet<String> = at_root
@@ -133,7 +141,7 @@ pub(crate) fn infer(reader: &mut Reader, ecosystems: &[Ecosystem]) -> Vec<Inferr
             .filter(|p| p.path != ".")
             .map(|p| p.path.clone())
             .collect();
-        nested::survey(reader, &missing, &packages)
+        nested::survey(reader, &missing, &packages, ahead)
     };
     let mut all = Vec::new();
     for (ecosystem, discover, mut found) in at_root {

@@ -13,7 +13,10 @@
 //!    package another ecosystem found at the root (a package's folder is looked at, its insides
 //!    are its own: a 1,000-package workspace costs one listing per package, not a walk of each).
 //!    One walk serves every ecosystem missing at the root ([`survey`]), telling manifests by the
-//!    names each listing holds, and its trace is the folders it listed.
+//!    names each listing holds, and its trace is the folders it listed. On more than one core it
+//!    runs ahead ([`ahead`]): begun before the root's discovery on a thread of its own, it lists
+//!    the package folders while the root's ecosystems read their manifests, and gives the same
+//!    answer as the walk after them would.
 //! 3. Candidates are taken shallowest first, and one below a nested workspace already taken (one
 //!    that yielded packages) is left to it: that workspace's own rules decide its members, as its
 //!    tool does (`rust/examples/demo` is not a member of `rust/`, so it is no package at all).
@@ -32,12 +35,16 @@
 //! It must never read a manifest outside the reader, walk deeper than [`MAX_DEPTH`], or let a
 //! nested workspace's lockfile into another nested workspace's keys.
 
+mod ahead;
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashSet;
+use std::path::Path;
 
-use super::{Ecosystem, Inferred, Reader};
+pub(crate) use ahead::Ahead;
+
+use super::{Ecosystem, Inferred, MARKERS, Reader};
 use crate::kind::find_kind;
 use crate::workspace::load::{Listed, Trace};
 
@@ -73,20 +80,32 @@ fn markers(ecosystem: Ecosystem) -> &'static [&'static str] {
 /// 1 to [`MAX_DEPTH`] levels down, entering none that is hidden, `node_modules`, `target`, one of
 /// [`NOT_WORKSPACES`] or one of `packages` (the folders of packages found at the root, which
 /// are listed but not entered). Recorded in `reader` with the folders it listed as its trace, so
-/// a manifest that appears in one of them makes the workspace stale.
+/// a manifest that appears in one of them makes the workspace stale. The walk is `ahead`'s when
+/// it ran ahead of the root's discovery and kept it ([`Ahead`]), else made now.
 pub(crate) fn survey(
     reader: &mut Reader,
     ecosystems: &[Ecosystem],
     packages: &HashSet<String>,
+    ahead: Option<Ahead>,
 ) -> Vec<(String, &'static str)> {
-    let Some(root) = reader.at_root().map(std::path::Path::to_path_buf) else {
+    let Some(root) = reader.at_root().map(Path::to_path_buf) else {
+        if let Some(ahead) = ahead {
+            ahead.cancel();
+        }
         return Vec::new();
     };
     let wanted: Vec<&'static str> = ecosystems
         .iter()
         .flat_map(|e| markers(*e).iter().copied())
         .collect();
-    let (found, trace) = walk(&root, &wanted, packages);
+    // The survey ran ahead for every ecosystem that might be missing; these are.
+    let walked = ahead
+        .and_then(|ahead| ahead.finish(packages))
+        .map(|(mut found, trace)| {
+            found.retain(|(_, marker)| wanted.contains(marker));
+            (found, trace)
+        });
+    let (found, trace) = walked.unwrap_or_else(|| walk(&root, &wanted, packages));
     let folders = found.iter().map(|(f, _)| f.clone()).collect();
     let mut packages: Vec<String> = packages.iter().cloned().collect();
     packages.sort();
@@ -97,7 +116,7 @@ pub(crate) fn survey(
 /// The walk of [`survey`] from `root`: the folders holding one of `wanted`, each with its name,
 /// and what it listed.
 pub(crate) fn walk<'a>(
-    root: &std::path::Path,
+    root: &Path,
     wanted: &[&'a str],
     packages: &HashSet<String>,
 ) -> (Vec<(String, &'a str)>, Trace) {
@@ -105,49 +124,98 @@ pub(crate) fn walk<'a>(
     let mut trace = Trace::default();
     let mut stack = vec![(String::new(), 0usize)];
     while let Some((rel, depth)) = stack.pop() {
-        let abs = if rel.is_empty() {
-            root.to_path_buf()
-        } else {
-            root.join(&rel)
-        };
-        let before = std::fs::metadata(&abs);
-        let entries = std::fs::read_dir(&abs);
-        trace
-            .listed
-            .push((rel.clone(), Listed::of(before, entries.is_ok())));
-        let Ok(entries) = entries else {
-            continue;
-        };
-        let enter = depth < MAX_DEPTH && !packages.contains(&rel);
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if kind.is_dir() {
-                let skipped = name.starts_with('.')
-                    || name == "node_modules"
-                    || name == "target"
-                    || NOT_WORKSPACES.contains(&name.as_str());
-                if enter && !skipped {
-                    let child = if rel.is_empty() {
-                        name
-                    } else {
-                        format!("{rel}/{name}")
-                    };
-                    stack.push((child, depth + 1));
-                }
-            } else if !rel.is_empty()
-                && let Some(marker) = wanted.iter().find(|m| **m == name)
-            {
-                // A file or a link to one: the reader decides when it reads it.
-                found.push((rel.clone(), *marker));
-            }
+        let held = list(root, &rel, &mut trace);
+        held.found_in(&rel, wanted, &mut found);
+        if depth < MAX_DEPTH && !packages.contains(&rel) {
+            held.enter(&rel, depth, &mut stack);
         }
     }
     found.sort();
     found.dedup();
     (found, trace)
+}
+
+/// What one folder's listing held that the survey needs.
+struct Held {
+    /// The folders in it the survey may enter: not hidden, `node_modules`, `target` or one of
+    /// [`NOT_WORKSPACES`], and no link (a link to a folder is never followed).
+    folders: Vec<String>,
+    /// The manifests ([`MARKERS`]) in it, files or links to them alike: the reader decides when
+    /// it reads one.
+    manifests: Vec<&'static str>,
+}
+
+/// Lists the folder `rel` below `root` (stamped before the listing, in `trace`).
+fn list(root: &Path, rel: &str, trace: &mut Trace) -> Held {
+    let abs = if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(rel)
+    };
+    let before = std::fs::metadata(&abs);
+    let entries = std::fs::read_dir(&abs);
+    trace
+        .listed
+        .push((rel.to_string(), Listed::of(before, entries.is_ok())));
+    let mut held = Held {
+        folders: Vec::new(),
+        manifests: Vec::new(),
+    };
+    let Ok(entries) = entries else {
+        return held;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if kind.is_dir() {
+            let skipped = name.starts_with('.')
+                || name == "node_modules"
+                || name == "target"
+                || NOT_WORKSPACES.contains(&name.as_ref());
+            if !skipped {
+                held.folders.push(name.into_owned());
+            }
+        } else if let Some(manifest) = MARKERS.iter().find(|m| **m == name) {
+            held.manifests.push(manifest);
+        }
+    }
+    held
+}
+
+impl Held {
+    /// Adds to `found` each of `wanted` this listing of `rel` holds (the root's own are the
+    /// root's ecosystems' business).
+    fn found_in<'a>(&self, rel: &str, wanted: &[&'a str], found: &mut Vec<(String, &'a str)>) {
+        if rel.is_empty() {
+            return;
+        }
+        for manifest in &self.manifests {
+            if let Some(marker) = wanted.iter().find(|m| *m == manifest) {
+                found.push((rel.to_string(), *marker));
+            }
+        }
+    }
+
+    /// Whether the folder may be a package's: every package discovery finds at the root is a
+    /// folder holding its ecosystem's manifest.
+    fn may_be_a_package(&self) -> bool {
+        !self.manifests.is_empty() || self.folders.iter().any(|f| MARKERS.contains(&f.as_str()))
+    }
+
+    /// Pushes the folders in `rel` (at `depth`) onto `stack`, to be listed in turn.
+    fn enter(self, rel: &str, depth: usize, stack: &mut Vec<(String, usize)>) {
+        for name in self.folders {
+            let child = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            stack.push((child, depth + 1));
+        }
+    }
 }
 
 /// The packages of every nested workspace of `ecosystem`, read with `discover` (the

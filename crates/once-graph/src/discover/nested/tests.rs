@@ -1,5 +1,10 @@
+use std::collections::HashSet;
+
+use super::ahead::{Packages, walk_ahead};
+use super::walk;
 use crate::discover::scratch::Scratch;
 use crate::discover::{Ecosystem, Inferred, Reader, infer};
+use crate::workspace::load::Trace;
 
 fn run(ws: &Scratch) -> (Vec<Inferred>, Reader) {
     let mut reader = Reader::new(&ws.0);
@@ -489,4 +494,231 @@ fn a_linked_folder_is_never_surveyed() {
     std::os::unix::fs::symlink(&outside.0, ws.0.join("rust")).expect("links");
     let (found, _) = run(&ws);
     assert_eq!(packages(&found), ["go ."]);
+}
+
+/// A manifest that appears inside a package folder after a load is seen by that load's record
+/// (the next `once` notices the workspace changed) and found by the next load, with the survey
+/// run ahead of the root's discovery as every load on more than one core runs it.
+#[test]
+fn a_manifest_added_in_a_package_folder_is_found_by_the_next_load() {
+    let ws = Scratch::new(&[
+        (
+            "package.json",
+            "{\"name\": \"root\", \"private\": true, \"workspaces\": [\"packages/*\"]}\n",
+        ),
+        ("packages/a/package.json", "{\"name\": \"a\"}\n"),
+        ("packages/b/package.json", "{\"name\": \"b\"}\n"),
+    ]);
+    let (found, reader) = run(&ws);
+    assert_eq!(
+        packages(&found),
+        ["javascript packages/a", "javascript packages/b"]
+    );
+    ws.write(
+        "packages/a/Cargo.toml",
+        "[package]\nname = \"a-native\"\nversion = \"0.1.0\"\n",
+    );
+    ws.write("packages/b/pyproject.toml", "[project]\nname = \"b-py\"\n");
+    assert!(
+        reader.listings.iter().any(|l| l.changed(&ws.0)),
+        "no listing notices the manifests added in package folders"
+    );
+    let (found, _) = run(&ws);
+    assert_eq!(
+        packages(&found),
+        [
+            "cargo packages/a",
+            "javascript packages/a",
+            "javascript packages/b",
+            "python packages/b",
+        ]
+    );
+}
+
+/// Every manifest name any ecosystem's survey looks for.
+fn all_markers() -> Vec<&'static str> {
+    Ecosystem::ALL
+        .iter()
+        .flat_map(|e| super::markers(*e).iter().copied())
+        .collect()
+}
+
+/// Each ecosystem's manifest names, as the survey run ahead takes them.
+fn all_groups() -> Vec<&'static [&'static str]> {
+    Ecosystem::ALL
+        .iter()
+        .map(|e| super::markers(*e))
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// What a survey saw: the manifests it found (`folder marker`) and the folders it listed, each
+/// sorted.
+type Seen = (Vec<String>, Vec<String>);
+
+fn seen(found: &[(String, &str)], trace: &Trace) -> Seen {
+    let found = found.iter().map(|(f, m)| format!("{f} {m}")).collect();
+    let mut listed: Vec<String> = trace.listed.iter().map(|(rel, _)| rel.clone()).collect();
+    listed.sort();
+    (found, listed)
+}
+
+/// The survey run ahead, with the root's packages known after `arrival` listings (never, before
+/// it has to wait for them, when `arrival` is `usize::MAX`); `None` when it threw its walk away.
+/// Also how many listings it made before it needed the packages.
+fn ahead(ws: &Scratch, packages: &HashSet<String>, arrival: usize) -> (Option<Seen>, usize) {
+    let mut asked = 0;
+    let mut listed_before_wait = 0;
+    let walked = walk_ahead(&ws.0, &all_groups(), |wait| {
+        if wait {
+            return Packages::Known(packages.clone());
+        }
+        asked += 1;
+        if asked > arrival {
+            Packages::Known(packages.clone())
+        } else {
+            listed_before_wait += 1;
+            Packages::NotYet
+        }
+    });
+    (
+        walked.map(|(found, trace)| seen(&found, &trace)),
+        listed_before_wait,
+    )
+}
+
+/// The survey run ahead answers as the walk does, whenever the root's packages come: before its
+/// first listing, after a few, or only once it has listed all it could without them. A guess
+/// proven wrong (a package whose folder holds no manifest, entered before the packages came)
+/// throws the walk away, and the survey walks again.
+#[test]
+fn the_survey_run_ahead_sees_what_the_walk_sees_whenever_the_packages_come() {
+    let js_root = (
+        "package.json",
+        "{\"name\": \"root\", \"private\": true, \"workspaces\": [\"packages/*\"]}\n",
+    );
+    let cargo = "[package]\nname = \"x\"\nversion = \"0.1.0\"\n";
+    let cases: Vec<(&str, Scratch, Vec<&str>, bool)> = vec![
+        ("polyglot", polyglot(), vec![], false),
+        (
+            "package folders",
+            Scratch::new(&[
+                js_root,
+                ("packages/a/package.json", "{\"name\": \"a\"}\n"),
+                ("packages/a/Cargo.toml", cargo),
+                ("packages/b/package.json", "{\"name\": \"b\"}\n"),
+                ("packages/b/native/Cargo.toml", cargo),
+                ("tools/py/pyproject.toml", "[project]\nname = \"py\"\n"),
+            ]),
+            vec!["packages/a", "packages/b"],
+            false,
+        ),
+        (
+            "a manifest that is no package",
+            Scratch::new(&[
+                js_root,
+                ("packages/a/package.json", "{\"name\": \"a\"}\n"),
+                ("tools/gen/package.json", "{\"name\": \"gen\"}\n"),
+                ("tools/gen/native/Cargo.toml", cargo),
+            ]),
+            vec!["packages/a"],
+            false,
+        ),
+        (
+            "a package without a manifest in its folder",
+            Scratch::new(&[("lib/sub/Cargo.toml", cargo)]),
+            vec!["lib"],
+            true,
+        ),
+    ];
+    for (what, ws, packages, guesses_wrong) in &cases {
+        let packages: HashSet<String> = packages.iter().map(|p| (*p).to_string()).collect();
+        let (found, trace) = walk(&ws.0, &all_markers(), &packages);
+        let expected = seen(&found, &trace);
+        for arrival in [0, 1, 2, 3, usize::MAX] {
+            match ahead(ws, &packages, arrival) {
+                (Some(walked), _) => assert_eq!(walked, expected, "{what}, arrival {arrival}"),
+                (None, _) if *guesses_wrong && arrival > 0 => {}
+                (None, _) => panic!("{what}: the walk was thrown away, arrival {arrival}"),
+            }
+        }
+        let (walked, _) = ahead(ws, &packages, usize::MAX);
+        assert_eq!(walked.is_none(), *guesses_wrong, "{what}");
+    }
+}
+
+/// Why it runs ahead: in a workspace whose packages each hold their manifest, the survey lists
+/// every folder it lists before it needs the root's packages, so a thousand package folders are
+/// listed while the root's discovery reads their manifests, not after.
+#[test]
+fn the_survey_run_ahead_lists_every_folder_before_it_needs_the_root_packages() {
+    let mut files = vec![(
+        "package.json".to_string(),
+        "{\"name\": \"root\", \"private\": true, \"workspaces\": [\"packages/*\"]}\n".to_string(),
+    )];
+    for i in 0..50 {
+        files.push((
+            format!("packages/pkg-{i}/package.json"),
+            format!("{{\"name\": \"pkg-{i}\"}}\n"),
+        ));
+        files.push((format!("packages/pkg-{i}/src/index.js"), String::new()));
+    }
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let ws = Scratch::new(&files);
+    let packages: HashSet<String> = (0..50).map(|i| format!("packages/pkg-{i}")).collect();
+    let (walked, listed_before_wait) = ahead(&ws, &packages, usize::MAX);
+    let (_, listed) = walked.expect("the walk was kept");
+    // The root, `packages/` and the fifty package folders, never their `src/`.
+    assert_eq!(listed.len(), 52, "{listed:?}");
+    assert_eq!(listed_before_wait, listed.len());
+}
+
+/// A root that holds every ecosystem's manifest may leave no ecosystem missing, and then no
+/// survey follows: the survey lists the root alone before the packages come, so it never slows
+/// a root's discovery down for nothing; and it still answers as the walk does.
+#[test]
+fn a_survey_run_ahead_waits_when_every_ecosystem_is_at_the_root() {
+    let ws = Scratch::new(&[
+        (
+            "package.json",
+            "{\"name\": \"root\", \"private\": true, \"workspaces\": [\"packages/*\"]}\n",
+        ),
+        ("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\n"),
+        ("pyproject.toml", "[project]\nname = \"root\"\n"),
+        ("go.mod", "module example.com/m\n"),
+        ("packages/a/package.json", "{\"name\": \"a\"}\n"),
+        (
+            "crates/b/Cargo.toml",
+            "[package]\nname = \"b\"\nversion = \"0.1.0\"\n",
+        ),
+        ("tools/py/pyproject.toml", "[project]\nname = \"py\"\n"),
+    ]);
+    let packages: HashSet<String> = ["packages/a", "crates/b"]
+        .iter()
+        .map(|p| (*p).to_string())
+        .collect();
+    let (found, trace) = walk(&ws.0, &all_markers(), &packages);
+    let (walked, listed_before_wait) = ahead(&ws, &packages, usize::MAX);
+    assert_eq!(walked, Some(seen(&found, &trace)));
+    assert_eq!(listed_before_wait, 1);
+}
+
+/// A survey whose packages never come (every ecosystem found packages at the root, so none is
+/// looked for below) stops without an answer.
+#[test]
+fn a_survey_run_ahead_stops_when_its_packages_never_come() {
+    let ws = polyglot();
+    let walked = walk_ahead(&ws.0, &all_groups(), |_| Packages::Dropped);
+    assert!(walked.is_none());
+}
+
+/// Every name a survey looks for is one the walk keeps from a listing.
+#[test]
+fn every_marker_is_a_manifest_name() {
+    for marker in all_markers() {
+        assert!(crate::discover::MARKERS.contains(&marker), "{marker}");
+    }
 }
