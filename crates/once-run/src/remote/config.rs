@@ -36,6 +36,8 @@ pub const JOBS_VAR: &str = "ONCE_REMOTE_JOBS";
 /// How many actions may run on the engine at once unless a setting says otherwise: far more
 /// than local cores, since a remote action costs this machine a waiting thread only.
 pub const DEFAULT_REMOTE_JOBS: usize = 64;
+/// The most, whatever a setting says: each is a thread of this process.
+pub const MAX_REMOTE_JOBS: usize = 4096;
 
 /// The largest blob fetched unless a setting says otherwise.
 pub const DEFAULT_MAX_BLOB: u64 = 1 << 30;
@@ -137,10 +139,10 @@ impl ExecutionConfig {
                     .trim()
                     .parse::<usize>()
                     .ok()
-                    .filter(|&n| n > 0)
+                    .filter(|&n| (1..=MAX_REMOTE_JOBS).contains(&n))
                     .ok_or_else(|| {
                         bad(format!(
-                            "`{JOBS_VAR}` must be a whole number of 1 or more, not `{}`",
+                            "`{JOBS_VAR}` must be a whole number from 1 to {MAX_REMOTE_JOBS}, not `{}`",
                             text.trim()
                         ))
                     })?,
@@ -711,10 +713,15 @@ mod tests {
             ..RemoteFlags::default()
         };
         assert!(exec(&off, &[(EXEC_VAR, "grpc://env:2")]).unwrap().is_none());
-        let e = exec(&RemoteFlags::default(), &[(JOBS_VAR, "0")])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("`ONCE_REMOTE_JOBS`"), "{e}");
+        for hostile in ["0", "1000000", "-1", "lots"] {
+            let e = exec(&RemoteFlags::default(), &[(JOBS_VAR, hostile)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("`ONCE_REMOTE_JOBS`") && e.contains("4096"),
+                "{e}"
+            );
+        }
         let e = exec(&RemoteFlags::default(), &[(EXEC_VAR, "http://x:1")])
             .unwrap_err()
             .to_string();
