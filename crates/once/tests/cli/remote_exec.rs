@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::buildgrid::free_port;
 use crate::support::{Running, TempDir, once_binary, output_within};
@@ -475,4 +475,72 @@ fn an_action_the_engine_refuses_runs_here_and_the_others_still_go_to_the_engine(
     assert!(because.starts_with("the engine refused it"), "{because}");
     assert_eq!(action(&report, "lib:build")["ran_on"]["place"], "remote");
     assert!(report["execution"].get("warning").is_none(), "{report:#}");
+}
+
+/// `once_run` and `once_query_runs` through MCP with the engine named in the server's
+/// environment: every answer, a remote success, a local-only action and a remote failure,
+/// matches the tool's own output schema under a 2020-12 validator, as the SDKs check it.
+#[test]
+fn mcp_answers_of_a_run_on_the_engine_match_their_output_schemas() {
+    let farm = Farm::start(10);
+    let worker = farm.worker("only");
+    let clone = TempDir::new();
+    write_farm(
+        clone.path(),
+        "\n[targets.a.capabilities.lint]\ncommand = \"true\"\nlocal = true\n\
+         [targets.a.capabilities.broken]\ncommand = \"echo no >&2; exit 4\"\n",
+    );
+    let mut command = once(clone.path(), &["mcp", "--allow-run"]);
+    command.env("ONCE_REMOTE_EXEC", &farm.server.url);
+    let mut mcp = crate::support::Mcp::from_command(command);
+    mcp.initialize();
+    let tools = mcp.tools(1);
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.set_default_draft(boon::Draft::V2020_12);
+    let mut index = std::collections::BTreeMap::new();
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap();
+        if name == "once_run" || name == "once_query_runs" {
+            let url = format!("https://once.invalid/{name}.json");
+            compiler
+                .add_resource(&url, tool["outputSchema"].clone())
+                .unwrap();
+            index.insert(
+                name.to_owned(),
+                compiler.compile(&url, &mut schemas).unwrap(),
+            );
+        }
+    }
+    let mut check = |tool: &str, reply: &Value| {
+        let content = &reply["result"]["structuredContent"];
+        if let Err(e) = schemas.validate(content, index[tool]) {
+            panic!("{tool} answers outside its schema: {e:#}\n{content:#}");
+        }
+    };
+    let mut id = 10;
+    for (target, outcome) in [
+        ("lib:build", "done"),
+        ("a:lint", "done"),
+        ("a:broken", "problem"),
+    ] {
+        id += 1;
+        let reply = mcp.call(id, "once_run", json!({"target": target}));
+        check("once_run", &reply);
+        let content = &reply["result"]["structuredContent"];
+        assert_eq!(content["outcome"], outcome, "{reply}\n{}", worker.log());
+        let result = &content["result"];
+        assert!(result["execution"].is_object(), "{reply}");
+        let place = if target == "a:lint" {
+            "local"
+        } else {
+            "remote"
+        };
+        let row = action(result, target);
+        assert_eq!(row["ran_on"]["place"], place, "{reply}");
+        id += 1;
+        let run_id = result["run_id"].as_str().unwrap();
+        let page = mcp.call(id, "once_query_runs", json!({"run_id": run_id}));
+        check("once_query_runs", &page);
+    }
 }
