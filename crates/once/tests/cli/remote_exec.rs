@@ -512,7 +512,7 @@ fn mcp_answers_of_a_run_on_the_engine_match_their_output_schemas() {
             );
         }
     }
-    let mut check = |tool: &str, reply: &Value| {
+    let check = |tool: &str, reply: &Value| {
         let content = &reply["result"]["structuredContent"];
         if let Err(e) = schemas.validate(content, index[tool]) {
             panic!("{tool} answers outside its schema: {e:#}\n{content:#}");
