@@ -11,7 +11,7 @@ use std::fmt;
 use toml::de::DeValue;
 
 use super::value::{Cx, key_name};
-use super::{CACHE_SCHEMES, CREDENTIAL_KEYS};
+use super::{CREDENTIAL_KEYS, credentials_key, remote_url};
 
 /// The most remote actions a manifest may ask to have in flight at once.
 pub const MAX_JOBS: u64 = 4096;
@@ -36,29 +36,7 @@ pub(super) fn parse(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Executio
     };
     for (k, v) in table.iter() {
         match key_name(k) {
-            "remote" => {
-                let Some(url) = cx.string(v, format_args!("`execution.remote`")) else {
-                    continue;
-                };
-                let host = CACHE_SCHEMES
-                    .iter()
-                    .find_map(|scheme| url.strip_prefix(scheme));
-                if host.is_some_and(|h| !h.is_empty()) {
-                    settings.remote = Some(url.to_string());
-                } else {
-                    cx.diags.push(
-                        cx.src
-                            .error(
-                                v.span().start,
-                                "bad-remote-url",
-                                "`execution.remote` must be a gRPC URL",
-                            )
-                            .expected("a URL starting with `grpc://` or `grpcs://`, then a host")
-                            .found(format!("`{url}`"))
-                            .help("write `grpc://host:port` (plaintext) or `grpcs://host[:port]` (TLS)"),
-                    );
-                }
-            }
+            "remote" => settings.remote = remote_url(cx, v, "execution"),
             "instance" => {
                 settings.instance = cx
                     .string(v, format_args!("`execution.instance`"))
@@ -78,21 +56,9 @@ pub(super) fn parse(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Executio
                     settings.platform = properties;
                 }
             }
-            name if CREDENTIAL_KEYS.contains(&name) => cx.diags.push(
-                cx.src
-                    .error(
-                        k.span().start,
-                        "credentials-in-manifest",
-                        format!(
-                            "`execution.{name}` would put credentials in once.toml, which is committed"
-                        ),
-                    )
-                    .help(
-                        "delete the key; set headers in env `ONCE_REMOTE_HEADERS` (one `Name: value` \
-                         per line) or in a file named by `ONCE_REMOTE_HEADERS_FILE` or \
-                         `--remote-headers-file`",
-                    ),
-            ),
+            name if CREDENTIAL_KEYS.contains(&name) => {
+                credentials_key(cx, k, "execution", name);
+            }
             _ => cx.unknown_key(
                 k,
                 &["remote", "instance", "jobs", "platform"],

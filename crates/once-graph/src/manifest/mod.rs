@@ -391,29 +391,7 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
     let t: &DeTable<'_> = table;
     for (k, v) in t.iter() {
         match key_name(k) {
-            "remote" => {
-                let Some(url) = cx.string(v, format_args!("`cache.remote`")) else {
-                    continue;
-                };
-                let host = CACHE_SCHEMES
-                    .iter()
-                    .find_map(|scheme| url.strip_prefix(scheme));
-                if host.is_some_and(|h| !h.is_empty()) {
-                    c.remote = Some(url.to_string());
-                } else {
-                    cx.diags.push(
-                        cx.src
-                            .error(
-                                v.span().start,
-                                "bad-remote-url",
-                                "`cache.remote` must be a gRPC URL",
-                            )
-                            .expected("a URL starting with `grpc://` or `grpcs://`, then a host")
-                            .found(format!("`{url}`"))
-                            .help("write `grpc://host:port` (plaintext) or `grpcs://host[:port]` (TLS)"),
-                    );
-                }
-            }
+            "remote" => c.remote = remote_url(cx, v, "cache"),
             "instance" => {
                 c.instance = cx
                     .string(v, format_args!("`cache.instance`"))
@@ -462,22 +440,7 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
                     ),
                 }
             }
-            // Named by key, never by value: the value is a secret the manifest already leaks.
-            name if CREDENTIAL_KEYS.contains(&name) => cx.diags.push(
-                cx.src
-                    .error(
-                        k.span().start,
-                        "credentials-in-manifest",
-                        format!(
-                            "`cache.{name}` would put credentials in once.toml, which is committed"
-                        ),
-                    )
-                    .help(
-                        "delete the key; set headers in env `ONCE_REMOTE_HEADERS` (one `Name: value` \
-                         per line) or in a file named by `ONCE_REMOTE_HEADERS_FILE` or \
-                         `--remote-headers-file`",
-                    ),
-            ),
+            name if CREDENTIAL_KEYS.contains(&name) => credentials_key(cx, k, "cache", name),
             _ => cx.unknown_key(
                 k,
                 &[
@@ -495,6 +458,52 @@ fn parse_cache(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> CacheSettings
         }
     }
     c
+}
+
+/// The URL of `[TABLE] remote` (the remote cache, the execution engine): a gRPC URL with a
+/// host, else a diagnostic and `None`.
+pub(super) fn remote_url(
+    cx: &mut Cx<'_>,
+    v: &toml::Spanned<DeValue<'_>>,
+    table: &str,
+) -> Option<String> {
+    let url = cx.string(v, format_args!("`{table}.remote`"))?;
+    let host = CACHE_SCHEMES
+        .iter()
+        .find_map(|scheme| url.strip_prefix(scheme));
+    if host.is_some_and(|h| !h.is_empty()) {
+        return Some(url.to_string());
+    }
+    cx.diags.push(
+        cx.src
+            .error(
+                v.span().start,
+                "bad-remote-url",
+                format!("`{table}.remote` must be a gRPC URL"),
+            )
+            .expected("a URL starting with `grpc://` or `grpcs://`, then a host")
+            .found(format!("`{url}`"))
+            .help("write `grpc://host:port` (plaintext) or `grpcs://host[:port]` (TLS)"),
+    );
+    None
+}
+
+/// A key of `[TABLE]` that would hold credentials: named by key, never by value (the value is a
+/// secret the manifest already leaks), with where credentials go instead.
+pub(super) fn credentials_key(cx: &mut Cx<'_>, k: &value::Key<'_>, table: &str, name: &str) {
+    cx.diags.push(
+        cx.src
+            .error(
+                k.span().start,
+                "credentials-in-manifest",
+                format!("`{table}.{name}` would put credentials in once.toml, which is committed"),
+            )
+            .help(
+                "delete the key; set headers in env `ONCE_REMOTE_HEADERS` (one `Name: value` \
+                 per line) or in a file named by `ONCE_REMOTE_HEADERS_FILE` or \
+                 `--remote-headers-file`",
+            ),
+    );
 }
 
 fn parse_workspace(cx: &mut Cx<'_>, v: &toml::Spanned<DeValue<'_>>) -> Settings {

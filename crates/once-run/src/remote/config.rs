@@ -163,33 +163,15 @@ impl ExecutionConfig {
         platform
             .entry("OSFamily".to_owned())
             .or_insert_with(|| std::env::consts::OS.to_owned());
-        let size =
-            |flag: &Option<String>, name: &str, setting: Option<u64>, default: u64| match flag
-                .clone()
-                .or_else(|| var(name))
-            {
-                Some(text) => once_graph::size::parse_size(&text)
-                    .map_err(|e| bad(format!("invalid `{name}` (or its flag): {e}"))),
-                None => Ok(setting.unwrap_or(default)),
-            };
+        let (max_blob, max_result) = size_limits(cache, flags, &var)?;
         Ok(Some(ExecutionConfig {
             url,
             instance,
             headers,
             timeout: cache.timeout.unwrap_or(DEFAULT_TIMEOUT),
             jobs,
-            max_blob: size(
-                &flags.max_blob,
-                MAX_BLOB_VAR,
-                cache.max_blob,
-                DEFAULT_MAX_BLOB,
-            )?,
-            max_result: size(
-                &flags.max_result,
-                MAX_RESULT_VAR,
-                cache.max_result,
-                DEFAULT_MAX_RESULT,
-            )?,
+            max_blob,
+            max_result,
             platform,
             notice,
         }))
@@ -259,36 +241,49 @@ impl RemoteConfig {
             ));
             headers.clear();
         }
-        let size =
-            |flag: &Option<String>, name: &str, setting: Option<u64>, default: u64| match flag
-                .clone()
-                .or_else(|| var(name))
-            {
-                Some(text) => once_graph::size::parse_size(&text)
-                    .map_err(|e| bad(format!("invalid `{name}` (or its flag): {e}"))),
-                None => Ok(setting.unwrap_or(default)),
-            };
+        let (max_blob, max_result) = size_limits(manifest, flags, &var)?;
         Ok(Some(RemoteConfig {
             url,
             instance,
             upload,
             headers,
             timeout: manifest.timeout.unwrap_or(DEFAULT_TIMEOUT),
-            max_blob: size(
-                &flags.max_blob,
-                MAX_BLOB_VAR,
-                manifest.max_blob,
-                DEFAULT_MAX_BLOB,
-            )?,
-            max_result: size(
-                &flags.max_result,
-                MAX_RESULT_VAR,
-                manifest.max_result,
-                DEFAULT_MAX_RESULT,
-            )?,
+            max_blob,
+            max_result,
             notice,
         }))
     }
+}
+
+/// The largest blob and result fetched: each flag over its variable over `[cache]`, for the
+/// remote cache and the engine alike.
+fn size_limits(
+    cache: &CacheSettings,
+    flags: &RemoteFlags,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(u64, u64), Error> {
+    let size = |flag: &Option<String>, name: &str, setting: Option<u64>, default: u64| match flag
+        .clone()
+        .or_else(|| var(name))
+    {
+        Some(text) => once_graph::size::parse_size(&text)
+            .map_err(|e| bad(format!("invalid `{name}` (or its flag): {e}"))),
+        None => Ok(setting.unwrap_or(default)),
+    };
+    Ok((
+        size(
+            &flags.max_blob,
+            MAX_BLOB_VAR,
+            cache.max_blob,
+            DEFAULT_MAX_BLOB,
+        )?,
+        size(
+            &flags.max_result,
+            MAX_RESULT_VAR,
+            cache.max_result,
+            DEFAULT_MAX_RESULT,
+        )?,
+    ))
 }
 
 /// The headers the person gives: `ONCE_REMOTE_HEADERS`, then the headers file.

@@ -296,42 +296,41 @@ fn remote(
     args: &RunArgs,
 ) -> Result<Option<Arc<once_run::Remote>>, Outcome> {
     let env = |name: &str| std::env::var(name).ok();
-    let config = match once_run::RemoteConfig::resolve(
-        workspace.cache_settings(),
-        workspace.execution_settings(),
-        &args.remote.flags(),
-        &env,
-    ) {
-        Ok(Some(config)) => config,
-        Ok(None) => return Ok(None),
-        Err(error) => {
-            eprintln!("error: {error}");
-            return Err(Outcome::Invalid);
-        }
-    };
-    match once_run::Remote::connect(config) {
-        Ok(remote) => Ok(Some(Arc::new(remote))),
-        Err(error) => {
-            eprintln!("error: {}", once_run::Error::from(error));
-            Err(Outcome::Failure)
-        }
-    }
+    connected(
+        once_run::RemoteConfig::resolve(
+            workspace.cache_settings(),
+            workspace.execution_settings(),
+            &args.remote.flags(),
+            &env,
+        ),
+        once_run::Remote::connect,
+    )
 }
 
-/// The remote execution engine of this run, connected: `None` when none is configured. As for
-/// the remote cache, a setting that cannot be used is exit 2, a configuration the engine
-/// refuses exit 1, and an engine that cannot be reached a warning and a local run.
+/// The remote execution engine of this run, connected, with the remote cache's rules.
 fn engine(
     workspace: &once_graph::Workspace,
     args: &RunArgs,
 ) -> Result<Option<Arc<once_run::Engine>>, Outcome> {
     let env = |name: &str| std::env::var(name).ok();
-    let config = match once_run::ExecutionConfig::resolve(
-        workspace.cache_settings(),
-        workspace.execution_settings(),
-        &args.remote.flags(),
-        &env,
-    ) {
+    connected(
+        once_run::ExecutionConfig::resolve(
+            workspace.cache_settings(),
+            workspace.execution_settings(),
+            &args.remote.flags(),
+            &env,
+        ),
+        once_run::Engine::connect,
+    )
+}
+
+/// A remote server from its resolved configuration: none when none is configured, exit 2 for
+/// a setting that cannot be used, exit 1 for a configuration the server refuses.
+fn connected<C, S>(
+    config: Result<Option<C>, once_run::Error>,
+    connect: impl FnOnce(C) -> Result<S, once_remote::Error>,
+) -> Result<Option<Arc<S>>, Outcome> {
+    let config = match config {
         Ok(Some(config)) => config,
         Ok(None) => return Ok(None),
         Err(error) => {
@@ -339,8 +338,8 @@ fn engine(
             return Err(Outcome::Invalid);
         }
     };
-    match once_run::Engine::connect(config) {
-        Ok(engine) => Ok(Some(Arc::new(engine))),
+    match connect(config) {
+        Ok(server) => Ok(Some(Arc::new(server))),
         Err(error) => {
             eprintln!("error: {}", once_run::Error::from(error));
             Err(Outcome::Failure)
