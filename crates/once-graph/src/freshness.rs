@@ -93,6 +93,21 @@ impl Freshness {
         &self.root
     }
 
+    /// Drops the check of each folder a glob expansion or the survey of nested workspaces
+    /// listed, with its stamp then, for which `checked(rel, stamp)` says another record will
+    /// check as much: the no-op proof's own record of the same folder listed later, with the
+    /// same stamp. What an expansion or the survey decided depends on the folder's names and
+    /// their kinds alone, which that record covers. A no-op in a 1,000-package workspace then
+    /// checks each package's folder once, where it checked it twice.
+    pub fn leave_listed_folders_to(&mut self, checked: impl Fn(&Path, &Stamp) -> bool) {
+        for listing in &mut self.lists.listings {
+            listing.trace.listed.retain(|(rel, listed)| match listed {
+                Listed::Folder(stamp) => !checked(Path::new(rel), stamp),
+                Listed::Absent | Listed::Unknown => true,
+            });
+        }
+    }
+
     /// Whether loading the workspace again could give another workspace: a manifest whose
     /// content changed (its stamp cannot prove it unchanged and its content hashes otherwise),
     /// or any of the looked-up lists answering differently.

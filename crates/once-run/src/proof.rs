@@ -29,6 +29,7 @@
 //! normal run. It is renamed into place without an fsync; a torn or foreign file fails its
 //! checksum and is ignored.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -121,6 +122,22 @@ pub fn prove(request: &Request, freshness: &Freshness, witness: Witness, report:
     let Some(records) = witness.into_records() else {
         return;
     };
+    // A folder loading listed (a glob's, the survey's) and the keys listed again, unchanged in
+    // between: the witness's record of it checks what the workspace's would. A stamp that was
+    // not racy when loading took it proves nothing moved in the folder before the keys' look.
+    let listed: HashMap<&Path, &Stamp> = records
+        .iter()
+        .filter_map(|(path, seen)| match seen {
+            Seen::Folder {
+                follow: false,
+                stamp,
+                ..
+            } if !stamp.is_racy() => Some((path.strip_prefix(root).ok()?, stamp)),
+            _ => None,
+        })
+        .collect();
+    let mut freshness = freshness.clone();
+    freshness.leave_listed_folders_to(|rel, stamp| listed.get(rel) == Some(&stamp));
     let Ok(report_json) = serde_json::to_vec(report) else {
         return;
     };

@@ -37,6 +37,26 @@ pub(crate) struct Listing {
     pub trace: Trace,
 }
 
+/// What reading one manifest gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// Read and decoded: its index in [`Reader::files`].
+    File(usize),
+    /// A regular file that could not be used (unreadable, too large, not UTF-8): warned about.
+    Unusable,
+    /// Absent, or no regular file.
+    Absent,
+}
+
+impl Read {
+    fn file(self) -> Option<usize> {
+        match self {
+            Read::File(index) => Some(index),
+            Read::Unusable | Read::Absent => None,
+        }
+    }
+}
+
 /// Reads manifests below a workspace root and remembers what it read.
 #[derive(Debug)]
 pub(crate) struct Reader {
@@ -59,9 +79,9 @@ pub(crate) struct Reader {
     /// Files whose presence alone was asked for (lockfiles, markers): vanishing makes the
     /// workspace stale; their content is never read.
     pub present: Vec<String>,
-    /// Each path asked for, with its index in `files` (`None`: absent or unusable), so a
-    /// thousand projects' lookups stay linear.
-    seen: HashMap<String, Option<usize>>,
+    /// Each path asked for, with what reading it gave, so a thousand projects' lookups stay
+    /// linear.
+    seen: HashMap<String, Read>,
     /// Each path whose presence was asked for, and the answer.
     stated: HashMap<String, bool>,
 }
@@ -117,6 +137,11 @@ impl Reader {
     /// used (too large, not UTF-8: then with a warning). A file already read is not read again.
     pub fn read(&mut self, rel: &str) -> Option<usize> {
         let rel = self.rooted(rel);
+        self.read_from_top(rel).file()
+    }
+
+    /// [`Reader::read`] for `rel` relative to the root, whatever the base.
+    fn read_from_top(&mut self, rel: String) -> Read {
         if let Some(&known) = self.seen.get(&rel) {
             return known;
         }
@@ -125,13 +150,13 @@ impl Reader {
         found
     }
 
-    fn read_new(&mut self, rel: &str) -> Option<usize> {
+    fn read_new(&mut self, rel: &str) -> Read {
         let abs = self.top.join(rel);
         let (bytes, stamp) = match read_regular(&abs) {
             Ok(Some(read)) => read,
             Ok(None) => {
                 self.absent.push(rel.to_string());
-                return None;
+                return Read::Absent;
             }
             Err(e) => {
                 self.diagnostics
@@ -141,7 +166,7 @@ impl Reader {
                         "unreadable-manifest",
                         format!("cannot read `{rel}`: {e}; its targets were not inferred"),
                     ));
-                return None;
+                return Read::Unusable;
             }
         };
         self.records.push(ManifestRecord {
@@ -156,9 +181,11 @@ impl Reader {
             d.severity = Severity::Warning;
             self.diagnostics.push(d);
         }
-        let file = file?;
+        let Some(file) = file else {
+            return Read::Unusable;
+        };
         self.files.push(file);
-        Some(self.files.len() - 1)
+        Read::File(self.files.len() - 1)
     }
 
     /// The text of a file [`Reader::read`] returned.
@@ -177,7 +204,7 @@ impl Reader {
     pub fn exists(&mut self, rel: &str) -> bool {
         let rel = self.rooted(rel);
         if let Some(&known) = self.seen.get(&rel) {
-            return known.is_some();
+            return matches!(known, Read::File(_));
         }
         if let Some(&known) = self.stated.get(&rel) {
             return known;
@@ -234,9 +261,21 @@ impl Reader {
             .iter()
             .map(|g| g.trim_start_matches('!').to_string())
             .collect();
+        let excluded = globset_of(&exclude);
         let mut trace = Trace::default();
+        let top = self.top.clone();
+        // Whether a matching folder holds `holding` is answered by reading it, as the
+        // ecosystem is about to: one `open` where a `stat` and then an `open` were. An excluded
+        // folder's manifest is only looked for: nothing will read it.
+        let mut holds = |folder: &str, manifest: String| {
+            if excluded.as_ref().is_some_and(|set| set.is_match(folder)) {
+                top.join(&manifest).is_file()
+            } else {
+                self.read_from_top(manifest) != Read::Absent
+            }
+        };
         let (found, per_glob) =
-            expand_folders_traced(&self.top, &include, holding, Some(&mut trace));
+            expand_folders_traced(&top, &include, holding, Some(&mut trace), &mut holds);
         for (glob, result) in include.iter().zip(&per_glob) {
             match result {
                 Err(e) => self.warn(
@@ -252,7 +291,6 @@ impl Reader {
                 Ok(_) => {}
             }
         }
-        let excluded = globset_of(&exclude);
         let folders: Vec<String> = found
             .into_iter()
             .filter(|f| !excluded.as_ref().is_some_and(|set| set.is_match(f)))
@@ -372,4 +410,54 @@ pub(crate) fn globset_of(globs: &[String]) -> Option<globset::GlobSet> {
         }
     }
     set.build().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_root(name: &str) -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("once-graph-reader-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("mkdir");
+        root.canonicalize().expect("canonical")
+    }
+
+    #[test]
+    fn a_folder_glob_reads_each_match_once_and_never_an_excluded_one() {
+        let root = temp_root("probe");
+        for (folder, manifest) in [
+            ("packages/a", Some(&b"{}"[..])),
+            ("packages/bad", Some(&b"\xff\xfe"[..])),
+            ("packages/skipped", Some(&b"\xff"[..])),
+            ("packages/empty", None),
+        ] {
+            std::fs::create_dir_all(root.join(folder)).expect("mkdir");
+            if let Some(bytes) = manifest {
+                std::fs::write(root.join(folder).join("package.json"), bytes).expect("writes");
+            }
+        }
+        let mut reader = Reader::new(&root);
+        let globs = ["packages/*".to_owned(), "!packages/skipped".to_owned()];
+        let folders = reader.folders(&globs, "package.json", 0, 0);
+        // A manifest that cannot be used still makes its folder a match, as a `stat` did.
+        assert_eq!(folders, ["packages/a", "packages/bad"]);
+        let read: Vec<&str> = reader.records.iter().map(|r| r.rel.as_str()).collect();
+        assert_eq!(
+            read,
+            ["packages/a/package.json", "packages/bad/package.json"]
+        );
+        let warned: Vec<&str> = reader.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(warned, ["not-utf8"], "the excluded manifest is never read");
+        // What the ecosystem reads next was read by the glob: no second open, no second record.
+        assert_eq!(reader.read("packages/a/package.json"), Some(0));
+        assert_eq!(reader.read("packages/bad/package.json"), None);
+        assert_eq!(reader.records.len(), 2);
+        assert!(!reader.exists("packages/bad/package.json"));
+        let probed = &reader.listings[0].trace.probed;
+        assert!(probed.contains(&("packages/empty/package.json".into(), false)));
+        assert!(probed.contains(&("packages/skipped/package.json".into(), true)));
+        std::fs::remove_dir_all(root).expect("cleans up");
+    }
 }

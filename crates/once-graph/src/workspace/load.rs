@@ -194,7 +194,8 @@ pub(crate) fn expand_folders(
     globs: &[String],
     holding: &str,
 ) -> (Vec<String>, Vec<Result<Expanded, String>>) {
-    expand_folders_traced(root, globs, holding, None)
+    let mut holds = |_: &str, file: String| root.join(file).is_file();
+    expand_folders_traced(root, globs, holding, None, &mut holds)
 }
 
 /// The folders of `abs` a folder glob may enter, by name.
@@ -208,11 +209,14 @@ fn enterable(entries: std::fs::ReadDir) -> impl Iterator<Item = String> {
 
 /// [`expand_folders`], recording in `trace` each folder it listed (stamped before the listing)
 /// and each file it looked for, so a later check can prove the same expansion by `stat`s.
+/// `holds(folder, file)` says whether a matching folder holds the regular file looked for (both
+/// relative to `root`, the file `folder/holding`).
 pub(crate) fn expand_folders_traced(
     root: &Path,
     globs: &[String],
     holding: &str,
     mut trace: Option<&mut Trace>,
+    holds: &mut dyn FnMut(&str, String) -> bool,
 ) -> (Vec<String>, Vec<Result<Expanded, String>>) {
     let mut all = Vec::new();
     let mut per = Vec::with_capacity(globs.len());
@@ -258,11 +262,12 @@ pub(crate) fn expand_folders_traced(
                 root.join(&rel)
             };
             if !rel.is_empty() && matcher.is_match(&rel) {
-                let holds = abs.join(holding).is_file();
+                let file = format!("{rel}/{holding}");
+                let held = holds(&rel, file.clone());
                 if let Some(trace) = trace.as_deref_mut() {
-                    trace.probed.push((format!("{rel}/{holding}"), holds));
+                    trace.probed.push((file, held));
                 }
-                if holds {
+                if held {
                     found += 1;
                     all.push(rel.clone());
                 }
@@ -289,7 +294,11 @@ pub(crate) fn expand_folders_traced(
                 }
                 continue;
             }
-            for name in children {
+            // Taken off the stack in name order: a folder's matches are probed, and so read,
+            // in the order the ecosystems then use them.
+            let mut names: Vec<String> = children.collect();
+            names.sort_unstable_by(|a, b| b.cmp(a));
+            for name in names {
                 let child = if rel.is_empty() {
                     name
                 } else {

@@ -576,3 +576,64 @@ fn a_damaged_or_foreign_proof_is_a_normal_run() {
     }
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }
+
+/// A folder that loading listed (the survey of nested workspaces, here: no Cargo or Python
+/// workspace at the root) and the keys listed again is checked once by a proof, through the
+/// keys' record, once its stamp is old enough to prove anything. A manifest appearing is still
+/// seen wherever it appears: in a folder only loading listed, in a target's folder both listed,
+/// and in an input folder below it.
+#[test]
+fn a_nested_manifest_appearing_is_seen_in_every_folder_a_proof_checks() {
+    let copy = Copy::new(true);
+    copy.run(&[]);
+    // Stamps taken within the racy window of a change prove nothing, and a proof keeps both
+    // records of a folder whose stamps are racy: the folders must age past it first.
+    std::thread::sleep(once_fs::RACY_WINDOW + std::time::Duration::from_millis(200));
+    let (expected, answered) = copy.run(&[]);
+    assert!(!answered, "no proof existed yet");
+    let appearing = [
+        (
+            "tools/rust/Cargo.toml",
+            "[package]\nname = \"tool-rs\"\nversion = \"0.1.0\"\n",
+        ),
+        (
+            "tools/gen/Cargo.toml",
+            "[package]\nname = \"gen-rs\"\nversion = \"0.1.0\"\n",
+        ),
+        (
+            "tools/gen/src/pyproject.toml",
+            "[project]\nname = \"gen-py\"\n",
+        ),
+    ];
+    for (path, text) in appearing {
+        let (again, answered) = copy.run(&[]);
+        assert!(
+            answered,
+            "before `{path}` appeared, the proof did not answer"
+        );
+        assert!(
+            again.actions.iter().all(|(_, _, cached)| *cached),
+            "{again:?}"
+        );
+        assert_eq!(again.code, expected.code);
+        write(copy.root(), path, text);
+        let (_, answered) = copy.run(&[]);
+        assert!(!answered, "the proof answered after `{path}` appeared");
+        let listed = Command::new(once_binary())
+            .args(["query", "targets", "--all"])
+            .current_dir(copy.root())
+            .output()
+            .expect("runs once");
+        let folder = path.rsplit_once('/').expect("a folder").0;
+        assert!(
+            String::from_utf8_lossy(&listed.stdout).contains(&format!("\"path\": \"{folder}\"")),
+            "no target in `{folder}` after `{path}` appeared"
+        );
+        // The run that saw it left a proof of its own, which the next one must find.
+        let (settled, _) = copy.run(&[]);
+        assert!(
+            settled.actions.iter().all(|(_, _, cached)| *cached),
+            "{settled:?}"
+        );
+    }
+}
