@@ -29,7 +29,7 @@
 //! last recorded ones and says, in one bounded sentence, what changed ([`because`]): the report
 //! carries it as `ran_again`, and `once query key` puts the same words in its verdict.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::OnceLock;
 
 use serde::Serialize;
@@ -246,7 +246,7 @@ pub(crate) fn ran_again(last: &KeyParts, now: &KeyParts) -> String {
 pub(crate) struct Recall<'a> {
     cache: &'a Cache,
     plan: &'a Plan,
-    last: OnceLock<HashMap<String, KeyParts>>,
+    last: OnceLock<crate::journal::Recalled>,
 }
 
 impl<'a> Recall<'a> {
@@ -262,9 +262,9 @@ impl<'a> Recall<'a> {
     pub(crate) fn ran_again(&self, now: &KeyParts) -> Option<String> {
         let last = self.last.get_or_init(|| {
             let wanted: HashSet<&str> = self.plan.steps.iter().map(|s| s.action.as_str()).collect();
-            crate::journal::last_of_each(self.cache, &wanted)
+            crate::journal::Recalled::read(self.cache, &wanted)
         });
-        last.get(&now.action).map(|last| ran_again(last, now))
+        last.last(&now.action).map(|last| ran_again(&last, now))
     }
 }
 

@@ -15,11 +15,13 @@
 //!
 //! Must never hold a value of a variable (the parts never do) nor grow without bound.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 #[cfg(test)]
 use std::fs::OpenOptions;
 use std::io::{self, Read, Write};
+use std::ops::Range;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -70,29 +72,58 @@ pub(crate) fn last(cache: &Cache, action: &str) -> Option<KeyParts> {
         .filter(|parts| parts.action == action)
 }
 
-/// The last manifest of each action of `wanted` that the journal has a readable one of: read
-/// once for a whole run, where [`last`] would read the journal once per action.
-pub(crate) fn last_of_each(cache: &Cache, wanted: &HashSet<&str>) -> HashMap<String, KeyParts> {
-    let mut found = HashMap::new();
-    let Ok(bytes) = fs::read(cache.journal_file()) else {
-        return found;
-    };
-    for line in bytes.split(|b| *b == b'\n').rev() {
-        if found.len() == wanted.len() {
-            break;
+/// The journal read once for a whole run, its lines found by action but not parsed: a run in
+/// which one action of a thousand misses parses that action's line, not the thousand (a
+/// megabyte of JSON at 1,000 packages).
+pub(crate) struct Recalled {
+    bytes: Vec<u8>,
+    /// The lines of each wanted action, newest first, as ranges of `bytes`.
+    lines: HashMap<String, Vec<Range<usize>>>,
+}
+
+impl Recalled {
+    /// The journal's lines of each action of `wanted`; none when it cannot be read.
+    pub(crate) fn read(cache: &Cache, wanted: &HashSet<&str>) -> Recalled {
+        let bytes = fs::read(cache.journal_file()).unwrap_or_default();
+        let mut lines: HashMap<String, Vec<Range<usize>>> = HashMap::new();
+        let mut end = bytes.len();
+        for line in bytes.split(|b| *b == b'\n').rev() {
+            let start = end - line.len();
+            let range = start..end;
+            end = start.saturating_sub(1);
+            if let Some(action) = action_of(line)
+                && wanted.contains(action.as_ref())
+            {
+                lines.entry(action.into_owned()).or_default().push(range);
+            }
         }
-        let Ok(head) = serde_json::from_slice::<Head>(line) else {
-            continue;
-        };
-        if !wanted.contains(head.action.as_str()) || found.contains_key(&head.action) {
-            continue;
-        }
-        // A torn or unreadable line is skipped: an older one of the action may still be read.
-        if let Ok(parts) = serde_json::from_slice::<KeyParts>(line) {
-            found.insert(head.action, parts);
-        }
+        Recalled { bytes, lines }
     }
-    found
+
+    /// The last readable manifest of `action`: a torn or unreadable line is skipped, and an
+    /// older one of the action may still be read.
+    pub(crate) fn last(&self, action: &str) -> Option<KeyParts> {
+        self.lines
+            .get(action)?
+            .iter()
+            .filter_map(|range| serde_json::from_slice::<KeyParts>(&self.bytes[range.clone()]).ok())
+            .find(|parts| parts.action == action)
+    }
+}
+
+/// The action a journal line is about, read where [`KeyParts`] puts it, at the line's start
+/// (`{"action":"a:build",`), without parsing the rest; a line that does not start so, or whose
+/// name holds an escape, is parsed as far as its `action`.
+fn action_of(line: &[u8]) -> Option<Cow<'_, str>> {
+    if let Some(rest) = line.strip_prefix(br#"{"action":""#)
+        && let Some(close) = rest.iter().position(|b| matches!(b, b'"' | b'\\'))
+        && rest[close] == b'"'
+    {
+        return std::str::from_utf8(&rest[..close]).ok().map(Cow::Borrowed);
+    }
+    serde_json::from_slice::<Head>(line)
+        .ok()
+        .map(|head| Cow::Owned(head.action))
 }
 
 /// The size the journal had after its last compaction (its header), or 0.
@@ -118,8 +149,8 @@ fn compact(path: &Path) -> io::Result<()> {
     let mut seen = HashSet::new();
     let mut kept: Vec<&[u8]> = Vec::new();
     for line in bytes.split(|b| *b == b'\n').rev() {
-        if let Ok(head) = serde_json::from_slice::<Head>(line)
-            && seen.insert(head.action)
+        if let Some(action) = action_of(line)
+            && seen.insert(action)
         {
             kept.push(line);
         }
@@ -189,6 +220,37 @@ mod tests {
         assert_eq!(last(&cache, "a:build").unwrap().key, "4");
         // An action whose name another's starts with is not confused with it.
         assert_eq!(last(&cache, "a:buil"), None);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_run_recalls_the_last_readable_line_of_each_action_it_wants() {
+        let dir = scratch("recalled");
+        let cache = Cache::new(&dir);
+        append(&cache, &parts("a:build", "1")).unwrap();
+        append(&cache, &parts("b:build", "1")).unwrap();
+        // A name with an escape in its JSON is found by parsing, not by its prefix.
+        append(&cache, &parts("q\"uote:build", "1")).unwrap();
+        append(&cache, &parts("a:build", "2")).unwrap();
+        let path = cache.journal_file();
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        // Torn: its action is read from its start, and the line before it answers.
+        file.write_all(br#"{"action":"b:build","key":"3","vers"#)
+            .unwrap();
+        file.write_all(b"\n").unwrap();
+        let wanted = HashSet::from(["a:build", "b:build", "q\"uote:build", "c:build"]);
+        let recalled = Recalled::read(&cache, &wanted);
+        assert_eq!(recalled.last("a:build").unwrap().key, "2");
+        assert_eq!(recalled.last("b:build").unwrap().key, "1");
+        assert_eq!(recalled.last("q\"uote:build").unwrap().key, "1");
+        assert_eq!(recalled.last("c:build"), None);
+        // Only what was wanted is kept.
+        let only_a = Recalled::read(&cache, &HashSet::from(["a:build"]));
+        assert_eq!(only_a.last("b:build"), None);
+        assert_eq!(only_a.last("a:buil"), None);
+        // No journal: nothing recalled, nothing raised.
+        fs::remove_file(&path).unwrap();
+        assert_eq!(Recalled::read(&cache, &wanted).last("a:build"), None);
         fs::remove_dir_all(dir).unwrap();
     }
 
