@@ -12,7 +12,9 @@
 //! (git's "racily clean"). Files read for their content therefore also carry the content's
 //! digest, and listed folders a digest of their names, which a check compares when the stamp
 //! cannot decide. A run that looked at something it cannot record (a read it cannot stamp) spoils
-//! its witness, and no proof is written.
+//! its witness, and no proof is written; so does a run in which an action misses the local cache,
+//! which can prove no no-op, and its witness records nothing more (an incremental build of 1,000
+//! packages stops pushing thousands of records it would throw away).
 
 use std::fs::{self, FileType, Metadata};
 use std::io::{self, ErrorKind};
@@ -92,8 +94,10 @@ impl Witness {
         }
     }
 
+    /// Whether it records: on, and not spoiled (a spoiled witness proves nothing, so whatever
+    /// the run sees after that is not worth a record).
     pub(crate) fn is_on(&self) -> bool {
-        self.on
+        self.on && !self.is_spoiled()
     }
 
     /// Whether the run looked at something it could not record: then nothing it saw proves
@@ -119,14 +123,14 @@ impl Witness {
     /// Records what is at `path` now, by `lstat` (or `stat`, when `follow`): call it just
     /// before the read it stands for.
     pub(crate) fn look(&self, path: &Path, follow: bool) {
-        if self.on {
+        if self.is_on() {
             self.found(path, follow, &metadata(path, follow));
         }
     }
 
     /// Records what a look-up by `lstat` found at `path` (`found`, taken just before).
     pub(crate) fn looked(&self, path: &Path, found: &io::Result<Metadata>) {
-        if self.on {
+        if self.is_on() {
             self.found(path, false, found);
         }
     }
@@ -157,7 +161,7 @@ impl Witness {
     }
 
     fn push_file(&self, path: &Path, follow: bool, metadata: &Metadata, digest: &blake3::Hash) {
-        if self.on {
+        if self.is_on() {
             let stamp = Stamp::new(metadata, SystemTime::now());
             self.push(
                 path,
@@ -174,7 +178,7 @@ impl Witness {
     /// just before something else reads it (an ignore file, which the `ignore` crate reads).
     /// Absent, or not a file, is recorded as such.
     pub(crate) fn read(&self, path: &Path) {
-        if !self.on {
+        if !self.is_on() {
             return;
         }
         match fs::metadata(path) {
@@ -200,7 +204,7 @@ impl Witness {
     /// by `lstat`, unless the path is a link (then the link is recorded, and the metadata is
     /// that of the folder it leads to).
     pub(crate) fn before_listing(&self, folder: &Path) -> Option<Before> {
-        if !self.on {
+        if !self.is_on() {
             return None;
         }
         let own = fs::symlink_metadata(folder);
@@ -251,7 +255,7 @@ impl Witness {
 
     /// Records a folder on the way to an output, which the run found to be a real folder.
     pub(crate) fn directory(&self, path: &Path) {
-        if self.on {
+        if self.is_on() {
             self.push(path, Seen::Directory);
         }
     }

@@ -121,6 +121,11 @@ impl Worker<'_> {
                 return Err(Box::new(finished));
             }
         }
+        // It runs (or comes from a remote cache): this run proves no later no-op, and its
+        // witness stops recording for the actions still to be keyed.
+        self.hashes
+            .witness()
+            .spoil("an action missed the local cache");
         // The remote cache: looked up by the `Action` digest alone, described in full only for
         // the upload after a success. An action that is never recorded is neither looked up nor
         // uploaded: nothing to describe.
