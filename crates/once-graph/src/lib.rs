@@ -31,6 +31,7 @@ mod workspace;
 pub use diagnostic::{Diagnostic, Severity};
 pub use error::Error;
 pub use freshness::Freshness;
+pub use manifest::execution::MAX_JOBS as MAX_REMOTE_JOBS;
 pub use manifest::{CacheSettings, ExecutionSettings};
 pub use model::Placement;
 pub use root::{SAFE_DIRECTORIES_VAR, SafeDirectories, repository_top};

@@ -61,15 +61,7 @@ pub(crate) fn append(cache: &Cache, parts: &KeyParts) -> io::Result<()> {
 
 /// The last manifest of `action`, if the journal has a readable one.
 pub(crate) fn last(cache: &Cache, action: &str) -> Option<KeyParts> {
-    let bytes = fs::read(cache.journal_file()).ok()?;
-    // `KeyParts` serialises `action` first, so the line of an action starts with this.
-    let prefix = format!(r#"{{"action":{},"#, serde_json::to_string(action).ok()?);
-    bytes
-        .split(|b| *b == b'\n')
-        .rev()
-        .filter(|line| line.starts_with(prefix.as_bytes()))
-        .find_map(|line| serde_json::from_slice::<KeyParts>(line).ok())
-        .filter(|parts| parts.action == action)
+    Recalled::read(cache, &HashSet::from([action])).last(action)
 }
 
 /// The journal read once for a whole run, its lines found by action but not parsed: a run in

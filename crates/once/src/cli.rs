@@ -689,7 +689,7 @@ pub struct RemoteArgs {
     /// Remote actions in flight at once; commands run here stay within `--jobs`
     /// [default: 64; env: ONCE_REMOTE_JOBS; manifest: `[execution] jobs`]
     #[arg(long, value_name = "N",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=once_graph::MAX_REMOTE_JOBS))]
     pub remote_jobs: Option<usize>,
     /// A REAPI cache behind the local one: `grpc://host:port`, or `grpcs://host[:port]` for TLS
     /// [env: ONCE_REMOTE_CACHE; manifest: `[cache] remote`]

@@ -13,7 +13,8 @@ use toml::de::DeValue;
 use super::value::{Cx, key_name};
 use super::{CREDENTIAL_KEYS, credentials_key, remote_url};
 
-/// The most remote actions a manifest may ask to have in flight at once.
+/// The most remote actions in flight at once, whatever asks (the manifest, `--remote-jobs`,
+/// `ONCE_REMOTE_JOBS`): each is a thread of the running `once`.
 pub const MAX_JOBS: u64 = 4096;
 
 /// `[execution]` as written; each key `None` (or empty) when the manifest leaves it out.

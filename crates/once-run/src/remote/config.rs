@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use once_graph::{CacheSettings, ExecutionSettings};
+use once_graph::{CacheSettings, ExecutionSettings, MAX_REMOTE_JOBS};
 
 use super::RemoteConfig;
 use crate::error::Error;
@@ -36,8 +36,6 @@ pub const JOBS_VAR: &str = "ONCE_REMOTE_JOBS";
 /// How many actions may run on the engine at once unless a setting says otherwise: far more
 /// than local cores, since a remote action costs this machine a waiting thread only.
 pub const DEFAULT_REMOTE_JOBS: usize = 64;
-/// The most, whatever a setting says: each is a thread of this process.
-pub const MAX_REMOTE_JOBS: usize = 4096;
 
 /// The largest blob fetched unless a setting says otherwise.
 pub const DEFAULT_MAX_BLOB: u64 = 1 << 30;
@@ -137,9 +135,10 @@ impl ExecutionConfig {
             None => match var(JOBS_VAR) {
                 Some(text) => text
                     .trim()
-                    .parse::<usize>()
+                    .parse::<u64>()
                     .ok()
-                    .filter(|&n| (1..=MAX_REMOTE_JOBS).contains(&n))
+                    .filter(|n| (1..=MAX_REMOTE_JOBS).contains(n))
+                    .and_then(|n| usize::try_from(n).ok())
                     .ok_or_else(|| {
                         bad(format!(
                             "`{JOBS_VAR}` must be a whole number from 1 to {MAX_REMOTE_JOBS}, not `{}`",
