@@ -460,4 +460,34 @@ mod tests {
         assert!(probed.contains(&("packages/skipped/package.json".into(), true)));
         std::fs::remove_dir_all(root).expect("cleans up");
     }
+
+    /// A match's manifest is read to learn that it holds one: a pipe planted there is opened
+    /// without blocking and is no manifest, as a `stat` said before; nothing waits on it.
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_as_a_matchs_manifest_is_no_manifest_and_never_waited_on() {
+        let root = temp_root("pipe");
+        for folder in ["packages/a", "packages/piped"] {
+            std::fs::create_dir_all(root.join(folder)).expect("mkdir");
+        }
+        std::fs::write(root.join("packages/a/package.json"), "{}").expect("writes");
+        let made = std::process::Command::new("mkfifo")
+            .arg(root.join("packages/piped/package.json"))
+            .status()
+            .expect("runs mkfifo");
+        assert!(made.success());
+        let (done, finished) = std::sync::mpsc::channel();
+        let at = root.clone();
+        std::thread::spawn(move || {
+            let mut reader = Reader::new(&at);
+            let folders = reader.folders(&["packages/*".to_owned()], "package.json", 0, 0);
+            let _ = done.send((folders, reader.records.len()));
+        });
+        let (folders, read) = finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the glob never waits on a pipe");
+        assert_eq!(folders, ["packages/a"]);
+        assert_eq!(read, 1);
+        std::fs::remove_dir_all(root).expect("cleans up");
+    }
 }
